@@ -1,0 +1,49 @@
+# rdmasuite — see README.md. `make test` is what CI runs (.ci/run).
+SHELL := /bin/bash
+BIN_DIR ?= $(CURDIR)/bin
+VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
+LDFLAGS := -X github.com/rdmasuite/rdmasuite/workloads/probeout.Version=$(VERSION)
+BED_DIR ?= /var/lib/rdmasuite-bed
+export BED_DIR
+
+.PHONY: all build rdmaprobe rdmasuite lint unit test e2e bed-up bed-down bed-status deps
+
+all: build
+
+deps:
+	hack/install-deps.sh
+
+build: rdmaprobe rdmasuite
+
+rdmaprobe:
+	@mkdir -p $(BIN_DIR)
+	go build -ldflags '$(LDFLAGS)' -o $(BIN_DIR)/rdmaprobe ./cmd/rdmaprobe
+
+rdmasuite:
+	@mkdir -p $(BIN_DIR)
+	go build -ldflags '$(LDFLAGS)' -o $(BIN_DIR)/rdmasuite ./cmd/rdmasuite
+
+lint:
+	@out=$$(gofmt -l $$(git ls-files '*.go') 2>&1); if [[ -n $$out ]]; then echo "gofmt needed: $$out"; exit 1; fi
+	go vet ./...
+
+# Unit tests: everything but the suites package, which needs a cluster.
+unit:
+	go test -count=1 $$(go list ./... | grep -v '/suites$$')
+
+# The suite against the running bed.
+e2e:
+	go test -count=1 -v ./suites -args --kubeconfig=$(BED_DIR)/kubeconfig
+
+bed-up:
+	hack/bed.sh up
+
+bed-down:
+	hack/bed.sh down
+
+bed-status:
+	hack/bed.sh status
+
+# Everything, on a fresh machine: deps, lint, unit tests, bed up, suite, bed down.
+test:
+	hack/test.sh

@@ -1,0 +1,74 @@
+// Command rdmaprobe is the binary that runs inside the suite's pods. Each
+// subcommand is one probe and prints one JSON envelope (see
+// workloads/probeout) on stdout; diagnostics go to stderr.
+package main
+
+import (
+	"fmt"
+	"os"
+	"runtime"
+	"sort"
+
+	"github.com/rdmasuite/rdmasuite/workloads/podenv"
+	"github.com/rdmasuite/rdmasuite/workloads/probeout"
+)
+
+type subcommand struct {
+	summary string
+	run     func(args []string) error
+}
+
+var subcommands = map[string]subcommand{
+	"version": {"print the probe version", runVersion},
+	"env":     {"print the pod's RDMA-relevant environment (memlock, IPC_LOCK, /dev/infiniband)", runEnv},
+}
+
+func main() {
+	if len(os.Args) < 2 {
+		usage()
+		os.Exit(2)
+	}
+	sc, ok := subcommands[os.Args[1]]
+	if !ok {
+		fmt.Fprintf(os.Stderr, "rdmaprobe: unknown subcommand %q\n", os.Args[1])
+		usage()
+		os.Exit(2)
+	}
+	if err := sc.run(os.Args[2:]); err != nil {
+		fmt.Fprintf(os.Stderr, "rdmaprobe %s: %v\n", os.Args[1], err)
+		os.Exit(1)
+	}
+}
+
+func usage() {
+	fmt.Fprintln(os.Stderr, "usage: rdmaprobe <subcommand> [flags]")
+	names := make([]string, 0, len(subcommands))
+	for n := range subcommands {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		fmt.Fprintf(os.Stderr, "  %-10s %s\n", n, subcommands[n].summary)
+	}
+}
+
+type versionResult struct {
+	Version string `json:"version"`
+	Go      string `json:"go"`
+	OS      string `json:"os"`
+	Arch    string `json:"arch"`
+}
+
+func runVersion([]string) error {
+	return probeout.Write(os.Stdout, "version", versionResult{
+		Version: probeout.Version, Go: runtime.Version(), OS: runtime.GOOS, Arch: runtime.GOARCH,
+	})
+}
+
+func runEnv([]string) error {
+	e, err := podenv.Collect("/proc", "/dev")
+	if err != nil {
+		return err
+	}
+	return probeout.Write(os.Stdout, "env", e)
+}

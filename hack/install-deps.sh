@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Installs the Debian packages the local test beds need. Idempotent: apt-get is
+# skipped when every package is already installed.
+set -euo pipefail
+pkgs=(
+  # Bed 1: container runtime and networking for the host nodes.
+  containerd runc containernetworking-plugins iptables iproute2 util-linux
+  procps psmisc kmod ca-certificates curl openssl
+  # Bed 2/3: Soft-RoCE in a qemu guest; the guest gets its kernel, busybox and
+  # rdma-core user space unpacked from these packages (dpkg -x, nothing runs on the host).
+  qemu-system-x86 busybox-static cpio
+  libibverbs-dev ibverbs-providers rdma-core ibverbs-utils perftest
+)
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "install-deps: installing ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+echo "install-deps: all ${#pkgs[@]} packages present"

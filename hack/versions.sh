@@ -1,0 +1,10 @@
+# Pinned versions for the local test beds. Sourced by the hack/ scripts.
+# Kubernetes minor matches client-go in go.mod (v0.35.x): keep them together.
+K8S_VERSION=v1.35.4
+ETCD_VERSION=v3.6.16
+# Where built binaries and images are cached, keyed by version, outside the repo.
+RDMASUITE_CACHE=${RDMASUITE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/rdmasuite}
+K8S_BIN_DIR=$RDMASUITE_CACHE/k8s-$K8S_VERSION
+ETCD_BIN_DIR=$RDMASUITE_CACHE/etcd-$ETCD_VERSION
+# State of a running bed (certificates, node dirs, logs, pids). Not cached.
+BED_DIR=${BED_DIR:-/var/lib/rdmasuite-bed}

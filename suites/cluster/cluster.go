@@ -1,0 +1,127 @@
+// Package cluster connects the suite to a cluster and owns the run's
+// namespace: it resolves which cluster was meant, proves it answers before
+// any test runs, and makes sure everything the run created is deleted.
+package cluster
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+// Labels every object the suite creates carries; RunLabel holds the run id.
+const (
+	ManagedByLabel = "app.kubernetes.io/managed-by"
+	ManagedBy      = "rdmasuite"
+	RunLabel       = "rdmasuite.io/run"
+)
+
+// ErrNoCluster means no kubeconfig was given and the process is not in a pod.
+var ErrNoCluster = errors.New("no cluster given: pass it after -args, e.g. go test ./suites -args --kubeconfig=$HOME/.kube/config (or set KUBECONFIG; in a pod the service account is used)")
+
+// RESTConfig picks the cluster: the --kubeconfig flag, then $KUBECONFIG,
+// then the in-cluster service account.
+func RESTConfig(kubeconfigFlag, context string) (*rest.Config, string, error) {
+	path := kubeconfigFlag
+	if path == "" {
+		path = os.Getenv("KUBECONFIG")
+	}
+	if path == "" {
+		if os.Getenv("KUBERNETES_SERVICE_HOST") == "" {
+			return nil, "", ErrNoCluster
+		}
+		cfg, err := rest.InClusterConfig()
+		if err != nil {
+			return nil, "", fmt.Errorf("in-cluster config: %w", err)
+		}
+		return cfg, "in-cluster", nil
+	}
+	if _, err := os.Stat(path); err != nil {
+		return nil, "", fmt.Errorf("kubeconfig %s: %w (for the local bed run 'make bed-up' first)", path, err)
+	}
+	rules := &clientcmd.ClientConfigLoadingRules{ExplicitPath: path}
+	over := &clientcmd.ConfigOverrides{CurrentContext: context}
+	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, over).ClientConfig()
+	if err != nil {
+		return nil, "", fmt.Errorf("kubeconfig %s: %w", path, err)
+	}
+	return cfg, path, nil
+}
+
+// Reachable asks the API server for its version within timeout, so an
+// unreachable cluster is one clear error instead of a timeout per test.
+func Reachable(cfg *rest.Config, timeout time.Duration) (string, error) {
+	c := rest.CopyConfig(cfg)
+	c.Timeout = timeout
+	cs, err := kubernetes.NewForConfig(c)
+	if err != nil {
+		return "", err
+	}
+	v, err := cs.Discovery().ServerVersion()
+	if err != nil {
+		return "", fmt.Errorf("cluster at %s is not reachable: %w (is the bed up? 'make bed-status')", cfg.Host, err)
+	}
+	return v.GitVersion, nil
+}
+
+// NewRunID returns a short random id for one suite run.
+func NewRunID() string {
+	b := make([]byte, 4)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// RunNamespace is the namespace all of one run's objects live in.
+func RunNamespace(runID string) string { return "rdmasuite-" + runID }
+
+// CreateRunNamespace creates the run's namespace with the suite's labels.
+func CreateRunNamespace(ctx context.Context, cs kubernetes.Interface, runID string) error {
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
+		Name:   RunNamespace(runID),
+		Labels: map[string]string{ManagedByLabel: ManagedBy, RunLabel: runID},
+	}}
+	if _, err := cs.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("create run namespace %s: %w", ns.Name, err)
+	}
+	// Pods are refused until the namespace's default service account exists.
+	return wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		_, err := cs.CoreV1().ServiceAccounts(ns.Name).Get(ctx, "default", metav1.GetOptions{})
+		return err == nil, nil
+	})
+}
+
+// DeleteRunNamespace deletes the run's namespace and waits (bounded) until
+// it is gone. Pods are force-deleted first so a node that stopped answering
+// cannot hold the namespace in Terminating.
+func DeleteRunNamespace(ctx context.Context, cs kubernetes.Interface, runID string, timeout time.Duration) error {
+	name := RunNamespace(runID)
+	zero := int64(0)
+	_ = cs.CoreV1().Pods(name).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: &zero}, metav1.ListOptions{})
+	err := cs.CoreV1().Namespaces().Delete(ctx, name, metav1.DeleteOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("delete run namespace %s: %w", name, err)
+	}
+	err = wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		_, err := cs.CoreV1().Namespaces().Get(ctx, name, metav1.GetOptions{})
+		return apierrors.IsNotFound(err), nil
+	})
+	if err != nil {
+		return fmt.Errorf("namespace %s still present after %s: delete it by hand (kubectl delete ns %s)", name, timeout, name)
+	}
+	return nil
+}

@@ -1,0 +1,217 @@
+// Package podrun runs one rdmaprobe subcommand in a pod pinned to a node and
+// returns what it printed: the unit every suite feature is built from. Pods
+// get the suite's labels and the downward-API environment rdmaprobe reads,
+// and they are never privileged unless the spec says so.
+package podrun
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/rdmasuite/rdmasuite/suites/cluster"
+)
+
+// Spec describes one probe pod.
+type Spec struct {
+	Name      string
+	Namespace string
+	RunID     string
+	Node      string // pinned with spec.nodeName; empty lets the scheduler choose
+	Image     string
+	Args      []string          // rdmaprobe subcommand and flags
+	Resources map[string]int64  // extended resources requested as limits, e.g. rdma/rdma_shared_device_a: 1
+	AddCaps   []corev1.Capability
+	Labels    map[string]string // extra labels (the suite's own are always set)
+	Annots    map[string]string // e.g. the Multus network annotation
+}
+
+// Pod builds the pod object for spec.
+func Pod(s Spec) *corev1.Pod {
+	labels := map[string]string{cluster.ManagedByLabel: cluster.ManagedBy, cluster.RunLabel: s.RunID}
+	for k, v := range s.Labels {
+		labels[k] = v
+	}
+	limits := corev1.ResourceList{}
+	for name, n := range s.Resources {
+		limits[corev1.ResourceName(name)] = *resource.NewQuantity(n, resource.DecimalSI)
+	}
+	fieldEnv := func(name, path string) corev1.EnvVar {
+		return corev1.EnvVar{Name: name, ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: path}}}
+	}
+	falseV := false
+	grace := int64(1)
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: s.Name, Namespace: s.Namespace, Labels: labels, Annotations: s.Annots},
+		Spec: corev1.PodSpec{
+			NodeName:                      s.Node,
+			RestartPolicy:                 corev1.RestartPolicyNever,
+			TerminationGracePeriodSeconds: &grace,
+			AutomountServiceAccountToken:  &falseV,
+			// The bed's nodes and many GPU nodes are tainted; a probe pinned to
+			// a node must run there whatever the taints say.
+			Tolerations: []corev1.Toleration{{Operator: corev1.TolerationOpExists}},
+			Containers: []corev1.Container{{
+				Name:            "probe",
+				Image:           s.Image,
+				ImagePullPolicy: corev1.PullIfNotPresent,
+				Args:            s.Args,
+				Env: []corev1.EnvVar{
+					fieldEnv("NODE_NAME", "spec.nodeName"),
+					fieldEnv("POD_NAME", "metadata.name"),
+					fieldEnv("POD_NAMESPACE", "metadata.namespace"),
+				},
+				Resources:                corev1.ResourceRequirements{Limits: limits},
+				TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
+				SecurityContext: &corev1.SecurityContext{
+					Privileged:               &falseV,
+					AllowPrivilegeEscalation: &falseV,
+					Capabilities:             &corev1.Capabilities{Add: s.AddCaps},
+				},
+			}},
+		},
+	}
+	return pod
+}
+
+// Result is what a finished probe pod left behind.
+type Result struct {
+	Pod      *corev1.Pod
+	Phase    corev1.PodPhase
+	ExitCode int32
+	Logs     string
+}
+
+// ErrTimeout is returned (wrapped) when the pod did not finish in time.
+var ErrTimeout = errors.New("probe pod did not finish in time")
+
+// Run creates the pod, waits until it has terminated or timeout passes,
+// fetches its logs and deletes it. The pod is deleted on every path,
+// including a cancelled ctx.
+func Run(ctx context.Context, cs kubernetes.Interface, s Spec, timeout time.Duration) (Result, error) {
+	pods := cs.CoreV1().Pods(s.Namespace)
+	created, err := pods.Create(ctx, Pod(s), metav1.CreateOptions{})
+	if err != nil {
+		return Result{}, fmt.Errorf("create pod %s/%s: %w", s.Namespace, s.Name, err)
+	}
+	defer Delete(cs, s.Namespace, created.Name)
+	res := Result{Pod: created}
+	werr := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		p, err := pods.Get(ctx, created.Name, metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		res.Pod, res.Phase = p, p.Status.Phase
+		return p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed, nil
+	})
+	if term := containerTerminated(res.Pod); term != nil {
+		res.ExitCode = term.ExitCode
+	}
+	res.Logs, _ = Logs(context.WithoutCancel(ctx), cs, s.Namespace, created.Name)
+	if werr != nil {
+		return res, fmt.Errorf("%w: pod %s/%s on node %q after %s: %s%s", ErrTimeout, s.Namespace, created.Name,
+			s.Node, timeout, Describe(res.Pod), warningEvents(context.WithoutCancel(ctx), cs, s.Namespace, created.Name))
+	}
+	return res, nil
+}
+
+// warningEvents returns the pod's last Warning events (FailedCreatePodSandBox,
+// FailedMount, …), formatted for an error message.
+func warningEvents(ctx context.Context, cs kubernetes.Interface, ns, pod string) string {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	evs, err := cs.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=" + pod + ",type=Warning"})
+	if err != nil || len(evs.Items) == 0 {
+		return ""
+	}
+	items := evs.Items
+	if len(items) > 3 {
+		items = items[len(items)-3:]
+	}
+	var b strings.Builder
+	for _, e := range items {
+		fmt.Fprintf(&b, "; event %s: %s", e.Reason, e.Message)
+	}
+	return b.String()
+}
+
+// Logs returns the probe container's log.
+func Logs(ctx context.Context, cs kubernetes.Interface, ns, name string) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	rc, err := cs.CoreV1().Pods(ns).GetLogs(name, &corev1.PodLogOptions{Container: "probe"}).Stream(ctx)
+	if err != nil {
+		return "", fmt.Errorf("logs of %s/%s: %w", ns, name, err)
+	}
+	defer rc.Close()
+	b, err := io.ReadAll(io.LimitReader(rc, 4<<20))
+	return string(b), err
+}
+
+// Delete removes a pod immediately. It uses its own context so that it also
+// runs after the caller's context was cancelled (timeouts, SIGINT).
+func Delete(cs kubernetes.Interface, ns, name string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	zero := int64(0)
+	err := cs.CoreV1().Pods(ns).Delete(ctx, name, metav1.DeleteOptions{GracePeriodSeconds: &zero})
+	if err != nil && !apierrors.IsNotFound(err) {
+		fmt.Printf("rdmasuite: could not delete pod %s/%s: %v (the run namespace deletion will retry)\n", ns, name, err)
+	}
+}
+
+func containerTerminated(p *corev1.Pod) *corev1.ContainerStateTerminated {
+	if p == nil {
+		return nil
+	}
+	for _, cs := range p.Status.ContainerStatuses {
+		if cs.State.Terminated != nil {
+			return cs.State.Terminated
+		}
+	}
+	return nil
+}
+
+// Describe summarises why a pod is where it is: its phase, unschedulable
+// reasons, and waiting reasons such as ErrImagePull — the evidence an
+// operator needs when a probe never ran.
+func Describe(p *corev1.Pod) string {
+	if p == nil {
+		return "pod not found"
+	}
+	parts := []string{"phase " + string(p.Status.Phase)}
+	for _, c := range p.Status.Conditions {
+		if c.Status != corev1.ConditionTrue && c.Reason != "" {
+			parts = append(parts, fmt.Sprintf("%s=%s: %s", c.Type, c.Reason, c.Message))
+		}
+	}
+	for _, cs := range p.Status.ContainerStatuses {
+		if w := cs.State.Waiting; w != nil {
+			parts = append(parts, fmt.Sprintf("container %s waiting: %s %s", cs.Name, w.Reason, w.Message))
+		}
+		if t := cs.State.Terminated; t != nil {
+			parts = append(parts, fmt.Sprintf("container %s exited %d (%s)", cs.Name, t.ExitCode, t.Reason))
+		}
+	}
+	return strings.Join(parts, "; ")
+}
+
+// Scheduled reports whether the scheduler placed the pod, and on which node.
+func Scheduled(p *corev1.Pod) (bool, string) {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionTrue {
+			return true, p.Spec.NodeName
+		}
+	}
+	return false, ""
+}

@@ -1,0 +1,120 @@
+package suites
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/e2e-framework/pkg/envconf"
+	"sigs.k8s.io/e2e-framework/pkg/features"
+
+	clusterpkg "github.com/rdmasuite/rdmasuite/suites/cluster"
+	"github.com/rdmasuite/rdmasuite/suites/podrun"
+	"github.com/rdmasuite/rdmasuite/workloads/podenv"
+	"github.com/rdmasuite/rdmasuite/workloads/probeout"
+)
+
+// selectedNodes lists the nodes under test (--node-selector), sorted.
+func selectedNodes(ctx context.Context, t *testing.T) []corev1.Node {
+	t.Helper()
+	list, err := kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: *flagNodeLabels})
+	if err != nil {
+		t.Fatalf("list nodes: %v", err)
+	}
+	if len(list.Items) == 0 {
+		t.Fatalf("no node matches --node-selector=%q", *flagNodeLabels)
+	}
+	return list.Items
+}
+
+// runEnvProbe runs `rdmaprobe env` in a pod and parses its report.
+func runEnvProbe(ctx context.Context, s podrun.Spec) (podenv.Env, podrun.Result, error) {
+	s.Namespace, s.RunID, s.Image, s.Args = runNamespace(), runID, *flagImage, []string{"env"}
+	var e podenv.Env
+	res, err := podrun.Run(ctx, kube, s, *flagPodTimeout)
+	if err != nil {
+		return e, res, err
+	}
+	if res.Phase != corev1.PodSucceeded {
+		return e, res, fmt.Errorf("probe pod %s exited %d: %s\n%s", s.Name, res.ExitCode, podrun.Describe(res.Pod), res.Logs)
+	}
+	return e, res, probeout.Parse(res.Logs, "env", &e)
+}
+
+func runNamespace() string { return clusterpkg.RunNamespace(runID) }
+
+func TestSmoke(t *testing.T) {
+	probeEveryNode := features.New("the in-pod probe runs on every node").
+		WithLabel("suite", "smoke").
+		Assess("rdmaprobe env reports the node it ran on, read back through the API", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
+			nodes := selectedNodes(ctx, t)
+			var wg sync.WaitGroup
+			errs := make([]error, len(nodes))
+			for i, n := range nodes {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					e, _, err := runEnvProbe(ctx, podrun.Spec{Name: "smoke-env-" + n.Name, Node: n.Name})
+					switch {
+					case err != nil:
+						errs[i] = err
+					case e.NodeName != n.Name:
+						errs[i] = fmt.Errorf("probe pinned to %s reported node %q", n.Name, e.NodeName)
+					case !strings.HasPrefix(e.PodName, "smoke-env-"):
+						errs[i] = fmt.Errorf("probe on %s reported pod name %q", n.Name, e.PodName)
+					default:
+						t.Logf("%s: kernel %s, memlock soft=%d hard=%d, IPC_LOCK=%v, devices=%v", n.Name, e.Kernel, e.Memlock.Soft, e.Memlock.Hard, e.IPCLock, e.Devices)
+					}
+				}()
+			}
+			wg.Wait()
+			for _, err := range errs {
+				if err != nil {
+					t.Error(err)
+				}
+			}
+			return ctx
+		}).Feature()
+
+	rdmaPod := features.New("a pod asking for the RDMA resource and IPC_LOCK is scheduled").
+		WithLabel("suite", "smoke").
+		Assess("the scheduler places it on a node that advertises the resource, and it holds IPC_LOCK", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
+			e, res, err := runEnvProbe(ctx, podrun.Spec{Name: "smoke-rdma",
+				Resources: map[string]int64{*flagRDMARes: 1}, AddCaps: []corev1.Capability{"IPC_LOCK"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ok, node := podrun.Scheduled(res.Pod)
+			if !ok {
+				t.Fatalf("pod not scheduled: %s", podrun.Describe(res.Pod))
+			}
+			n, err := kube.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if q, has := n.Status.Allocatable[corev1.ResourceName(*flagRDMARes)]; !has || q.IsZero() {
+				t.Errorf("pod requesting %s ran on %s, which does not advertise it", *flagRDMARes, node)
+			}
+			if !e.IPCLock {
+				t.Errorf("pod with IPC_LOCK added reports CapEff %s without IPC_LOCK", e.CapEff)
+			}
+			t.Logf("scheduled on %s; CapEff %s", node, e.CapEff)
+			return ctx
+		}).
+		Assess("a pod without IPC_LOCK does not hold it (the probe can tell the difference)", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
+			e, _, err := runEnvProbe(ctx, podrun.Spec{Name: "smoke-noipclock"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if e.IPCLock {
+				t.Errorf("pod without IPC_LOCK reports it held (CapEff %s)", e.CapEff)
+			}
+			return ctx
+		}).Feature()
+
+	testenv.Test(t, probeEveryNode, rdmaPod)
+}
