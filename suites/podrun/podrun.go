@@ -29,8 +29,8 @@ type Spec struct {
 	RunID     string
 	Node      string // pinned with spec.nodeName; empty lets the scheduler choose
 	Image     string
-	Args      []string          // rdmaprobe subcommand and flags
-	Resources map[string]int64  // extended resources requested as limits, e.g. rdma/rdma_shared_device_a: 1
+	Args      []string         // rdmaprobe subcommand and flags
+	Resources map[string]int64 // extended resources requested as limits, e.g. rdma/rdma_shared_device_a: 1
 	AddCaps   []corev1.Capability
 	Labels    map[string]string // extra labels (the suite's own are always set)
 	Annots    map[string]string // e.g. the Multus network annotation

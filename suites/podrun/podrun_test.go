@@ -47,7 +47,7 @@ func TestRunTimesOutAndDeletes(t *testing.T) {
 
 func TestDescribeNamesWaitingReason(t *testing.T) {
 	p := &corev1.Pod{Status: corev1.PodStatus{Phase: corev1.PodPending,
-		Conditions: []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: "Unschedulable", Message: "0/2 nodes are available: 2 Insufficient rdma/rdma_shared_device_a."}},
+		Conditions:        []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: "Unschedulable", Message: "0/2 nodes are available: 2 Insufficient rdma/rdma_shared_device_a."}},
 		ContainerStatuses: []corev1.ContainerStatus{{Name: "probe", State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ErrImagePull"}}}}}}
 	d := Describe(p)
 	for _, want := range []string{"Unschedulable", "Insufficient rdma/rdma_shared_device_a", "ErrImagePull"} {
@@ -56,6 +56,3 @@ func TestDescribeNamesWaitingReason(t *testing.T) {
 		}
 	}
 }
-
-
-

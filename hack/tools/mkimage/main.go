@@ -141,4 +141,3 @@ func layerFromFiles(maps []mapping) ([]byte, error) {
 	}
 	return buf.Bytes(), nil
 }
-
