@@ -6,7 +6,7 @@ LDFLAGS := -X github.com/rdmasuite/rdmasuite/workloads/probeout.Version=$(VERSIO
 BED_DIR ?= /var/lib/rdmasuite-bed
 export BED_DIR
 
-.PHONY: all build rdmaprobe rdmasuite lint unit test e2e bed-up bed-down bed-status deps
+.PHONY: all build rdmaprobe rdmasuite lint unit test e2e demo bed-up bed-down bed-status deps
 
 all: build
 
@@ -47,3 +47,7 @@ bed-status:
 # Everything, on a fresh machine: deps, lint, unit tests, bed up, suite, bed down.
 test:
 	hack/test.sh
+
+# The main job: bed up, suite, bed down.
+demo:
+	hack/demo.sh

@@ -8,6 +8,17 @@ here=$(cd "$(dirname "$0")" && pwd)
 
 k8s_bins=(kube-apiserver kube-controller-manager kube-scheduler kubelet kubectl)
 
+# What `make` in the kubernetes tree stamps in, so nodes report their real
+# kubelet version instead of v0.0.0-master.
+version_ldflags() {
+  local minor=${K8S_VERSION#v1.} p
+  minor=${minor%%.*}
+  for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+    printf -- '-X %s.gitVersion=%s -X %s.gitMajor=1 -X %s.gitMinor=%s -X %s.gitTreeState=clean ' \
+      "$p" "$K8S_VERSION" "$p" "$p" "$minor" "$p"
+  done
+}
+
 build_k8s() {
   local ok=1 b
   for b in "${k8s_bins[@]}"; do [[ -x $K8S_BIN_DIR/$b ]] || ok=0; done
@@ -45,7 +56,7 @@ GO
   for b in "${k8s_bins[@]}"; do
     if [[ ! -x $K8S_BIN_DIR.tmp/$b ]]; then
       echo "build-k8s: building $b $K8S_VERSION"
-      (cd "$mod" && CGO_ENABLED=0 GOFLAGS=-mod=mod go build -trimpath -ldflags='-s -w' \
+      (cd "$mod" && CGO_ENABLED=0 GOFLAGS=-mod=mod go build -trimpath -ldflags="-s -w $(version_ldflags)" \
         -o "$K8S_BIN_DIR.tmp/$b" "k8s.io/kubernetes/cmd/$b")
     fi
   done

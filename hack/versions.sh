@@ -4,7 +4,10 @@ K8S_VERSION=v1.35.4
 ETCD_VERSION=v3.6.16
 # Where built binaries and images are cached, keyed by version, outside the repo.
 RDMASUITE_CACHE=${RDMASUITE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/rdmasuite}
-K8S_BIN_DIR=$RDMASUITE_CACHE/k8s-$K8S_VERSION
+# BUILD_REV changes when the way the binaries are built changes (flags), so a
+# cache from an older recipe is not reused.
+K8S_BUILD_REV=2
+K8S_BIN_DIR=$RDMASUITE_CACHE/k8s-$K8S_VERSION-r$K8S_BUILD_REV
 ETCD_BIN_DIR=$RDMASUITE_CACHE/etcd-$ETCD_VERSION
 # State of a running bed (certificates, node dirs, logs, pids). Not cached.
 BED_DIR=${BED_DIR:-/var/lib/rdmasuite-bed}

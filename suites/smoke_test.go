@@ -16,6 +16,7 @@ import (
 	"github.com/rdmasuite/rdmasuite/suites/podrun"
 	"github.com/rdmasuite/rdmasuite/workloads/podenv"
 	"github.com/rdmasuite/rdmasuite/workloads/probeout"
+	"github.com/rdmasuite/rdmasuite/workloads/tcpcheck"
 )
 
 // selectedNodes lists the nodes under test (--node-selector), sorted.
@@ -116,5 +117,40 @@ func TestSmoke(t *testing.T) {
 			return ctx
 		}).Feature()
 
-	testenv.Test(t, probeEveryNode, rdmaPod)
+	podNetwork := features.New("pods on different nodes reach each other over the pod network").
+		WithLabel("suite", "smoke").
+		Assess("a TCP exchange from a pod on one node to a pod on another succeeds", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
+			nodes := selectedNodes(ctx, t)
+			if len(nodes) < 2 {
+				t.Fatalf("cross-node check needs two nodes, --node-selector=%q matches %d", *flagNodeLabels, len(nodes))
+			}
+			server, client := nodes[0].Name, nodes[1].Name
+			srv, err := podrun.Start(ctx, kube, podrun.Spec{Name: "smoke-tcp-server", Namespace: runNamespace(), RunID: runID,
+				Node: server, Image: *flagImage, Args: []string{"tcp", "--listen", ":18515"}}, *flagPodTimeout)
+			if srv != nil {
+				defer podrun.Delete(kube, srv.Namespace, srv.Name)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := podrun.Run(ctx, kube, podrun.Spec{Name: "smoke-tcp-client", Namespace: runNamespace(), RunID: runID,
+				Node: client, Image: *flagImage, Args: []string{"tcp", "--connect", srv.Status.PodIP + ":18515"}}, *flagPodTimeout)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var r tcpcheck.Result
+			if res.Phase != corev1.PodSucceeded {
+				t.Fatalf("client on %s could not reach server %s on %s: %s", client, srv.Status.PodIP, server, res.Logs)
+			}
+			if err := probeout.Parse(res.Logs, "tcp", &r); err != nil {
+				t.Fatal(err)
+			}
+			if r.Peer != srv.Name {
+				t.Errorf("client reached %q, want server pod %q", r.Peer, srv.Name)
+			}
+			t.Logf("%s -> %s (%s): rtt %.0f µs", client, server, srv.Status.PodIP, r.RTTMicros)
+			return ctx
+		}).Feature()
+
+	testenv.Test(t, probeEveryNode, rdmaPod, podNetwork)
 }

@@ -4,13 +4,19 @@
 package main
 
 import (
+	"context"
+	"errors"
+	"flag"
 	"fmt"
+	"net"
 	"os"
 	"runtime"
 	"sort"
+	"time"
 
 	"github.com/rdmasuite/rdmasuite/workloads/podenv"
 	"github.com/rdmasuite/rdmasuite/workloads/probeout"
+	"github.com/rdmasuite/rdmasuite/workloads/tcpcheck"
 )
 
 type subcommand struct {
@@ -21,6 +27,7 @@ type subcommand struct {
 var subcommands = map[string]subcommand{
 	"version": {"print the probe version", runVersion},
 	"env":     {"print the pod's RDMA-relevant environment (memlock, IPC_LOCK, /dev/infiniband)", runEnv},
+	"tcp":     {"check pod-to-pod TCP: tcp --listen :PORT | tcp --connect HOST:PORT", runTCP},
 }
 
 func main() {
@@ -71,4 +78,34 @@ func runEnv([]string) error {
 		return err
 	}
 	return probeout.Write(os.Stdout, "env", e)
+}
+
+func runTCP(args []string) error {
+	fs := flag.NewFlagSet("tcp", flag.ContinueOnError)
+	listen := fs.String("listen", "", "serve one check on this address, e.g. :18515")
+	connect := fs.String("connect", "", "check the server at HOST:PORT")
+	timeout := fs.Duration("timeout", 60*time.Second, "how long to wait for the peer")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	ctx := context.Background()
+	switch {
+	case *listen != "" && *connect == "":
+		ln, err := net.Listen("tcp", *listen)
+		if err != nil {
+			return err
+		}
+		host, _ := os.Hostname()
+		if err := tcpcheck.Serve(ctx, ln, host, *timeout); err != nil {
+			return err
+		}
+		return probeout.Write(os.Stdout, "tcp", map[string]string{"served": ln.Addr().String()})
+	case *connect != "" && *listen == "":
+		r, err := tcpcheck.Check(ctx, *connect, *timeout)
+		if err != nil {
+			return err
+		}
+		return probeout.Write(os.Stdout, "tcp", r)
+	}
+	return errors.New("give exactly one of --listen or --connect")
 }

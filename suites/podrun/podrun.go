@@ -54,8 +54,10 @@ func Pod(s Spec) *corev1.Pod {
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: s.Name, Namespace: s.Namespace, Labels: labels, Annotations: s.Annots},
 		Spec: corev1.PodSpec{
-			NodeName:                      s.Node,
-			RestartPolicy:                 corev1.RestartPolicyNever,
+			NodeName:      s.Node,
+			RestartPolicy: corev1.RestartPolicyNever,
+			// Probes address peers by pod IP and need no cluster DNS.
+			DNSPolicy:                     corev1.DNSDefault,
 			TerminationGracePeriodSeconds: &grace,
 			AutomountServiceAccountToken:  &falseV,
 			// The bed's nodes and many GPU nodes are tainted; a probe pinned to
@@ -99,15 +101,54 @@ var ErrTimeout = errors.New("probe pod did not finish in time")
 // fetches its logs and deletes it. The pod is deleted on every path,
 // including a cancelled ctx.
 func Run(ctx context.Context, cs kubernetes.Interface, s Spec, timeout time.Duration) (Result, error) {
-	pods := cs.CoreV1().Pods(s.Namespace)
-	created, err := pods.Create(ctx, Pod(s), metav1.CreateOptions{})
+	created, err := cs.CoreV1().Pods(s.Namespace).Create(ctx, Pod(s), metav1.CreateOptions{})
 	if err != nil {
 		return Result{}, fmt.Errorf("create pod %s/%s: %w", s.Namespace, s.Name, err)
 	}
 	defer Delete(cs, s.Namespace, created.Name)
-	res := Result{Pod: created}
-	werr := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+	return Wait(ctx, cs, created, timeout)
+}
+
+// Start creates the pod and waits until it runs and has a pod IP, for
+// servers that a second pod connects to. The caller deletes it (Delete).
+func Start(ctx context.Context, cs kubernetes.Interface, s Spec, timeout time.Duration) (*corev1.Pod, error) {
+	pods := cs.CoreV1().Pods(s.Namespace)
+	created, err := pods.Create(ctx, Pod(s), metav1.CreateOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("create pod %s/%s: %w", s.Namespace, s.Name, err)
+	}
+	cur := created
+	var ended error
+	werr := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
 		p, err := pods.Get(ctx, created.Name, metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		cur = p
+		if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+			logs, _ := Logs(ctx, cs, s.Namespace, p.Name)
+			ended = fmt.Errorf("server pod %s/%s on node %q ended before its client ran: %s; output: %s", s.Namespace, p.Name, s.Node, Describe(p), strings.TrimSpace(logs))
+			return false, ended
+		}
+		return p.Status.Phase == corev1.PodRunning && p.Status.PodIP != "", nil
+	})
+	if ended != nil {
+		return cur, ended
+	}
+	if werr != nil {
+		return cur, fmt.Errorf("%w: server pod %s/%s on node %q not running after %s: %s%s ", ErrTimeout, s.Namespace, created.Name,
+			s.Node, timeout, Describe(cur), warningEvents(context.WithoutCancel(ctx), cs, s.Namespace, created.Name))
+	}
+	return cur, nil
+}
+
+// Wait waits until pod has terminated or timeout passes and collects its
+// exit code and logs. It does not delete the pod.
+func Wait(ctx context.Context, cs kubernetes.Interface, pod *corev1.Pod, timeout time.Duration) (Result, error) {
+	pods := cs.CoreV1().Pods(pod.Namespace)
+	res := Result{Pod: pod}
+	werr := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		p, err := pods.Get(ctx, pod.Name, metav1.GetOptions{})
 		if err != nil {
 			return false, nil
 		}
@@ -117,10 +158,10 @@ func Run(ctx context.Context, cs kubernetes.Interface, s Spec, timeout time.Dura
 	if term := containerTerminated(res.Pod); term != nil {
 		res.ExitCode = term.ExitCode
 	}
-	res.Logs, _ = Logs(context.WithoutCancel(ctx), cs, s.Namespace, created.Name)
+	res.Logs, _ = Logs(context.WithoutCancel(ctx), cs, pod.Namespace, pod.Name)
 	if werr != nil {
-		return res, fmt.Errorf("%w: pod %s/%s on node %q after %s: %s%s", ErrTimeout, s.Namespace, created.Name,
-			s.Node, timeout, Describe(res.Pod), warningEvents(context.WithoutCancel(ctx), cs, s.Namespace, created.Name))
+		return res, fmt.Errorf("%w: pod %s/%s on node %q after %s: %s%s", ErrTimeout, pod.Namespace, pod.Name,
+			res.Pod.Spec.NodeName, timeout, Describe(res.Pod), warningEvents(context.WithoutCancel(ctx), cs, pod.Namespace, pod.Name))
 	}
 	return res, nil
 }
