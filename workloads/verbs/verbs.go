@@ -102,7 +102,7 @@ type Error struct {
 }
 
 func (e *Error) Error() string { return fmt.Sprintf("%s: %s", e.Call, e.Errno.Error()) }
-func (e *Error) Unwrap() error  { return e.Errno }
+func (e *Error) Unwrap() error { return e.Errno }
 
 func callErr(call string, err error) error {
 	var errno syscall.Errno
@@ -237,12 +237,12 @@ func (c *Context) QueryPort(port int) (PortAttr, error) {
 		return PortAttr{}, callErr(fmt.Sprintf("ibv_query_port(%s, port %d)", c.Name, port), err)
 	}
 	p := PortAttr{
-		State:       portState(int(a.state)),
-		PhysState:   physState(int(a.phys_state)),
-		ActiveMTU:   mtuBytes(int(a.active_mtu)),
-		MaxMTU:      mtuBytes(int(a.max_mtu)),
-		LID:         uint16(a.lid),
-		Width:       widthLanes(int(a.active_width)),
+		State:     portState(int(a.state)),
+		PhysState: physState(int(a.phys_state)),
+		ActiveMTU: mtuBytes(int(a.active_mtu)),
+		MaxMTU:    mtuBytes(int(a.max_mtu)),
+		LID:       uint16(a.lid),
+		Width:     widthLanes(int(a.active_width)),
 		// active_speed_ex (XDR) is newer than Debian 12's rdma-core 44.
 		SpeedGbps:   laneGbps(int(a.active_speed), 0),
 		GIDTableLen: int(a.gid_tbl_len),

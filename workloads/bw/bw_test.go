@@ -1,0 +1,264 @@
+package bw
+
+import (
+	"context"
+	"errors"
+	"math"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// fakeEP completes every signalled post on the next poll and advances a
+// fake clock by step per clock read, so the engine's arithmetic can be
+// checked exactly.
+type fakeEP struct {
+	mu        sync.Mutex
+	pending   []Completion
+	posts     int
+	signalled int
+	failAt    int // post number to fail at (0 = never)
+	badStatus bool
+	inflight  map[int]int
+	maxInfl   int
+	qps       int
+}
+
+func (f *fakeEP) Post(qp int, op Op, size int, id uint64, signaled bool) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.posts++
+	if f.failAt != 0 && f.posts == f.failAt {
+		return errors.New("ibv_post_send: Cannot allocate memory")
+	}
+	if f.inflight == nil {
+		f.inflight = map[int]int{}
+	}
+	f.inflight[qp]++
+	f.maxInfl = max(f.maxInfl, f.inflight[qp])
+	if signaled {
+		f.signalled++
+		c := Completion{WrID: id}
+		if f.badStatus {
+			c.Status = "remote access error"
+		}
+		f.pending = append(f.pending, c)
+	}
+	return nil
+}
+
+func (f *fakeEP) Poll(wcs []Completion) (int, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	n := copy(wcs, f.pending)
+	for _, c := range f.pending[:n] {
+		q, seq := splitWrID(c.WrID)
+		f.inflight[q] = 0
+		_ = seq
+	}
+	f.pending = f.pending[n:]
+	return n, nil
+}
+
+func fakeClock(step time.Duration) Clock {
+	var now time.Duration
+	return func() time.Duration { now += step; return now }
+}
+
+func TestComputeUnits(t *testing.T) {
+	// 1000 × 64 KiB in 1 s: 62.5 MiB/s (MB = 2^20), 0.524288 Gb/s (Gb = 10^9 bit).
+	f := Compute(65536, 1000, time.Second, 0)
+	if math.Abs(f.AvgMBps-62.5) > 1e-9 || math.Abs(f.AvgGbps-0.524288) > 1e-9 || math.Abs(f.MsgRateMpps-0.001) > 1e-12 {
+		t.Fatalf("%+v", f)
+	}
+	if f.PeakGbps != 0 {
+		t.Fatal("peak without a peak window")
+	}
+}
+
+func TestPeakPerOp(t *testing.T) {
+	ms := time.Millisecond
+	posted := []time.Duration{0, 1 * ms, 2 * ms, 3 * ms}
+	completed := []time.Duration{10 * ms, 11 * ms, 12 * ms, 13 * ms}
+	// Best window: all four, (13-0)/4 = 3.25 ms.
+	if got := PeakPerOp(posted, completed); got != 3250*time.Microsecond {
+		t.Fatalf("peak per op %v", got)
+	}
+	if PeakPerOp(nil, nil) != 0 {
+		t.Fatal("empty peak")
+	}
+}
+
+func TestMeasureIterationsAndModeration(t *testing.T) {
+	ep := &fakeEP{}
+	p := Defaults()
+	p.Iters, p.QPs, p.TxDepth, p.CQMod = 1000, 4, 128, 100
+	f, err := Measure(ep, p, 4096, fakeClock(time.Microsecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.Iterations != 4000 || ep.posts != 4000 {
+		t.Fatalf("iterations %d posts %d", f.Iterations, ep.posts)
+	}
+	// One completion per 100 posts per QP (1000/100 = 10 per QP).
+	if ep.signalled != 40 {
+		t.Fatalf("signalled %d, want 40", ep.signalled)
+	}
+	if ep.maxInfl > p.TxDepth {
+		t.Fatalf("%d in flight on one QP, tx depth %d", ep.maxInfl, p.TxDepth)
+	}
+	if f.AvgGbps <= 0 || f.PeakGbps < f.AvgGbps {
+		t.Fatalf("avg %v peak %v: peak must be ≥ average", f.AvgGbps, f.PeakGbps)
+	}
+	// Every clock read is 1 µs; elapsed must equal first post → last completion.
+	want := float64(4096*4000) / f.ElapsedSec / (1 << 20)
+	if math.Abs(f.AvgMBps-want) > 1e-6 {
+		t.Fatalf("avg %v want %v", f.AvgMBps, want)
+	}
+}
+
+func TestMeasureLastOpSignalledWhenItersNotMultiple(t *testing.T) {
+	ep := &fakeEP{}
+	p := Defaults()
+	p.Iters, p.CQMod = 250, 100
+	if _, err := Measure(ep, p, 64, fakeClock(time.Microsecond)); err != nil {
+		t.Fatal(err)
+	}
+	if ep.signalled != 3 { // 100, 200, and the last (250)
+		t.Fatalf("signalled %d, want 3", ep.signalled)
+	}
+}
+
+func TestMeasureDuration(t *testing.T) {
+	ep := &fakeEP{}
+	p := Defaults()
+	p.Duration = 5 * time.Millisecond
+	f, err := Measure(ep, p, 64, fakeClock(time.Microsecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.Iterations == 0 || f.Iterations%p.CQMod != 0 {
+		t.Fatalf("duration run covered %d ops: must be whole moderation groups", f.Iterations)
+	}
+	if f.PeakGbps != 0 {
+		t.Fatal("duration mode reports no peak, like perftest -D")
+	}
+}
+
+func TestMeasureErrors(t *testing.T) {
+	p := Defaults()
+	p.Iters = 300
+	if _, err := Measure(&fakeEP{failAt: 150}, p, 64, fakeClock(time.Microsecond)); err == nil || !strings.Contains(err.Error(), "Cannot allocate memory") {
+		t.Fatalf("post failure: %v", err)
+	}
+	if _, err := Measure(&fakeEP{badStatus: true}, p, 64, fakeClock(time.Microsecond)); err == nil || !strings.Contains(err.Error(), "remote access error") {
+		t.Fatalf("completion error: %v", err)
+	}
+}
+
+func TestValidate(t *testing.T) {
+	bad := []func(*Params){
+		func(p *Params) { p.Op = "atomic" },
+		func(p *Params) { p.Sizes = nil },
+		func(p *Params) { p.QPs = 0 },
+		func(p *Params) { p.CQMod = 500 },
+		func(p *Params) { p.Iters = 0 },
+		func(p *Params) { p.Sizes = []int{0} },
+	}
+	for i, mod := range bad {
+		p := Defaults()
+		mod(&p)
+		if p.Validate() == nil {
+			t.Errorf("case %d: %+v accepted", i, p)
+		}
+	}
+	if err := Defaults().Validate(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// fakeRes pairs the fake endpoint with QP info for the session tests.
+type fakeRes struct {
+	fakeEP
+	n         int
+	connected []QPInfo
+	closed    bool
+}
+
+func (r *fakeRes) Local() []QPInfo {
+	out := make([]QPInfo, r.n)
+	for i := range out {
+		out[i] = QPInfo{QPN: uint32(100 + i), GID: "::ffff:192.168.77.1"}
+	}
+	return out
+}
+func (r *fakeRes) Connect(remote []QPInfo) error { r.connected = remote; return nil }
+func (r *fakeRes) Describe() Device              { return Device{Name: "fake0", Port: 1} }
+func (r *fakeRes) Close() error                  { r.closed = true; return nil }
+
+func TestSessionSweepBidirectional(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var srvRes, cliRes *fakeRes
+	srvDone := make(chan Report, 1)
+	go func() {
+		rep, err := Serve(context.Background(), ln, func(p Params) (Resources, error) {
+			srvRes = &fakeRes{n: p.QPs}
+			return srvRes, nil
+		}, 5*time.Second, fakeClock(time.Microsecond))
+		if err != nil {
+			t.Error(err)
+		}
+		srvDone <- rep
+	}()
+	p := Defaults()
+	p.Sizes, p.Iters, p.QPs, p.Bidirectional = []int{2, 65536, 1 << 20}, 200, 2, true
+	rep, err := Run(context.Background(), ln.Addr().String(), p, func(p Params) (Resources, error) {
+		cliRes = &fakeRes{n: p.QPs}
+		return cliRes, nil
+	}, 5*time.Second, fakeClock(time.Microsecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srep := <-srvDone
+	if len(rep.Results) != 3 || len(srep.Results) != 3 {
+		t.Fatalf("results client %d server %d", len(rep.Results), len(srep.Results))
+	}
+	for i, r := range rep.Results {
+		if r.Remote == nil || r.Total.AvgGbps <= r.Local.AvgGbps || r.Local.Bytes != p.Sizes[i] {
+			t.Fatalf("size %d: bidirectional total must add the server's direction: %+v", p.Sizes[i], r)
+		}
+	}
+	if len(cliRes.connected) != 2 || cliRes.connected[0].QPN != 100 || !cliRes.closed || !srvRes.closed {
+		t.Fatal("QP info not exchanged or resources not closed")
+	}
+}
+
+func TestRunRejectsBadParams(t *testing.T) {
+	ln, _ := net.Listen("tcp", "127.0.0.1:0")
+	go func() {
+		_, _ = Serve(context.Background(), ln, func(p Params) (Resources, error) { return &fakeRes{n: p.QPs}, nil }, 5*time.Second, RealClock())
+	}()
+	p := Defaults()
+	p.CQMod = 1000 // > tx depth
+	if _, err := Run(context.Background(), ln.Addr().String(), p, func(p Params) (Resources, error) { return &fakeRes{n: p.QPs}, nil }, 2*time.Second, RealClock()); err == nil {
+		t.Fatal("bad parameters accepted")
+	}
+}
+
+func TestSessionFactoryErrorReachesClient(t *testing.T) {
+	ln, _ := net.Listen("tcp", "127.0.0.1:0")
+	go func() {
+		_, _ = Serve(context.Background(), ln, func(Params) (Resources, error) {
+			return nil, errors.New("ibv_reg_mr(1 MiB): Cannot allocate memory")
+		}, 5*time.Second, RealClock())
+	}()
+	_, err := Run(context.Background(), ln.Addr().String(), Defaults(), func(p Params) (Resources, error) { return &fakeRes{n: p.QPs}, nil }, 2*time.Second, RealClock())
+	if err == nil || !strings.Contains(err.Error(), "ibv_reg_mr(1 MiB)") {
+		t.Fatalf("server's failure not reported to the client: %v", err)
+	}
+}

@@ -1,0 +1,154 @@
+package bw
+
+import (
+	"fmt"
+	"time"
+)
+
+// Endpoint is one side's connected RDMA resources: QPs 0..n-1 sharing one
+// completion queue, each addressing its own slice of the peer's buffer.
+type Endpoint interface {
+	// Post posts one operation of size bytes on qp.
+	Post(qp int, op Op, size int, wrID uint64, signaled bool) error
+	// Poll fills wcs with completions and returns how many.
+	Poll(wcs []Completion) (int, error)
+}
+
+// Completion is one work completion as the engine needs it.
+type Completion struct {
+	WrID   uint64
+	Status string // "" on success, else the verbs status text
+}
+
+func wrID(qp, seq int) uint64        { return uint64(qp)<<40 | uint64(seq) }
+func splitWrID(id uint64) (int, int) { return int(id >> 40), int(id & (1<<40 - 1)) }
+
+// Clock is time since an arbitrary origin; tests inject a fake one.
+type Clock func() time.Duration
+
+// RealClock is the monotonic clock.
+func RealClock() Clock {
+	origin := time.Now()
+	return func() time.Duration { return time.Since(origin) }
+}
+
+// Measure runs one size the way perftest's run_iter_bw does: keep up to
+// TxDepth operations outstanding per QP, request a completion every CQMod
+// posts (and on the last), poll in batches, and time each operation from
+// post to the completion that covers it. With Params.Duration set it runs
+// for that long instead of Iters and reports no peak, like perftest -D.
+func Measure(ep Endpoint, p Params, size int, clock Clock) (Figures, error) {
+	if p.Warmup > 0 {
+		w := p
+		w.Iters, w.Duration = p.Warmup, 0
+		if _, _, _, err := run(ep, w, size, clock, false); err != nil {
+			return Figures{}, fmt.Errorf("warm-up: %w", err)
+		}
+	}
+	posted, completed, n, err := run(ep, p, size, clock, true)
+	if err != nil {
+		return Figures{}, err
+	}
+	if n == 0 {
+		return Figures{}, fmt.Errorf("no operation completed")
+	}
+	elapsed := completed[n-1] - posted[0]
+	var peak time.Duration
+	if p.Duration <= 0 {
+		peak = PeakPerOp(posted[:n], completed[:n])
+	}
+	return Compute(size, n, elapsed, peak), nil
+}
+
+// run posts and polls until every posted operation completed; it returns
+// per-operation post and completion times (in completion order, which for
+// one CQ and RC QPs is post order per QP).
+func run(ep Endpoint, p Params, size int, clock Clock, record bool) (posted, completed []time.Duration, done int, err error) {
+	iters := p.Iters
+	var deadline time.Duration
+	if p.Duration > 0 {
+		iters = int(^uint(0) >> 2) // until the deadline
+	}
+	capHint := 0
+	if p.Duration <= 0 {
+		capHint = iters * p.QPs
+	}
+	if record {
+		posted = make([]time.Duration, 0, capHint)
+		completed = make([]time.Duration, 0, capHint)
+	}
+	scnt := make([]int, p.QPs)
+	ccnt := make([]int, p.QPs)
+	var wcs [16]Completion
+	totalPosted, stopPosting := 0, false
+	op := p.Op
+	start := clock()
+	if p.Duration > 0 {
+		deadline = start + p.Duration
+	}
+	for {
+		if p.Duration > 0 && !stopPosting && clock() >= deadline {
+			stopPosting = true
+		}
+		for q := 0; q < p.QPs; q++ {
+			for scnt[q] < iters && scnt[q]-ccnt[q] < p.TxDepth {
+				// After a duration run's deadline, only finish the current
+				// moderation group, so its last op is signalled and every
+				// posted op is covered by a completion (none is left in the
+				// send queue for the next size).
+				if stopPosting && scnt[q]%p.CQMod == 0 {
+					break
+				}
+				last := scnt[q]+1 == iters
+				signaled := (scnt[q]+1)%p.CQMod == 0 || last
+				t := clock()
+				if err := ep.Post(q, op, size, wrID(q, scnt[q]), signaled); err != nil {
+					return nil, nil, done, fmt.Errorf("post %s %d B on QP %d (op %d): %w", op, size, q, scnt[q], err)
+				}
+				if record {
+					posted = append(posted, t)
+				}
+				scnt[q]++
+				totalPosted++
+			}
+		}
+		if done == totalPosted && (stopPosting || allDone(scnt, iters)) {
+			break
+		}
+		n, err := ep.Poll(wcs[:])
+		if err != nil {
+			return nil, nil, done, err
+		}
+		if n == 0 {
+			continue
+		}
+		t := clock()
+		for _, wc := range wcs[:n] {
+			q, seq := splitWrID(wc.WrID)
+			if wc.Status != "" {
+				return nil, nil, done, fmt.Errorf("completion error on QP %d op %d: %s", q, seq, wc.Status)
+			}
+			if q >= p.QPs || seq < ccnt[q] {
+				return nil, nil, done, fmt.Errorf("unexpected completion wr_id %#x", wc.WrID)
+			}
+			covered := seq + 1 - ccnt[q]
+			ccnt[q] = seq + 1
+			done += covered
+			if record {
+				for k := 0; k < covered; k++ {
+					completed = append(completed, t)
+				}
+			}
+		}
+	}
+	return posted, completed, done, nil
+}
+
+func allDone(scnt []int, iters int) bool {
+	for _, s := range scnt {
+		if s < iters {
+			return false
+		}
+	}
+	return true
+}

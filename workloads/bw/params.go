@@ -1,0 +1,79 @@
+package bw
+
+import (
+	"fmt"
+	"time"
+)
+
+// Op is the RDMA operation under test.
+type Op string
+
+const (
+	OpWrite Op = "write"
+	OpRead  Op = "read"
+)
+
+// Params of one test; the client sends them to the server, so both sides
+// size their resources the same way.
+type Params struct {
+	Op            Op            `json:"op"`
+	Sizes         []int         `json:"sizes"`    // message sizes in bytes, in order
+	Iters         int           `json:"iters"`    // operations per QP per size (iteration mode)
+	Duration      time.Duration `json:"duration"` // if > 0: run for this long per size instead of Iters
+	Warmup        int           `json:"warmup"`   // operations per QP before measuring
+	QPs           int           `json:"qps"`
+	TxDepth       int           `json:"txDepth"` // outstanding operations per QP
+	CQMod         int           `json:"cqMod"`   // signal one completion every CQMod posts
+	Bidirectional bool          `json:"bidirectional"`
+	MaxInline     int           `json:"maxInline"` // post payloads up to this size inline (write only)
+}
+
+// Defaults mirror perftest's: 5000 iterations, tx depth 128, CQ moderation
+// 100 (ib_write_bw -h, perftest 4.5/24.x), one QP.
+func Defaults() Params {
+	return Params{Op: OpWrite, Sizes: []int{65536}, Iters: 5000, QPs: 1, TxDepth: 128, CQMod: 100, Warmup: 0}
+}
+
+// SweepSizes is perftest's -a: every power of two from 2 bytes to 8 MiB.
+func SweepSizes() []int {
+	var s []int
+	for n := 2; n <= 8<<20; n <<= 1 {
+		s = append(s, n)
+	}
+	return s
+}
+
+// MaxSize is the largest message size of the run.
+func (p Params) MaxSize() int {
+	m := 0
+	for _, s := range p.Sizes {
+		m = max(m, s)
+	}
+	return m
+}
+
+// Validate rejects parameters that would hang or mis-measure, naming the fix.
+func (p Params) Validate() error {
+	switch {
+	case p.Op != OpWrite && p.Op != OpRead:
+		return fmt.Errorf("op %q: want write or read", p.Op)
+	case len(p.Sizes) == 0:
+		return fmt.Errorf("no message sizes: give --size or --sweep")
+	case p.QPs < 1 || p.QPs > 1024:
+		return fmt.Errorf("qps %d: want 1..1024", p.QPs)
+	case p.TxDepth < 1:
+		return fmt.Errorf("tx depth %d: want ≥ 1", p.TxDepth)
+	case p.CQMod < 1 || p.CQMod > p.TxDepth:
+		return fmt.Errorf("cq moderation %d: want 1..tx depth (%d), or the send queue fills before a completion is requested", p.CQMod, p.TxDepth)
+	case p.Duration <= 0 && p.Iters < 1:
+		return fmt.Errorf("iterations %d: want ≥ 1 (or a duration)", p.Iters)
+	case p.Warmup < 0:
+		return fmt.Errorf("warm-up %d: want ≥ 0", p.Warmup)
+	}
+	for _, s := range p.Sizes {
+		if s < 1 || s > 1<<30 {
+			return fmt.Errorf("message size %d: want 1 B .. 1 GiB", s)
+		}
+	}
+	return nil
+}
