@@ -19,6 +19,9 @@ import (
 	"github.com/rdmasuite/rdmasuite/workloads/tcpcheck"
 )
 
+// errCheckFailed marks a probe that ran to the end and whose check failed.
+var errCheckFailed = errors.New("check failed")
+
 type subcommand struct {
 	summary string
 	run     func(args []string) error
@@ -28,6 +31,9 @@ var subcommands = map[string]subcommand{
 	"version": {"print the probe version", runVersion},
 	"env":     {"print the pod's RDMA-relevant environment (memlock, IPC_LOCK, /dev/infiniband)", runEnv},
 	"tcp":     {"check pod-to-pod TCP: tcp --listen :PORT | tcp --connect HOST:PORT", runTCP},
+	"devices": {"list RDMA devices, ports (state, link layer, rate, MTU) and GIDs", runDevices},
+	"bw":      {"RDMA write/read bandwidth: bw server [flags] | bw client [flags] HOST", runBW},
+	"mr":      {"memory-registration probe against the memlock limit", runMR},
 }
 
 func main() {
@@ -43,6 +49,9 @@ func main() {
 	}
 	if err := sc.run(os.Args[2:]); err != nil {
 		fmt.Fprintf(os.Stderr, "rdmaprobe %s: %v\n", os.Args[1], err)
+		if errors.Is(err, errCheckFailed) {
+			os.Exit(3) // the probe ran and its check failed; 1 means it could not run
+		}
 		os.Exit(1)
 	}
 }

@@ -59,7 +59,7 @@ func Collect(procRoot, devRoot string) (Env, error) {
 	if e.Memlock, err = MemlockLimits(); err != nil {
 		return e, err
 	}
-	if e.CapEff, e.IPCLock, err = effectiveCaps(filepath.Join(procRoot, "self/status")); err != nil {
+	if e.CapEff, e.IPCLock, err = EffectiveCaps(filepath.Join(procRoot, "self/status")); err != nil {
 		return e, err
 	}
 	e.Devices = verbsDevices(filepath.Join(devRoot, "infiniband"))
@@ -81,8 +81,8 @@ func MemlockLimits() (Limits, error) {
 	return Limits{Soft: conv(rl.Cur), Hard: conv(rl.Max)}, nil
 }
 
-// effectiveCaps parses CapEff from a /proc/<pid>/status file.
-func effectiveCaps(statusPath string) (hex string, ipcLock bool, err error) {
+// EffectiveCaps parses CapEff from a /proc/<pid>/status file.
+func EffectiveCaps(statusPath string) (hex string, ipcLock bool, err error) {
 	f, err := os.Open(statusPath)
 	if err != nil {
 		return "", false, fmt.Errorf("read capabilities: %w", err)

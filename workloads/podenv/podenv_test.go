@@ -30,7 +30,7 @@ func TestEffectiveCapsIPCLock(t *testing.T) {
 	}
 	for _, c := range cases {
 		proc := writeStatus(t, c.capEff)
-		_, got, err := effectiveCaps(filepath.Join(proc, "self/status"))
+		_, got, err := EffectiveCaps(filepath.Join(proc, "self/status"))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -42,7 +42,7 @@ func TestEffectiveCapsIPCLock(t *testing.T) {
 
 func TestEffectiveCapsMalformed(t *testing.T) {
 	proc := writeStatus(t, "zz")
-	if _, _, err := effectiveCaps(filepath.Join(proc, "self/status")); err == nil {
+	if _, _, err := EffectiveCaps(filepath.Join(proc, "self/status")); err == nil {
 		t.Fatal("malformed CapEff accepted")
 	}
 }

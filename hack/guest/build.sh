@@ -1,0 +1,148 @@
+#!/usr/bin/env bash
+# Builds, or reuses from the cache, the Bed 2 guest: Debian's kernel plus a base
+# initramfs (busybox, the Soft-RoCE modules, rdma-core/iproute2/perftest user
+# space with its glibc closure). Nothing is installed on the host: the kernel
+# package is fetched with `apt-get download` and unpacked with `dpkg -x`; user
+# space is copied from the host's installed packages.
+#
+# Prints the cache directory (holding vmlinuz and base.cpio) on stdout; progress
+# goes to stderr. /init and /bin/asuser are not in the base: run.sh adds them
+# per run from hack/guest/, so editing them needs no rebuild.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+. "$here/../versions.sh"
+
+# Bump when the image layout changes in a way the stamp below cannot see.
+GUEST_RECIPE_REV=1
+# Kernel modules the guest loads (dependencies are added from modules.dep).
+# crc32_generic is only a soft dependency of rdma_rxe (it asks the crypto API
+# for "crc32" at run time), so modules.dep does not list it.
+MODULES=(crc32_generic virtio_pci virtio_console veth
+  udp_tunnel ip6_udp_tunnel ib_core ib_uverbs rdma_rxe rdma_ucm)
+# Host programs copied with their ldd closure.
+PROGRAMS=(ibv_devinfo ibv_devices rdma ip ib_write_bw ib_read_bw ib_send_bw setpriv)
+# The rxe provider is dlopen()ed by libibverbs (ldd cannot see it).
+MA=x86_64-linux-gnu
+PROVIDER=/usr/lib/$MA/libibverbs/librxe-rdmav34.so
+# Host packages whose files end up in the image: a version change rebuilds it.
+HOST_PKGS=(busybox-static libc6 libibverbs1 ibverbs-providers ibverbs-utils perftest iproute2 util-linux)
+
+log() { echo "guest-build: $*" >&2; }
+die() { log "ERROR: $*"; exit 1; }
+
+# linux-image-amd64 is a metapackage; its dependency is the real kernel package.
+kpkg=$(apt-cache depends linux-image-amd64 2>/dev/null | awk '/Depends: linux-image-[0-9]/ {print $2; exit}')
+[[ -n $kpkg ]] || die "apt-cache knows no linux-image-amd64 (run apt-get update)"
+kver=${kpkg#linux-image-}
+kpkgver=$(apt-cache show --no-all-versions "$kpkg" | awk '/^Version:/ {print $2; exit}')
+dir=$RDMASUITE_CACHE/guest-$kver-r$GUEST_RECIPE_REV
+stamp="rev=$GUEST_RECIPE_REV $kpkg=$kpkgver
+$(dpkg-query -W -f='${Package}=${Version}\n' "${HOST_PKGS[@]}")
+build.sh=$(sha256sum <"$here/build.sh" | cut -c1-16)"
+
+if [[ -f $dir/stamp && $(cat "$dir/stamp") == "$stamp" ]]; then
+  echo "$dir"
+  exit 0
+fi
+
+mkdir -p "$RDMASUITE_CACHE"
+work=$(mktemp -d "$RDMASUITE_CACHE/.guest-build.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+log "building $dir (kernel $kpkg $kpkgver)"
+
+# --- kernel --------------------------------------------------------------------
+# As root, apt drops to the _apt user for downloads, which cannot write into a
+# private $HOME; the download is a plain signed-index fetch, so stay root.
+apt_opts=()
+((EUID == 0)) && apt_opts=(-o APT::Sandbox::User=root)
+(cd "$work" && apt-get download -q "${apt_opts[@]}" "$kpkg=$kpkgver" >&2)
+dpkg -x "$work"/"$kpkg"_*.deb "$work/k"
+rm -f "$work"/*.deb
+kmod=$work/k/lib/modules/$kver
+# The package ships no modules.dep (its postinst runs depmod): make one.
+depmod -b "$work/k" "$kver"
+
+root=$work/root
+mkdir -p "$root"/{bin,dev,proc,sys,tmp,etc,root,home/rdma,opt/test,usr/bin,usr/sbin,usr/lib/modules,usr/lib64}
+# Debian is usr-merged: ldd reports /lib/... and /lib64/... paths.
+ln -s usr/lib "$root/lib"
+ln -s usr/lib64 "$root/lib64"
+
+# Modules in load order: depth-first over modules.dep, dependencies first.
+declare -A deps=() path=() seen=()
+while IFS=: read -r m d; do
+  deps[$m]=$d
+  n=${m##*/}
+  path[${n%.ko*}]=$m
+done <"$kmod/modules.dep"
+order=()
+visit() {
+  local m=$1 d
+  [[ -n ${seen[$m]:-} ]] && return
+  seen[$m]=1
+  for d in ${deps[$m]}; do visit "$d"; done
+  order+=("$m")
+}
+for n in "${MODULES[@]}"; do
+  [[ -n ${path[$n]:-} ]] || die "kernel $kver has no module $n"
+  visit "${path[$n]}"
+done
+for m in "${order[@]}"; do
+  case $m in *.ko) ;; *) die "$m is compressed; busybox insmod here wants plain .ko" ;; esac
+  cp "$kmod/$m" "$root/usr/lib/modules/"
+  echo "${m##*/}" >>"$root/etc/guest-modules"
+done
+cp "$work/k/boot/vmlinuz-$kver" "$work/vmlinuz"
+log "modules: $(tr '\n' ' ' <"$root/etc/guest-modules")"
+
+# --- user space ----------------------------------------------------------------
+# busybox provides the shell and basic tools in /bin; the real tools live in
+# /usr/{s,}bin and come first in PATH (iproute2's ip, not busybox's).
+cp /bin/busybox "$root/bin/busybox"
+for a in $(busybox --list); do [[ -e $root/bin/$a ]] || ln -s busybox "$root/bin/$a"; done
+
+# Copies a host file (dereferenced) to the same path in the image, /lib* and
+# /bin, /sbin folded under /usr as Debian does.
+put() {
+  local dst=$1
+  case $dst in /usr/*) ;; /*) dst=/usr$dst ;; esac
+  mkdir -p "$root${dst%/*}"
+  cp -L "$1" "$root$dst"
+}
+files=("$PROVIDER")
+for p in "${PROGRAMS[@]}"; do
+  f=$(command -v "$p") || die "$p not found on the host (run hack/install-deps.sh)"
+  files+=("$f")
+done
+libs=()
+for f in "${files[@]}"; do
+  put "$f"
+  # "name => /path (addr)" or "/lib64/ld-linux-x86-64.so.2 (addr)".
+  libs+=($(ldd "$f" | awk '$2 == "=>" && $3 ~ /^\// {print $3} $1 ~ /^\// {print $1}'))
+done
+for l in $(printf '%s\n' "${libs[@]}" | sort -u); do put "$l"; done
+mkdir -p "$root/etc/libibverbs.d"
+cp /etc/libibverbs.d/rxe.driver "$root/etc/libibverbs.d/"
+# ld.so finds the multiarch directories through its cache.
+printf '/usr/lib/%s\n' "$MA" >"$root/etc/ld.so.conf"
+ldconfig -r "$root"
+
+cat >"$root/etc/passwd" <<'EOF'
+root:x:0:0:root:/root:/bin/sh
+rdma:x:1000:1000:rdma:/home/rdma:/bin/sh
+EOF
+cat >"$root/etc/group" <<'EOF'
+root:x:0:
+rdma:x:1000:
+EOF
+
+# Uncompressed: the kernel unpacks it faster under TCG than it inflates gzip,
+# and run.sh appends a small per-run archive to it.
+(cd "$root" && find . -mindepth 1 | LC_ALL=C sort | cpio -o -H newc -R 0:0 --quiet) >"$work/base.cpio"
+printf '%s\n' "$stamp" >"$work/stamp"
+mkdir -p "$work/out"
+mv "$work/vmlinuz" "$work/base.cpio" "$work/stamp" "$work/out/"
+rm -rf "$dir"
+mv "$work/out" "$dir"
+log "done: $(du -sh "$dir" | cut -f1) in $dir"
+echo "$dir"

@@ -1,0 +1,111 @@
+#!/usr/bin/env bash
+# run.sh [-t TIMEOUT_S] [-m MEM_MB] [-f HOSTFILE]... [-v] -- CMD [ARGS...]
+#
+# Boots the Bed 2 guest (qemu TCG, Debian kernel, busybox initramfs) with two
+# Soft-RoCE devices, rxe0 on veth0 ($RXE0_IP=192.168.77.1) and rxe1 on veth1
+# ($RXE1_IP=192.168.77.2), which talk RoCEv2 to each other. Then runs
+# `sh -c "CMD ARGS..."` (words joined with spaces, as ssh does) as root in
+# /opt/test, where each -f file is copied (mode kept). /bin/asuser
+# UID MEMLOCK_KB CMD... runs a command unprivileged with a memlock limit.
+#
+# The command's stdout and stderr stream to this script's stdout; the kernel
+# console goes to a log that is shown on failure (and always with -v).
+# Exit status: the command's; 124 when TIMEOUT_S (default 300) passes; 125
+# when the guest does not boot or the rxe devices never come up.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+
+usage() { sed -n '2,2s/^# //p' "$0" >&2; exit 2; }
+timeout_s=300 mem_mb=2048 verbose=0 files=()
+while getopts t:m:f:v o; do
+  case $o in
+  t) timeout_s=$OPTARG ;;
+  m) mem_mb=$OPTARG ;;
+  f) files+=("$OPTARG") ;;
+  v) verbose=1 ;;
+  *) usage ;;
+  esac
+done
+shift $((OPTIND - 1))
+(($# > 0)) || usage
+
+say() { echo "run.sh: $*" >&2; }
+dir=$(bash "$here/build.sh")
+
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/rdmasuite-guest.XXXXXX")
+pid=
+cleanup() {
+  if [[ -n $pid ]]; then
+    kill "$pid" 2>/dev/null || true
+    wait "$pid" 2>/dev/null || true
+  fi
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+# The per-run archive: /init, /bin/asuser, the command and the -f files. The
+# kernel unpacks concatenated cpio archives in order, so it lands on top of the
+# cached base image.
+x=$tmp/extra
+mkdir -p "$x/bin" "$x/etc/rdmasuite" "$x/opt/test"
+cp "$here/init" "$x/init"
+cp "$here/asuser" "$x/bin/asuser"
+chmod 755 "$x/init" "$x/bin/asuser"
+printf '%s\n' "$*" >"$x/etc/rdmasuite/cmd"
+for f in ${files[@]+"${files[@]}"}; do
+  [[ -f $f ]] || { say "no such file: $f"; exit 2; }
+  [[ ! -e $x/opt/test/${f##*/} ]] || { say "two -f files named ${f##*/}"; exit 2; }
+  cp -p "$f" "$x/opt/test/"
+done
+# Directory entries overwrite the base's modes: keep them world-readable.
+find "$x" -type d -exec chmod 755 {} +
+(cd "$x" && find . -mindepth 1 | cpio -o -H newc -R 0:0 --quiet) >"$tmp/extra.cpio"
+cat "$dir/base.cpio" "$tmp/extra.cpio" >"$tmp/initrd"
+
+start=$SECONDS
+# stdin from /dev/null: qemu's stdio chardev then never touches the terminal.
+timeout -k 5 "$timeout_s" qemu-system-x86_64 \
+  -nodefaults -no-user-config -nographic -no-reboot \
+  -accel tcg -cpu max -smp 2 -m "$mem_mb" \
+  -kernel "$dir/vmlinuz" -initrd "$tmp/initrd" \
+  -append "console=ttyS0 quiet loglevel=0 panic=-1" \
+  -serial "file:$tmp/console.log" \
+  -device virtio-serial-pci,id=vs \
+  -chardev stdio,id=out,signal=off \
+  -device virtserialport,bus=vs.0,chardev=out,name=rdmasuite.out \
+  -chardev "file,id=ctl,path=$tmp/ctl" \
+  -device virtserialport,bus=vs.0,chardev=ctl,name=rdmasuite.ctl \
+  </dev/null &
+pid=$!
+rc=0
+wait "$pid" || rc=$?
+pid=
+total=$((SECONDS - start))
+
+touch "$tmp/ctl" "$tmp/console.log"
+ready=$(awk '$1 == "READY" {print $2}' "$tmp/ctl")
+exit_rec=$(awk '$1 == "EXIT" {print $2}' "$tmp/ctl")
+error=$(sed -n 's/^ERROR //p' "$tmp/ctl")
+console() { say "guest console (last 40 lines):"; tail -n 40 "$tmp/console.log" >&2; }
+
+if ((rc == 124)); then
+  say "timed out after ${timeout_s}s (guest ${ready:+ready at ${ready}s, }command ${ready:+still running}${ready:-never started})"
+  ((verbose)) && console
+  exit 124
+fi
+if [[ -z $exit_rec ]]; then
+  if [[ -n $error ]]; then
+    say "guest bed failed: $error"
+  else
+    say "guest did not boot or stopped without a result (qemu exit $rc)"
+  fi
+  console
+  exit 125
+fi
+if ((verbose)); then
+  console
+  say "guest ready after ${ready}s of guest uptime; boot -> command -> poweroff ${total}s; command exit $exit_rec"
+fi
+exit "$exit_rec"

@@ -1,0 +1,267 @@
+// Package bwverbs backs the transport-agnostic bandwidth test (workloads/bw)
+// with real verbs resources from workloads/verbs: it picks the device (by
+// name, or by netdev through rdmamap), the port and the GID, and sizes PD,
+// MR, CQ and QPs for the test parameters.
+package bwverbs
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/Mellanox/rdmamap"
+
+	"github.com/rdmasuite/rdmasuite/workloads/bw"
+	"github.com/rdmasuite/rdmasuite/workloads/verbs"
+)
+
+// Config selects the device side of a test.
+type Config struct {
+	Device   string // RDMA device name, e.g. mlx5_0; empty: Netdev or the first device
+	Netdev   string // network interface whose RDMA device to use, e.g. net1 (SR-IOV VF)
+	Port     int    // 1-based
+	GIDIndex int    // -1: the port's RoCE v2 IPv4 GID (or 0 on InfiniBand)
+}
+
+// ResolveDevice returns the RDMA device name cfg points at.
+func ResolveDevice(cfg Config) (string, error) {
+	if cfg.Device != "" || cfg.Netdev == "" {
+		return cfg.Device, nil
+	}
+	dev, err := rdmamap.GetRdmaDeviceForNetdevice(cfg.Netdev)
+	if err != nil || dev == "" {
+		return "", fmt.Errorf("no RDMA device behind netdev %s (rdmamap: %v): is it an RDMA-capable interface (VF / RoCE NIC) in this pod's network namespace?", cfg.Netdev, err)
+	}
+	return dev, nil
+}
+
+// Factory returns a bw.Factory that opens real verbs resources.
+func Factory(cfg Config) bw.Factory {
+	return func(p bw.Params) (bw.Resources, error) { return open(cfg, p) }
+}
+
+type resources struct {
+	ctx     *verbs.Context
+	pd      *verbs.PD
+	mr      *verbs.MR
+	cq      *verbs.CQ
+	qps     []*verbs.QP
+	port    verbs.PortAttr
+	gid     verbs.GID
+	dev     bw.Device
+	slot    int // bytes of the buffer each QP owns
+	remote  []bw.QPInfo
+	rdAtom  int
+	inline  int
+	wcs     []verbs.Completion
+	portNum int
+}
+
+func open(cfg Config, p bw.Params) (res *resources, err error) {
+	name, err := ResolveDevice(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.Port == 0 {
+		cfg.Port = 1
+	}
+	r := &resources{portNum: cfg.Port}
+	defer func() {
+		if err != nil {
+			r.Close()
+		}
+	}()
+	if r.ctx, err = verbs.Open(name); err != nil {
+		return nil, err
+	}
+	dattr, err := r.ctx.QueryDevice()
+	if err != nil {
+		return nil, err
+	}
+	if r.port, err = r.ctx.QueryPort(cfg.Port); err != nil {
+		return nil, err
+	}
+	if !r.port.Active() {
+		return nil, fmt.Errorf("%s port %d is %s (physical state %s): the link is not up — check cable, switch port and the subnet manager (ibstat shows the same)",
+			r.ctx.Name, cfg.Port, r.port.State, r.port.PhysState)
+	}
+	if r.gid, err = pickGID(r.ctx, cfg, r.port); err != nil {
+		return nil, err
+	}
+	// Outstanding RDMA READs per QP: what the device allows, like perftest's
+	// default for -o.
+	r.rdAtom = min(dattr.MaxQPRdAtom, dattr.MaxQPInitRdAt, 255)
+	if r.rdAtom < 1 {
+		r.rdAtom = 1
+	}
+	r.slot = p.MaxSize()
+	if r.pd, err = r.ctx.AllocPD(); err != nil {
+		return nil, err
+	}
+	access := verbs.AccessLocalWrite | verbs.AccessRemoteWrite | verbs.AccessRemoteRead
+	if r.mr, err = r.pd.RegMR(r.slot*p.QPs, access); err != nil {
+		return nil, err
+	}
+	cqDepth := min(p.TxDepth*p.QPs+p.QPs, dattr.MaxCQE)
+	if r.cq, err = r.ctx.CreateCQ(cqDepth); err != nil {
+		return nil, err
+	}
+	if p.Op == bw.OpWrite {
+		r.inline = p.MaxInline
+	}
+	for i := 0; i < p.QPs; i++ {
+		qp, err := r.pd.CreateRCQP(r.cq, verbs.QPCaps{SendDepth: p.TxDepth, RecvDepth: 1, MaxInline: r.inline}, rand.Uint32())
+		if err != nil {
+			return nil, err
+		}
+		r.qps = append(r.qps, qp)
+		if err := qp.ToInit(cfg.Port, access); err != nil {
+			return nil, err
+		}
+	}
+	r.wcs = make([]verbs.Completion, 16)
+	r.dev = bw.Device{Name: r.ctx.Name, Port: cfg.Port, GIDIndex: r.gid.Index, GID: r.gid.Addr,
+		LinkLayer: r.port.LinkLayer, RateGbps: r.port.RateGbps, MTU: r.port.ActiveMTU,
+		Netdev: netdevOf(r.ctx.Name, cfg.Port, r.gid.Index)}
+	return r, nil
+}
+
+// pickGID chooses the source GID: on InfiniBand index 0; on RoCE the given
+// index, or the first RoCE v2 GID holding an IPv4 address (what perftest's
+// -x needs to be told by hand, and the usual source of "works with -x 3,
+// fails with -x 0" confusion).
+func pickGID(ctx *verbs.Context, cfg Config, port verbs.PortAttr) (verbs.GID, error) {
+	gids, err := ctx.GIDs()
+	if err != nil {
+		return verbs.GID{}, err
+	}
+	var onPort []verbs.GID
+	for _, g := range gids {
+		if g.Port == cfg.Port {
+			onPort = append(onPort, g)
+		}
+	}
+	if cfg.GIDIndex >= 0 {
+		for _, g := range onPort {
+			if g.Index == cfg.GIDIndex {
+				return g, nil
+			}
+		}
+		return verbs.GID{}, fmt.Errorf("%s port %d has no valid GID at index %d (valid: %s)", ctx.Name, cfg.Port, cfg.GIDIndex, listGIDs(onPort))
+	}
+	if port.LinkLayer == "InfiniBand" {
+		for _, g := range onPort {
+			if g.Index == 0 {
+				return g, nil
+			}
+		}
+	}
+	for _, g := range onPort {
+		if g.Type == "RoCE v2" && g.IPv4() {
+			return g, nil
+		}
+	}
+	for _, g := range onPort {
+		if g.Type == "RoCE v2" {
+			return g, nil
+		}
+	}
+	return verbs.GID{}, fmt.Errorf("%s port %d has no RoCE v2 GID (valid: %s): the netdev needs an IP address, or pass --gid-index", ctx.Name, cfg.Port, listGIDs(onPort))
+}
+
+func listGIDs(gs []verbs.GID) string {
+	if len(gs) == 0 {
+		return "none"
+	}
+	var parts []string
+	for _, g := range gs {
+		parts = append(parts, fmt.Sprintf("%d=%s(%s)", g.Index, g.Addr, g.Type))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// netdevOf reads the netdev a GID entry is bound to (RoCE); empty on IB.
+func netdevOf(dev string, port, gidIndex int) string {
+	b, err := os.ReadFile(filepath.Join("/sys/class/infiniband", dev, "ports", fmt.Sprint(port), "gid_attrs/ndevs", fmt.Sprint(gidIndex)))
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(b))
+}
+
+func (r *resources) Local() []bw.QPInfo {
+	out := make([]bw.QPInfo, len(r.qps))
+	for i, qp := range r.qps {
+		out[i] = bw.QPInfo{QPN: qp.QPN(), PSN: qp.PSN, LID: r.port.LID, GID: r.gid.Addr,
+			Addr: r.mr.Addr() + uint64(i*r.slot), RKey: r.mr.RKey(), MTU: r.port.ActiveMTU,
+			IsIB: r.port.LinkLayer == "InfiniBand"}
+	}
+	return out
+}
+
+func (r *resources) Connect(remote []bw.QPInfo) error {
+	if len(remote) != len(r.qps) {
+		return fmt.Errorf("peer has %d QPs, we have %d", len(remote), len(r.qps))
+	}
+	for i, qp := range r.qps {
+		rem := remote[i]
+		gid, err := verbs.ParseGID(rem.GID)
+		if err != nil && !rem.IsIB {
+			return fmt.Errorf("peer QP %d: %w", rem.QPN, err)
+		}
+		v := verbs.Remote{QPN: rem.QPN, PSN: rem.PSN, LID: rem.LID, GID: gid, Addr: rem.Addr, RKey: rem.RKey, IsIB: rem.IsIB, MTU: rem.MTU}
+		if err := qp.ToRTR(v, r.portNum, r.gid.Index, r.port, r.rdAtom); err != nil {
+			return err
+		}
+		if err := qp.ToRTS(r.rdAtom); err != nil {
+			return err
+		}
+	}
+	r.remote = remote
+	return nil
+}
+
+func (r *resources) Post(qp int, op bw.Op, size int, id uint64, signaled bool) error {
+	vop := verbs.OpWrite
+	if op == bw.OpRead {
+		vop = verbs.OpRead
+	}
+	rem := r.remote[qp]
+	return r.qps[qp].Post(vop, r.mr, qp*r.slot, size, rem.Addr, rem.RKey, id, signaled, op == bw.OpWrite && size <= r.inline)
+}
+
+func (r *resources) Poll(wcs []bw.Completion) (int, error) {
+	n, err := r.cq.Poll(r.wcs[:min(len(wcs), len(r.wcs))])
+	if err != nil {
+		return 0, err
+	}
+	for i := 0; i < n; i++ {
+		wcs[i] = bw.Completion{WrID: r.wcs[i].WrID}
+		if r.wcs[i].Status != 0 {
+			wcs[i].Status = verbs.StatusString(r.wcs[i].Status)
+		}
+	}
+	return n, nil
+}
+
+func (r *resources) Describe() bw.Device { return r.dev }
+
+// Close frees children before parents; every step tolerates a partial open.
+func (r *resources) Close() error {
+	var first error
+	keep := func(err error) {
+		if err != nil && first == nil {
+			first = err
+		}
+	}
+	for _, qp := range r.qps {
+		keep(qp.Close())
+	}
+	keep(r.cq.Close())
+	keep(r.mr.Close())
+	keep(r.pd.Close())
+	keep(r.ctx.Close())
+	return first
+}
