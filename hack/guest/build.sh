@@ -20,12 +20,12 @@ GUEST_RECIPE_REV=1
 MODULES=(crc32_generic virtio_pci virtio_console veth
   udp_tunnel ip6_udp_tunnel ib_core ib_uverbs rdma_rxe rdma_ucm)
 # Host programs copied with their ldd closure.
-PROGRAMS=(ibv_devinfo ibv_devices rdma ip ib_write_bw ib_read_bw ib_send_bw setpriv)
+PROGRAMS=(dash ibv_devinfo ibv_devices rdma ip ib_write_bw ib_read_bw ib_send_bw setpriv)
 # The rxe provider is dlopen()ed by libibverbs (ldd cannot see it).
 MA=x86_64-linux-gnu
 PROVIDER=/usr/lib/$MA/libibverbs/librxe-rdmav34.so
 # Host packages whose files end up in the image: a version change rebuilds it.
-HOST_PKGS=(busybox-static libc6 libibverbs1 ibverbs-providers ibverbs-utils perftest iproute2 util-linux)
+HOST_PKGS=(busybox-static dash libc6 libibverbs1 ibverbs-providers ibverbs-utils perftest iproute2 util-linux)
 
 log() { echo "guest-build: $*" >&2; }
 die() { log "ERROR: $*"; exit 1; }
@@ -96,9 +96,11 @@ cp "$work/k/boot/vmlinuz-$kver" "$work/vmlinuz"
 log "modules: $(tr '\n' ' ' <"$root/etc/guest-modules")"
 
 # --- user space ----------------------------------------------------------------
-# busybox provides the shell and basic tools in /bin; the real tools live in
-# /usr/{s,}bin and come first in PATH (iproute2's ip, not busybox's).
+# busybox provides the basic tools in /bin; the real tools live in /usr/{s,}bin
+# and come first in PATH. /bin/sh is dash: Debian's busybox shell runs its own
+# applets before PATH (so `ip` would be busybox's, not iproute2's).
 cp /bin/busybox "$root/bin/busybox"
+ln -s /usr/bin/dash "$root/bin/sh"
 for a in $(busybox --list); do [[ -e $root/bin/$a ]] || ln -s busybox "$root/bin/$a"; done
 
 # Copies a host file (dereferenced) to the same path in the image, /lib* and

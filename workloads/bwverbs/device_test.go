@@ -1,0 +1,92 @@
+//go:build verbsbed
+
+// Bandwidth runs on real Soft-RoCE devices, inside the guest
+// (hack/verbs-test.sh): loopback on one device, and across rxe0 ↔ rxe1.
+package bwverbs
+
+import (
+	"context"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/rdmasuite/rdmasuite/workloads/bw"
+)
+
+func runPair(t *testing.T, serverDev, clientDev string, p bw.Params) bw.Report {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	type out struct {
+		rep bw.Report
+		err error
+	}
+	srv := make(chan out, 1)
+	go func() {
+		rep, err := bw.Serve(context.Background(), ln, Factory(Config{Device: serverDev, Port: 1, GIDIndex: -1}), 30*time.Second, bw.RealClock())
+		srv <- out{rep, err}
+	}()
+	rep, err := bw.Run(context.Background(), ln.Addr().String(), p, Factory(Config{Device: clientDev, Port: 1, GIDIndex: -1}), 10*time.Second, bw.RealClock())
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := <-srv
+	if s.err != nil {
+		t.Fatal("server:", s.err)
+	}
+	if len(rep.Results) != len(p.Sizes) {
+		t.Fatalf("%d results for %d sizes", len(rep.Results), len(p.Sizes))
+	}
+	for i, r := range rep.Results {
+		f := r.Local
+		if f.Bytes != p.Sizes[i] || f.Iterations != p.Iters*p.QPs || f.AvgGbps <= 0 || f.MsgRateMpps <= 0 {
+			t.Fatalf("size %d: %+v", p.Sizes[i], f)
+		}
+		if f.PeakGbps < f.AvgGbps*0.999 {
+			t.Fatalf("size %d: peak %.3f below average %.3f", f.Bytes, f.PeakGbps, f.AvgGbps)
+		}
+		t.Logf("%s→%s %s %d B × %d qps: avg %.3f Gb/s (%.1f MB/s) peak %.3f Gb/s", clientDev, serverDev, p.Op, f.Bytes, p.QPs, f.AvgGbps, f.AvgMBps, f.PeakGbps)
+	}
+	if rep.Device.Name != clientDev || rep.Device.LinkLayer != "Ethernet" || rep.Device.GID == "" {
+		t.Fatalf("device %+v", rep.Device)
+	}
+	return rep
+}
+
+func params(op bw.Op, qps int, sizes ...int) bw.Params {
+	p := bw.Defaults()
+	p.Op, p.QPs, p.Sizes, p.Iters = op, qps, sizes, 200
+	return p
+}
+
+func TestWriteLoopback(t *testing.T) { runPair(t, "rxe0", "rxe0", params(bw.OpWrite, 1, 4096, 65536)) }
+func TestReadLoopback(t *testing.T)  { runPair(t, "rxe0", "rxe0", params(bw.OpRead, 1, 65536)) }
+func TestWriteAcrossDevices(t *testing.T) {
+	runPair(t, "rxe0", "rxe1", params(bw.OpWrite, 1, 65536, 1<<20))
+}
+func TestReadAcrossDevices(t *testing.T) { runPair(t, "rxe0", "rxe1", params(bw.OpRead, 1, 65536)) }
+func TestMultiQPAcrossDevices(t *testing.T) {
+	runPair(t, "rxe0", "rxe1", params(bw.OpWrite, 4, 65536))
+}
+func TestBidirectional(t *testing.T) {
+	p := params(bw.OpWrite, 2, 65536)
+	p.Bidirectional = true
+	rep := runPair(t, "rxe0", "rxe1", p)
+	if r := rep.Results[0]; r.Remote == nil || r.Total.AvgGbps <= r.Local.AvgGbps {
+		t.Fatalf("bidirectional total %+v", r)
+	}
+}
+
+func TestPortDownOrMissingDeviceIsClear(t *testing.T) {
+	_, err := Factory(Config{Device: "nosuch0", Port: 1, GIDIndex: -1})(params(bw.OpWrite, 1, 64))
+	if err == nil {
+		t.Fatal("missing device accepted")
+	}
+	_, err = Factory(Config{Device: "rxe0", Port: 1, GIDIndex: 77})(params(bw.OpWrite, 1, 64))
+	if err == nil {
+		t.Fatal("invalid GID index accepted")
+	}
+	t.Log(err)
+}
