@@ -64,8 +64,11 @@ find "$x" -type d -exec chmod 755 {} +
 (cd "$x" && find . -mindepth 1 | cpio -o -H newc -R 0:0 --quiet) >"$tmp/extra.cpio"
 cat "$dir/base.cpio" "$tmp/extra.cpio" >"$tmp/initrd"
 
+# qemu's stdin: a FIFO opened read-write, so it is never a terminal (qemu
+# would switch it to raw mode) and never reaches EOF (qemu would then report
+# the out port's host side closed and the guest's writes would block).
+mkfifo "$tmp/in"
 start=$SECONDS
-# stdin from /dev/null: qemu's stdio chardev then never touches the terminal.
 timeout -k 5 "$timeout_s" qemu-system-x86_64 \
   -nodefaults -no-user-config -nographic -no-reboot \
   -accel tcg -cpu max -smp 2 -m "$mem_mb" \
@@ -77,7 +80,7 @@ timeout -k 5 "$timeout_s" qemu-system-x86_64 \
   -device virtserialport,bus=vs.0,chardev=out,name=rdmasuite.out \
   -chardev "file,id=ctl,path=$tmp/ctl" \
   -device virtserialport,bus=vs.0,chardev=ctl,name=rdmasuite.ctl \
-  </dev/null &
+  <>"$tmp/in" &
 pid=$!
 rc=0
 wait "$pid" || rc=$?
@@ -91,7 +94,11 @@ error=$(sed -n 's/^ERROR //p' "$tmp/ctl")
 console() { say "guest console (last 40 lines):"; tail -n 40 "$tmp/console.log" >&2; }
 
 if ((rc == 124)); then
-  say "timed out after ${timeout_s}s (guest ${ready:+ready at ${ready}s, }command ${ready:+still running}${ready:-never started})"
+  if [[ -n $ready ]]; then
+    say "timed out after ${timeout_s}s: the command was still running (guest ready at ${ready}s)"
+  else
+    say "timed out after ${timeout_s}s before the guest was ready"
+  fi
   ((verbose)) && console
   exit 124
 fi

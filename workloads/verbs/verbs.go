@@ -101,7 +101,15 @@ type Error struct {
 	Errno syscall.Errno
 }
 
-func (e *Error) Error() string { return fmt.Sprintf("%s: %s", e.Call, e.Errno.Error()) }
+// Error prints strerror's wording ("Cannot allocate memory"); Go's errno
+// strings are the same text in lower case.
+func (e *Error) Error() string {
+	msg := e.Errno.Error()
+	if msg != "" && msg[0] >= 'a' && msg[0] <= 'z' {
+		msg = string(msg[0]-'a'+'A') + msg[1:]
+	}
+	return fmt.Sprintf("%s: %s", e.Call, msg)
+}
 func (e *Error) Unwrap() error { return e.Errno }
 
 func callErr(call string, err error) error {
