@@ -1,7 +1,8 @@
 #!/bin/sh
 # Runs inside the Soft-RoCE guest (see hack/bench-verbs.sh): the same test,
 # rxe1 -> rxe0, with perftest and with rdmaprobe, interleaved and repeated.
-# Prints one "RESULT tool op bytes qps rep avg_gbps" line per run.
+# Prints one "RESULT tool op bytes qps rep avg_MB/s" line per run (MB = 2^20
+# bytes, perftest's unit; MB/s has more printed digits than Gb/s).
 REPS=${REPS:-3}
 ITERS_64K=${ITERS_64K:-2000}
 ITERS_1M=${ITERS_1M:-200}
@@ -14,20 +15,21 @@ for rep in $(seq 1 "$REPS"); do
       [ "$size" = 1048576 ] && iters=$ITERS_1M
       for qps in $QPS_LIST; do
         # perftest reference (RoCE v2 IPv4 GID is index 1 on this guest)
-        ib_${op}_bw -d rxe0 -x 1 -F -s "$size" -n "$iters" -q "$qps" --report_gbits >pt-srv.txt 2>&1 &
+        ib_${op}_bw -d rxe0 -x 1 -F -s "$size" -n "$iters" -q "$qps" >pt-srv.txt 2>&1 &
         srv=$!
         sleep 1
-        ib_${op}_bw -d rxe1 -x 1 -F -s "$size" -n "$iters" -q "$qps" --report_gbits "$RXE0_IP" >pt-cli.txt 2>&1
+        ib_${op}_bw -d rxe1 -x 1 -F -s "$size" -n "$iters" -q "$qps" "$RXE0_IP" >pt-cli.txt 2>&1
         wait $srv
         avg=$(awk -v s="$size" '$1 == s && NF >= 5 {print $4}' pt-cli.txt | tail -1)
         echo "RESULT perftest $op $size $qps $rep ${avg:-NaN}"
+        [ "$rep" = 1 ] && sed 's/^/PERFTEST-OUT /' pt-cli.txt
         [ -n "$avg" ] || tail -5 pt-cli.txt
         # ours, same devices, sizes, iterations, QPs
         ./rdmaprobe bw server --device rxe0 --port 18516 --timeout 60s >rp-srv.json 2>&1 &
         srv=$!
         ./rdmaprobe bw client --device rxe1 --port 18516 --op "$op" --size "$size" --iters "$iters" --qps "$qps" "$RXE0_IP" >rp-cli.json 2>rp-cli.err
         wait $srv
-        avg=$(sed -n 's/.*"total":{[^}]*"bwAvgGbps":\([0-9.e+-]*\).*/\1/p' rp-cli.json | tail -1)
+        avg=$(sed -n 's/.*"total":{[^}]*"bwAvgMBps":\([0-9.e+-]*\).*/\1/p' rp-cli.json | tail -1)
         echo "RESULT rdmaprobe $op $size $qps $rep ${avg:-NaN}"
         [ -n "$avg" ] || tail -5 rp-cli.json rp-cli.err
       done

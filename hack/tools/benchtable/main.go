@@ -59,7 +59,7 @@ func main() {
 	// Header auto-format would turn "Gb/s" into "GB / S".
 	table := tablewriter.NewTable(os.Stdout, tablewriter.WithConfig(
 		tablewriter.NewConfigBuilder().WithHeaderAutoFormat(tw.Off).Build()))
-	table.Header("op", "bytes", "qps", "runs", "perftest Gb/s (median)", "rdmaprobe Gb/s (median)", "ratio ours/perftest")
+	table.Header("op", "bytes", "qps", "runs", "perftest MB/s (median)", "rdmaprobe MB/s (median)", "ratio ours/perftest")
 	for _, k := range keys {
 		pt, _ := stats.Median(runs[k]["perftest"])
 		rp, _ := stats.Median(runs[k]["rdmaprobe"])
@@ -69,7 +69,7 @@ func main() {
 		}
 		_ = table.Append(k.op, strconv.Itoa(k.bytes), strconv.Itoa(k.qps),
 			fmt.Sprintf("%d/%d", len(runs[k]["perftest"]), len(runs[k]["rdmaprobe"])),
-			fmt.Sprintf("%.4f", pt), fmt.Sprintf("%.4f", rp), ratio)
+			fmt.Sprintf("%.2f", pt), fmt.Sprintf("%.2f", rp), ratio)
 	}
 	if err := table.Render(); err != nil {
 		fmt.Fprintln(os.Stderr, err)

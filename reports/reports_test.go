@@ -1,0 +1,102 @@
+package reports
+
+import (
+	"bytes"
+	"encoding/xml"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func sampleRun(writeGbps float64, status Status) Run {
+	th := &Threshold{Op: ">=", Value: 180, Source: "A100/HDR-200: 90% of 200 Gb/s"}
+	return Run{RunID: "r1", Started: time.Unix(0, 0).UTC(), Finished: time.Unix(60, 0).UTC(),
+		Cluster: Cluster{Server: "https://10.250.0.1:6443", Version: "v1.35.4"},
+		Nodes:   []Node{{Name: "node-2", SKU: "A100/HDR-200"}, {Name: "node-1", SKU: "A100/HDR-200"}},
+		Checks: []Check{
+			{ID: "bandwidth/write", Variant: "shared-dev", Nodes: []string{"node-1", "node-2"}, Status: status,
+				Measured:  []Measurement{{Name: "write_1MiB_avg", Port: "mlx5_0/1", Value: writeGbps, Unit: "Gb/s", Threshold: th}},
+				Diagnosis: "below floor", Fix: "check link", Evidence: []string{"rdmaprobe bw client …"}},
+			{ID: "memlock", Nodes: []string{"node-1"}, Status: NotRun, Reason: "no RDMA device visible in pod"},
+		}}
+}
+
+func TestWriteReadRoundTrip(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "out", "results.json")
+	if err := Write(path, sampleRun(190, Pass)); err != nil {
+		t.Fatal(err)
+	}
+	r, err := Read(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Schema != Schema || len(r.Checks) != 2 || r.Nodes[0].Name != "node-1" {
+		t.Fatalf("%+v", r)
+	}
+	if r.Passed() {
+		t.Fatal("a run with a not-run check must not read as passed")
+	}
+}
+
+func TestRenderers(t *testing.T) {
+	r := sampleRun(150, Fail)
+	var tb, mdb, jb bytes.Buffer
+	if err := Table(&tb, r); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"FAIL", "bandwidth/write", "write_1MiB_avg=150 Gb/s (>= 180)", "fix: check link", "NOT-RUN", "NOT PASSED"} {
+		if !strings.Contains(tb.String(), want) {
+			t.Errorf("table lacks %q:\n%s", want, tb.String())
+		}
+	}
+	if err := Markdown(&mdb, r); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(mdb.String(), "| ❌ fail | bandwidth/write |") || !strings.Contains(mdb.String(), "## Evidence") {
+		t.Errorf("markdown:\n%s", mdb.String())
+	}
+	if err := JUnit(&jb, r); err != nil {
+		t.Fatal(err)
+	}
+	var parsed junitSuites
+	if err := xml.Unmarshal(jb.Bytes(), &parsed); err != nil {
+		t.Fatal(err)
+	}
+	s := parsed.Suites[0]
+	if s.Tests != 2 || s.Failures != 1 || s.Skipped != 1 || s.Cases[1].Skipped == nil {
+		t.Fatalf("junit %+v", s)
+	}
+}
+
+func TestDiffMarksRegressions(t *testing.T) {
+	base, now := sampleRun(195, Pass), sampleRun(170, Fail)
+	deltas := Diff(base, now, 0.05)
+	var reg int
+	for _, d := range deltas {
+		if d.Regression {
+			reg++
+		}
+	}
+	if reg != 2 { // the status flip and the 12.8% drop
+		t.Fatalf("%d regressions in %+v", reg, deltas)
+	}
+	if d := Diff(base, sampleRun(192, Pass), 0.05); d[0].Regression {
+		t.Fatalf("1.5%% drop within tolerance flagged: %+v", d)
+	}
+	missing := sampleRun(195, Pass)
+	missing.Checks[0].Measured = nil
+	found := false
+	for _, d := range Diff(base, missing, 0.05) {
+		if d.Note == "missing in this run" && d.Regression {
+			found = true
+		}
+	}
+	if !found {
+		t.Fatal("a measurement missing from the new run is not a regression")
+	}
+	var buf bytes.Buffer
+	if err := DiffTable(&buf, deltas); err != nil || !strings.Contains(buf.String(), "REGRESSION") {
+		t.Fatalf("%v\n%s", err, buf.String())
+	}
+}
