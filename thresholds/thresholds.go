@@ -1,0 +1,303 @@
+// Package thresholds loads per-SKU thresholds (skus.yaml, embedded; or a
+// file given with --thresholds), validates them strictly with file:line
+// errors, matches nodes to SKUs, and judges measurements. Judging fails
+// closed: a required measurement that is missing is a failure.
+package thresholds
+
+import (
+	"bytes"
+	_ "embed"
+	"errors"
+	"fmt"
+	"os"
+	"path"
+	"reflect"
+	"sort"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+)
+
+//go:embed skus.yaml
+var embedded []byte
+
+// Schema of the thresholds file.
+const Schema = "rdmasuite.io/thresholds/v1"
+
+// GPUProductLabel is what GPU feature discovery sets on GPU nodes.
+const GPUProductLabel = "nvidia.com/gpu.product"
+
+// Set is a loaded thresholds file.
+type Set struct {
+	File   string
+	Schema string `yaml:"schema"`
+	SKUs   []SKU  `yaml:"skus"`
+}
+
+// SKU is one node type's thresholds.
+type SKU struct {
+	Name  string `yaml:"name"`
+	Match struct {
+		GPUProduct []string `yaml:"gpuProduct"`
+	} `yaml:"match"`
+	LinkRateGbps       Value `yaml:"linkRateGbps"`
+	PortsPerNode       Value `yaml:"portsPerNode"`
+	Write              Floor `yaml:"write"`
+	Read               Floor `yaml:"read"`
+	GPUDirectWrite     Floor `yaml:"gpuDirectWrite"`
+	NCCLAllReduceBusBw Floor `yaml:"ncclAllReduceBusBw"`
+	MaxNFSStallSec     Value `yaml:"maxNFSStallSec"`
+	MinMemlockBytes    Value `yaml:"minMemlockBytes"`
+	line               int
+}
+
+// Value is a number with its source.
+type Value struct {
+	Value  *float64 `yaml:"value"`
+	Source string   `yaml:"source"`
+	line   int
+}
+
+// Floor is a lower bound: absolute, or a fraction of the link rate (per
+// port) or of the aggregate NIC bandwidth (NCCL).
+type Floor struct {
+	Gbps               *float64 `yaml:"gbps"`
+	FractionOfLink     *float64 `yaml:"fractionOfLink"`
+	FractionOfAggregat *float64 `yaml:"fractionOfAggregate"`
+	Source             string   `yaml:"source"`
+	line               int
+}
+
+// UnmarshalYAML keeps the line of each value for validation messages and
+// rejects unknown keys.
+func (v *Value) UnmarshalYAML(n *yaml.Node) error {
+	type plain Value
+	var p plain
+	if err := strictDecode(n, &p); err != nil {
+		return err
+	}
+	*v = Value(p)
+	v.line = n.Line
+	return nil
+}
+
+// UnmarshalYAML: see Value.
+func (f *Floor) UnmarshalYAML(n *yaml.Node) error {
+	type plain Floor
+	var p plain
+	if err := strictDecode(n, &p); err != nil {
+		return err
+	}
+	*f = Floor(p)
+	f.line = n.Line
+	return nil
+}
+
+// UnmarshalYAML: see Value.
+func (s *SKU) UnmarshalYAML(n *yaml.Node) error {
+	type plain SKU
+	var p plain
+	if err := strictDecode(n, &p); err != nil {
+		return err
+	}
+	*s = SKU(p)
+	s.line = n.Line
+	return nil
+}
+
+// strictDecode decodes a node rejecting unknown fields (node.Decode has no
+// KnownFields switch, so re-encode and decode strictly).
+func strictDecode(n *yaml.Node, out any) error {
+	if allowed := yamlKeys(out); n.Kind == yaml.MappingNode && allowed != nil {
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k := n.Content[i]
+			if !allowed[k.Value] {
+				return fmt.Errorf("line %d: unknown field %q (allowed: %s)", k.Line, k.Value, sortedKeys(allowed))
+			}
+		}
+	}
+	return n.Decode(out)
+}
+
+// Load reads and validates a thresholds file; "" loads the embedded default.
+func Load(file string) (*Set, error) {
+	data, name := embedded, "thresholds/skus.yaml (built in)"
+	if file != "" {
+		b, err := os.ReadFile(file)
+		if err != nil {
+			return nil, fmt.Errorf("thresholds: %w", err)
+		}
+		data, name = b, file
+	}
+	return Parse(name, data)
+}
+
+// Parse validates data; errors read "FILE:LINE: problem (fix)".
+func Parse(name string, data []byte) (*Set, error) {
+	var root yaml.Node
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	if err := dec.Decode(&root); err != nil {
+		return nil, fmt.Errorf("%s: %s", name, strings.TrimPrefix(err.Error(), "yaml: "))
+	}
+	if len(root.Content) == 0 {
+		return nil, fmt.Errorf("%s: empty thresholds file", name)
+	}
+	s := &Set{File: name}
+	if err := strictDecode(root.Content[0], s); err != nil {
+		return nil, fmt.Errorf("%s:%s", name, strings.TrimPrefix(strings.TrimPrefix(err.Error(), "yaml: "), "line "))
+	}
+	var errs []string
+	add := func(line int, format string, a ...any) {
+		errs = append(errs, fmt.Sprintf("%s:%d: %s", name, line, fmt.Sprintf(format, a...)))
+	}
+	if s.Schema != Schema {
+		add(1, "schema %q: want %q", s.Schema, Schema)
+	}
+	if len(s.SKUs) == 0 {
+		add(1, "no skus defined")
+	}
+	seen := map[string]int{}
+	for _, k := range s.SKUs {
+		if k.Name == "" {
+			add(k.line, "sku without a name")
+		}
+		if prev, dup := seen[k.Name]; dup {
+			add(k.line, "sku %q defined twice (first at line %d)", k.Name, prev)
+		}
+		seen[k.Name] = k.line
+		if len(k.Match.GPUProduct) == 0 {
+			add(k.line, "sku %q: match.gpuProduct is empty: nodes can never match it (force it with --sku, or add patterns)", k.Name)
+		}
+		for _, p := range k.Match.GPUProduct {
+			if _, err := path.Match(p, ""); err != nil {
+				add(k.line, "sku %q: bad pattern %q: %v", k.Name, p, err)
+			}
+		}
+		checkValue(add, k.Name, "linkRateGbps", k.LinkRateGbps, k.line, 0.001, 10000)
+		checkValue(add, k.Name, "portsPerNode", k.PortsPerNode, k.line, 1, 64)
+		checkValue(add, k.Name, "maxNFSStallSec", k.MaxNFSStallSec, k.line, 1, 3600)
+		checkValue(add, k.Name, "minMemlockBytes", k.MinMemlockBytes, k.line, 4096, 1<<50)
+		checkFloor(add, k.Name, "write", k.Write, k.line, false)
+		checkFloor(add, k.Name, "read", k.Read, k.line, false)
+		checkFloor(add, k.Name, "gpuDirectWrite", k.GPUDirectWrite, k.line, false)
+		checkFloor(add, k.Name, "ncclAllReduceBusBw", k.NCCLAllReduceBusBw, k.line, true)
+	}
+	if len(errs) > 0 {
+		return nil, errors.New(strings.Join(errs, "\n"))
+	}
+	return s, nil
+}
+
+type adder func(line int, format string, a ...any)
+
+func checkValue(add adder, sku, field string, v Value, skuLine int, lo, hi float64) {
+	line := v.line
+	if line == 0 {
+		add(skuLine, "sku %q: %s is missing (every threshold needs a value and a source)", sku, field)
+		return
+	}
+	if v.Value == nil {
+		add(line, "sku %q: %s has no value", sku, field)
+	} else if *v.Value < lo || *v.Value > hi {
+		add(line, "sku %q: %s = %g is out of range [%g, %g]", sku, field, *v.Value, lo, hi)
+	}
+	if strings.TrimSpace(v.Source) == "" {
+		add(line, "sku %q: %s has no source: name where the number comes from", sku, field)
+	}
+}
+
+func checkFloor(add adder, sku, field string, f Floor, skuLine int, aggregate bool) {
+	line := f.line
+	if line == 0 {
+		add(skuLine, "sku %q: %s is missing", sku, field)
+		return
+	}
+	set := 0
+	for _, p := range []*float64{f.Gbps, f.FractionOfLink, f.FractionOfAggregat} {
+		if p != nil {
+			set++
+		}
+	}
+	if set != 1 {
+		add(line, "sku %q: %s needs exactly one of gbps, fractionOfLink, fractionOfAggregate (has %d)", sku, field, set)
+	}
+	for _, fr := range []*float64{f.FractionOfLink, f.FractionOfAggregat} {
+		if fr != nil && (*fr < 0 || *fr > 1) {
+			add(line, "sku %q: %s fraction %g is outside 0..1 (write 0.9 for 90%%)", sku, field, *fr)
+		}
+	}
+	if f.FractionOfAggregat != nil && !aggregate {
+		add(line, "sku %q: %s is per port: use gbps or fractionOfLink", sku, field)
+	}
+	if f.Gbps != nil && *f.Gbps < 0 {
+		add(line, "sku %q: %s gbps %g is negative", sku, field, *f.Gbps)
+	}
+	if strings.TrimSpace(f.Source) == "" {
+		add(line, "sku %q: %s has no source", sku, field)
+	}
+}
+
+// Names lists the SKU names.
+func (s *Set) Names() []string {
+	var out []string
+	for _, k := range s.SKUs {
+		out = append(out, k.Name)
+	}
+	return out
+}
+
+// Lookup returns the SKU called name.
+func (s *Set) Lookup(name string) (*SKU, error) {
+	for i := range s.SKUs {
+		if s.SKUs[i].Name == name {
+			return &s.SKUs[i], nil
+		}
+	}
+	return nil, fmt.Errorf("unknown SKU %q: %s defines %s (add it there, or pick one with --sku)", name, s.File, strings.Join(s.Names(), ", "))
+}
+
+// ForNode picks a node's SKU: forced (--sku) when given, else the first SKU
+// whose gpuProduct pattern matches the node's nvidia.com/gpu.product label.
+func (s *Set) ForNode(node string, labels map[string]string, forced string) (*SKU, error) {
+	if forced != "" {
+		return s.Lookup(forced)
+	}
+	product, ok := labels[GPUProductLabel]
+	if !ok || product == "" {
+		return nil, fmt.Errorf("node %s has no %s label (GPU feature discovery not running?): force the SKU with --sku", node, GPUProductLabel)
+	}
+	for i := range s.SKUs {
+		for _, p := range s.SKUs[i].Match.GPUProduct {
+			if ok, _ := path.Match(p, product); ok {
+				return &s.SKUs[i], nil
+			}
+		}
+	}
+	return nil, fmt.Errorf("node %s: %s=%q matches no SKU in %s (known: %s): add a match pattern or force one with --sku",
+		node, GPUProductLabel, product, s.File, strings.Join(s.Names(), ", "))
+}
+
+// yamlKeys lists the yaml keys of the struct v points to.
+func yamlKeys(v any) map[string]bool {
+	t := reflect.TypeOf(v)
+	if t.Kind() != reflect.Pointer || t.Elem().Kind() != reflect.Struct {
+		return nil
+	}
+	keys := map[string]bool{}
+	for i := 0; i < t.Elem().NumField(); i++ {
+		name, _, _ := strings.Cut(t.Elem().Field(i).Tag.Get("yaml"), ",")
+		if name != "" && name != "-" {
+			keys[name] = true
+		}
+	}
+	return keys
+}
+
+func sortedKeys(m map[string]bool) string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return strings.Join(out, ", ")
+}

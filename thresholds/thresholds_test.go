@@ -1,0 +1,97 @@
+package thresholds
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestEmbeddedLoads(t *testing.T) {
+	s, err := Load("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"V100/EDR-100", "A100/HDR-200", "H100/NDR-400", "H200/NDR-400", "B200/NDR-400", "GB200/NDR-400"} {
+		if _, err := s.Lookup(want); err != nil {
+			t.Error(err)
+		}
+	}
+}
+
+func TestForNode(t *testing.T) {
+	s, _ := Load("")
+	k, err := s.ForNode("n1", map[string]string{GPUProductLabel: "NVIDIA-A100-SXM4-80GB"}, "")
+	if err != nil || k.Name != "A100/HDR-200" {
+		t.Fatalf("%v %v", k, err)
+	}
+	if _, err := s.ForNode("n1", map[string]string{GPUProductLabel: "NVIDIA-L4"}, ""); err == nil ||
+		!strings.Contains(err.Error(), "matches no SKU") || !strings.Contains(err.Error(), "--sku") {
+		t.Fatalf("unknown product: %v", err)
+	}
+	if _, err := s.ForNode("n1", nil, ""); err == nil || !strings.Contains(err.Error(), "no nvidia.com/gpu.product label") {
+		t.Fatalf("no label: %v", err)
+	}
+	if _, err := s.ForNode("n1", nil, "Z100"); err == nil || !strings.Contains(err.Error(), `unknown SKU "Z100"`) {
+		t.Fatalf("forced unknown: %v", err)
+	}
+	if k, err := s.ForNode("n1", nil, "H100/NDR-400"); err != nil || k.Name != "H100/NDR-400" {
+		t.Fatalf("forced: %v", err)
+	}
+}
+
+const good = `schema: rdmasuite.io/thresholds/v1
+skus:
+  - name: X
+    match: {gpuProduct: ["X-*"]}
+    linkRateGbps: {value: 200, source: s}
+    portsPerNode: {value: 8, source: s}
+    write: {fractionOfLink: 0.9, source: s}
+    read: {gbps: 150, source: s}
+    gpuDirectWrite: {fractionOfLink: 0.8, source: s}
+    ncclAllReduceBusBw: {fractionOfAggregate: 0.8, source: s}
+    maxNFSStallSec: {value: 60, source: s}
+    minMemlockBytes: {value: 1048576, source: s}
+`
+
+func TestParseErrorsCarryFileLine(t *testing.T) {
+	if _, err := Parse("t.yaml", []byte(good)); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct{ name, from, to, want string }{
+		{"unknown field", "    read: {gbps: 150, source: s}", "    read: {gbps: 150, source: s}\n    reed: {gbps: 1, source: s}", `t.yaml:9: unknown field "reed"`},
+		{"fraction out of range", "fractionOfLink: 0.9", "fractionOfLink: 90", "t.yaml:7: sku \"X\": write fraction 90 is outside 0..1"},
+		{"missing value", "    maxNFSStallSec: {value: 60, source: s}\n", "", "t.yaml:3: sku \"X\": maxNFSStallSec is missing"},
+		{"no source", "portsPerNode: {value: 8, source: s}", "portsPerNode: {value: 8}", "t.yaml:6: sku \"X\": portsPerNode has no source"},
+		{"two bounds", "read: {gbps: 150, source: s}", "read: {gbps: 150, fractionOfLink: 0.9, source: s}", "t.yaml:8: sku \"X\": read needs exactly one"},
+		{"bad yaml", "  - name: X", "  - name: [X", "t.yaml:"},
+		{"schema", "rdmasuite.io/thresholds/v1", "v0", `schema "v0"`},
+	}
+	for _, c := range cases {
+		_, err := Parse("t.yaml", []byte(strings.Replace(good, c.from, c.to, 1)))
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: err = %v, want it to contain %q", c.name, err, c.want)
+		}
+	}
+}
+
+func TestBandwidthFloorAndJudge(t *testing.T) {
+	s, _ := Load("")
+	k, _ := s.Lookup("A100/HDR-200")
+	th, err := k.BandwidthFloor("write")
+	if err != nil || th.Value != 180 || th.Op != ">=" || !strings.Contains(th.Source, "90%") {
+		t.Fatalf("%+v %v", th, err)
+	}
+	v := 185.0
+	if _, st, _ := Judge("write_1MiB_avg", "Gb/s", "mlx5_0/1", &v, th); st != "pass" {
+		t.Fatal("185 ≥ 180 failed")
+	}
+	low := 96.0 // HDR port that trained at EDR speed
+	if _, st, why := Judge("write_1MiB_avg", "Gb/s", "mlx5_0/1", &low, th); st != "fail" || !strings.Contains(why, "threshold >= 180") {
+		t.Fatalf("%s %s", st, why)
+	}
+	if _, st, why := Judge("write_1MiB_avg", "Gb/s", "mlx5_0/1", nil, th); st != "fail" || !strings.Contains(why, "missing measurement") {
+		t.Fatalf("missing measurement must fail closed: %s %s", st, why)
+	}
+	if _, err := k.BandwidthFloor("atomic"); err == nil {
+		t.Fatal("unknown metric accepted")
+	}
+}
