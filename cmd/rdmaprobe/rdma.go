@@ -98,6 +98,7 @@ type bwFlags struct {
 	port                      int
 	sizes, op                 string
 	sweep, bidir, table, gbit bool
+	sessions                  int
 	params                    bw.Params
 	timeout                   time.Duration
 }
@@ -110,7 +111,8 @@ func parseBWFlags(name string, args []string) (*bwFlags, *flag.FlagSet, error) {
 	fs.IntVar(&f.dev.Port, "ib-port", 1, "device port")
 	fs.IntVar(&f.dev.GIDIndex, "gid-index", -1, "source GID index; -1 picks the port's RoCE v2 IPv4 GID")
 	fs.IntVar(&f.port, "port", 18515, "TCP port of the out-of-band exchange (perftest's default)")
-	fs.StringVar(&f.op, "op", "write", "write or read")
+	fs.StringVar(&f.op, "op", "write", "write, read, or a list (write,read): one session per op, in order")
+	fs.IntVar(&f.sessions, "sessions", 1, "server: how many client sessions to serve before exiting (one per client op)")
 	fs.StringVar(&f.sizes, "size", "65536", "message size(s), comma-separated, bytes or with K/M suffix")
 	fs.BoolVar(&f.sweep, "sweep", false, "all sizes 2 B .. 8 MiB (perftest -a)")
 	fs.IntVar(&f.params.Iters, "iters", f.params.Iters, "iterations per QP per size")
@@ -127,7 +129,7 @@ func parseBWFlags(name string, args []string) (*bwFlags, *flag.FlagSet, error) {
 	if err := fs.Parse(args); err != nil {
 		return nil, fs, err
 	}
-	f.params.Op, f.params.Bidirectional = bw.Op(f.op), f.bidir
+	f.params.Op, f.params.Bidirectional = bw.Op(strings.Split(f.op, ",")[0]), f.bidir
 	if f.sweep {
 		f.params.Sizes = bw.SweepSizes()
 	} else {
@@ -166,6 +168,12 @@ func signalContext() (context.Context, context.CancelFunc) {
 	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 }
 
+// BWOutput is what `rdmaprobe bw` prints: one report per session (op).
+type BWOutput struct {
+	Runs  []bw.Report `json:"runs"`
+	Error string      `json:"error,omitempty"`
+}
+
 func runBW(args []string) error {
 	if len(args) == 0 || (args[0] != "server" && args[0] != "client") {
 		return errors.New("usage: rdmaprobe bw server [flags] | rdmaprobe bw client [flags] HOST")
@@ -175,32 +183,43 @@ func runBW(args []string) error {
 	if err != nil {
 		return err
 	}
+	ops := strings.Split(f.op, ",")
 	ctx, cancel := signalContext()
 	defer cancel()
 	factory := bwverbs.Factory(f.dev)
-	var rep bw.Report
+	var out BWOutput
 	var runErr error
 	if role == "server" {
 		ln, err := net.Listen("tcp", fmt.Sprintf(":%d", f.port))
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(os.Stderr, "rdmaprobe bw server: waiting for a client on %s\n", ln.Addr())
-		rep, runErr = bw.Serve(ctx, ln, factory, f.timeout, bw.RealClock())
+		defer ln.Close()
+		fmt.Fprintf(os.Stderr, "rdmaprobe bw server: waiting on %s for %d session(s)\n", ln.Addr(), f.sessions)
+		for i := 0; i < f.sessions && runErr == nil; i++ {
+			var rep bw.Report
+			rep, runErr = bw.Serve(ctx, ln, factory, f.timeout, bw.RealClock())
+			out.Runs = append(out.Runs, rep)
+		}
 	} else {
 		if fs.NArg() != 1 {
 			return errors.New("bw client needs the server's address: rdmaprobe bw client [flags] HOST")
 		}
 		addr := net.JoinHostPort(fs.Arg(0), strconv.Itoa(f.port))
-		rep, runErr = bw.Run(ctx, addr, f.params, factory, f.timeout, bw.RealClock())
+		for _, op := range ops {
+			p := f.params
+			p.Op = bw.Op(op)
+			rep, err := bw.Run(ctx, addr, p, factory, f.timeout, bw.RealClock())
+			out.Runs = append(out.Runs, rep)
+			if f.table && len(rep.Results) > 0 {
+				bw.WriteTable(os.Stderr, rep, f.gbit)
+			}
+			if err != nil {
+				runErr = fmt.Errorf("%s: %w", op, err)
+				break
+			}
+		}
 	}
-	if f.table && len(rep.Results) > 0 {
-		bw.WriteTable(os.Stderr, rep, f.gbit)
-	}
-	out := struct {
-		bw.Report
-		Error string `json:"error,omitempty"`
-	}{Report: rep}
 	if runErr != nil {
 		out.Error = runErr.Error()
 	}
