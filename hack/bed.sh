@@ -25,23 +25,29 @@ die() { log "ERROR: $*"; exit 1; }
 
 # --- node table -------------------------------------------------------------
 # Fills the arrays NODE_NAME, NODE_GPU, NODE_RDMA, NODE_HOSTDEV, NODE_NGPU,
-# NODE_MOFEDWAIT, NODE_TAINTS from $NODES_CONF.
+# NODE_MOFEDWAIT, NODE_TAINTS, NODE_MEMLOCK from $NODES_CONF.
 read_nodes() {
-  NODE_NAME=() NODE_GPU=() NODE_RDMA=() NODE_HOSTDEV=() NODE_NGPU=() NODE_MOFEDWAIT=() NODE_TAINTS=()
-  local n=0 line name gpu rdma hostdev ngpu wait taints extra
+  NODE_NAME=() NODE_GPU=() NODE_RDMA=() NODE_HOSTDEV=() NODE_NGPU=() NODE_MOFEDWAIT=() NODE_TAINTS=() NODE_MEMLOCK=()
+  local n=0 line name gpu rdma hostdev ngpu wait taints memlock extra
   while IFS= read -r line || [[ -n $line ]]; do
     n=$((n + 1))
     line=${line%%#*}
     [[ -z ${line//[[:space:]]/} ]] && continue
-    read -r name gpu rdma hostdev ngpu wait taints extra <<<"$line"
-    [[ -n $taints && -z $extra ]] || die "$NODES_CONF:$n: want 7 columns (name gpu.product rdma_shared_a hostdev gpu mofed.wait taints), got: $line"
+    read -r name gpu rdma hostdev ngpu wait taints memlock extra <<<"$line"
+    [[ -n $memlock && -z $extra ]] || die "$NODES_CONF:$n: want 8 columns (name gpu.product rdma_shared_a hostdev gpu mofed.wait taints memlock), got: $line"
+    case $memlock in
+    -) ;;
+    *K) memlock=$((${memlock%K} * 1024)) ;;
+    *M) memlock=$((${memlock%M} * 1024 * 1024)) ;;
+    *[!0-9]*) die "$NODES_CONF:$n: memlock '$memlock' must be bytes, NK, NM or - (containerd default)" ;;
+    esac
     [[ $name =~ ^[a-z0-9]([-a-z0-9]*[a-z0-9])?$ ]] || die "$NODES_CONF:$n: node name '$name' is not a DNS label"
     for v in "$rdma" "$hostdev" "$ngpu"; do
       [[ $v =~ ^[0-9]+$ ]] || die "$NODES_CONF:$n: resource count '$v' is not a number (use 0 for none)"
     done
     [[ $wait == true || $wait == false ]] || die "$NODES_CONF:$n: mofed.wait must be true or false, got '$wait'"
     NODE_NAME+=("$name") NODE_GPU+=("$gpu") NODE_RDMA+=("$rdma") NODE_HOSTDEV+=("$hostdev")
-    NODE_NGPU+=("$ngpu") NODE_MOFEDWAIT+=("$wait") NODE_TAINTS+=("$taints")
+    NODE_NGPU+=("$ngpu") NODE_MOFEDWAIT+=("$wait") NODE_TAINTS+=("$taints") NODE_MEMLOCK+=("$memlock")
   done <"$NODES_CONF"
   ((${#NODE_NAME[@]} > 0)) || die "$NODES_CONF lists no nodes"
   ((${#NODE_NAME[@]} <= 8)) || die "$NODES_CONF lists ${#NODE_NAME[@]} nodes; the bed supports at most 8"
@@ -113,6 +119,7 @@ step_images() {
   mkdir -p "$img" "$bin"
   (cd "$repo" && CGO_ENABLED=0 go build -o "$bin/pause" ./hack/tools/pause &&
     go build -o "$bin/mkimage" ./hack/tools/mkimage &&
+    go build -o "$bin/basespec" ./hack/tools/basespec &&
     make -s --no-print-directory -C "$repo" rdmaprobe BIN_DIR="$bin")
   "$bin/mkimage" -tag "rdmasuite/pause:$IMAGE_TAG" -o "$img/pause.tar" -entrypoint /pause "$bin/pause=/pause"
   # shellcheck disable=SC2046
@@ -271,6 +278,12 @@ state = "$d/containerd/state"
     bin_dir = "/usr/lib/cni"
     conf_dir = "$d/cni"
 EOF
+  if [[ ${NODE_MEMLOCK[$i]} != - ]]; then
+    # Seed 002's fix, used here to set the limit either way: containerd
+    # replaces (does not merge) its default spec with base_runtime_spec.
+    ctr oci spec | "$BED_DIR/bin/basespec" -memlock "${NODE_MEMLOCK[$i]}" >"$d/base-spec.json"
+    sed -i "s|^      runtime_type = \"io.containerd.runc.v2\"|&\n      base_runtime_spec = \"$d/base-spec.json\"|" "$d/containerd.toml"
+  fi
   start_daemon "containerd-$name" containerd --config "$d/containerd.toml"
 }
 

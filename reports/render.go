@@ -21,12 +21,12 @@ func newTable(w io.Writer) *tablewriter.Table {
 func measuredText(c Check) string {
 	var parts []string
 	for _, m := range c.Measured {
-		s := fmt.Sprintf("%s=%.4g %s", m.Name, m.Value, m.Unit)
+		s := m.Name + "=" + fmtVal(m.Value, m.Unit)
 		if m.Port != "" {
 			s = m.Port + " " + s
 		}
 		if t := m.Threshold; t != nil {
-			s += fmt.Sprintf(" (%s %.4g)", t.Op, t.Value)
+			s += fmt.Sprintf(" (%s %s)", t.Op, fmtVal(t.Value, m.Unit))
 		}
 		parts = append(parts, s)
 	}
@@ -268,7 +268,14 @@ func DiffTable(w io.Writer, deltas []Delta) error {
 		if d.Base != 0 && d.Name != "" {
 			change = fmt.Sprintf("%+.1f%%", d.Pct)
 		}
-		if err := t.Append(d.Check, d.Port, d.Name, fmtVal(d.Base, d.Unit), fmtVal(d.Now, d.Unit), change, verdict); err != nil {
+		base, now := "-", "-"
+		if d.Base != 0 {
+			base = fmtVal(d.Base, d.Unit)
+		}
+		if d.Now != 0 {
+			now = fmtVal(d.Now, d.Unit)
+		}
+		if err := t.Append(d.Check, d.Port, d.Name, base, now, change, verdict); err != nil {
 			return err
 		}
 	}
@@ -279,9 +286,20 @@ func DiffTable(w io.Writer, deltas []Delta) error {
 	return nil
 }
 
+// fmtVal prints a value with its unit; byte counts in binary units, -1
+// bytes as unlimited.
 func fmtVal(v float64, unit string) string {
-	if v == 0 {
-		return "-"
+	if unit == "bytes" {
+		switch {
+		case v < 0:
+			return "unlimited"
+		case v >= 1<<30 && int64(v)%(1<<30) == 0:
+			return fmt.Sprintf("%d GiB", int64(v)>>30)
+		case v >= 1<<20 && int64(v)%(1<<20) == 0:
+			return fmt.Sprintf("%d MiB", int64(v)>>20)
+		case v >= 1<<10 && int64(v)%(1<<10) == 0:
+			return fmt.Sprintf("%d KiB", int64(v)>>10)
+		}
 	}
 	return strings.TrimSpace(fmt.Sprintf("%.4g %s", v, unit))
 }

@@ -34,6 +34,27 @@ var (
 	flagPodTimeout  = flag.Duration("pod-timeout", 2*time.Minute, "how long one probe pod may take from create to finish")
 	flagNodeLabels  = flag.String("node-selector", "", "label selector for the nodes to test (default: every node)")
 	flagCleanupWait = flag.Duration("cleanup-timeout", 90*time.Second, "how long to wait for the run namespace to be deleted")
+
+	flagVariants        = flag.String("variants", "shared-dev,hostdev", "pod variants: shared-dev (RDMA shared device plugin) and/or hostdev (SR-IOV + Multus)")
+	flagHostdevRes      = flag.String("hostdev-resource", "nvidia.com/hostdev", "extended resource of the SR-IOV (hostdev) device plugin")
+	flagHostdevNet      = flag.String("hostdev-network", "default/sriov-rdma", "Multus network (namespace/name of the NetworkAttachmentDefinition) for hostdev pods")
+	flagHostdevNetdev   = flag.String("hostdev-netdev", "net1", "interface Multus adds in hostdev pods; the probe uses the RDMA device behind it")
+	flagDevice          = flag.String("device", "", "RDMA device name in shared-dev pods (default: the first one the pod sees)")
+	flagGPUs            = flag.Int("gpus", 0, "nvidia.com/gpu to request per bandwidth pod")
+	flagBWOps           = flag.String("bw-ops", "write,read", "RDMA operations to measure")
+	flagBWSizes         = flag.String("bw-sizes", "64K,1M", "message sizes; the largest is judged against the SKU floor")
+	flagBWQPs           = flag.Int("bw-qps", 4, "queue pairs per test (several QPs reach line rate on NDR/HDR)")
+	flagBWDuration      = flag.Duration("bw-duration", 5*time.Second, "measurement time per size (perftest -D)")
+	flagBWIters         = flag.Int("bw-iters", 0, "iterations per QP per size instead of --bw-duration")
+	flagPairing         = flag.String("pairing", "ring", "ring (every node as client and server, 2 rounds) or all (every pair)")
+	flagConcurrency     = flag.Int("concurrency", 4, "pairs (or memlock pods) run at the same time")
+	flagLoopback        = flag.Bool("loopback", false, "also run a same-node pair on every node")
+	flagThresholds      = flag.String("thresholds", "", "thresholds file (default: the built-in thresholds/skus.yaml)")
+	flagSKU             = flag.String("sku", "", "force this SKU for every node instead of matching nvidia.com/gpu.product")
+	flagMemlockRequired = flag.String("memlock-required", "", "registration size that must succeed (default: the SKU's minMemlockBytes)")
+	flagMemlockMax      = flag.String("memlock-max", "1G", "largest region the memlock probe tries")
+	flagMemlockIPCLock  = flag.Bool("memlock-ipc-lock", false, "give the memlock probe IPC_LOCK (then it tests registration, not the runtime's limit)")
+	flagReportDir       = flag.String("report-dir", "", "where results-<run>.json and results.json go (default ./rdmasuite-results)")
 )
 
 var (
@@ -75,8 +96,12 @@ func TestMain(m *testing.M) {
 	runID = cluster.NewRunID()
 	ns := cluster.RunNamespace(runID)
 	cfg.WithClient(kl).WithNamespace(ns)
-	fmt.Printf("rdmasuite: cluster %s (%s), run %s, namespace %s\n", rc.Host, version, runID, ns)
-	_ = where
+	fmt.Printf("rdmasuite: cluster %s (%s, kubeconfig %s), run %s, namespace %s\n", rc.Host, version, where, runID, ns)
+	if _, err := loadThresholds(); err != nil {
+		fmt.Fprintf(os.Stderr, "rdmasuite: %v\n", err)
+		os.Exit(2)
+	}
+	started := time.Now()
 
 	// Interrupts must not leak the namespace: delete it, then exit.
 	sigs := make(chan os.Signal, 1)
@@ -98,6 +123,14 @@ func TestMain(m *testing.M) {
 		return ctx, cluster.DeleteRunNamespace(ctx, kube, runID, *flagCleanupWait)
 	})
 	code := testenv.Run(m)
+	if path, err := writeResults(started, rc.Host, version); err != nil {
+		fmt.Fprintf(os.Stderr, "rdmasuite: writing results: %v\n", err)
+		if code == 0 {
+			code = 1
+		}
+	} else {
+		fmt.Printf("rdmasuite: results in %s (render: rdmasuite report %s)\n", path, path)
+	}
 	// Finish does not run when Setup failed half-way; deleting twice is harmless.
 	if err := cluster.DeleteRunNamespace(context.Background(), kube, runID, *flagCleanupWait); err != nil {
 		fmt.Fprintf(os.Stderr, "rdmasuite: %v\n", err)

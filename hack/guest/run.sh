@@ -68,7 +68,7 @@ cat "$dir/base.cpio" "$tmp/extra.cpio" >"$tmp/initrd"
 # would switch it to raw mode) and never reaches EOF (qemu would then report
 # the out port's host side closed and the guest's writes would block).
 mkfifo "$tmp/in"
-start=$SECONDS
+start=${EPOCHREALTIME/./}
 timeout -k 5 "$timeout_s" qemu-system-x86_64 \
   -nodefaults -no-user-config -nographic -no-reboot \
   -accel tcg -cpu max -smp 2 -m "$mem_mb" \
@@ -85,13 +85,17 @@ pid=$!
 rc=0
 wait "$pid" || rc=$?
 pid=
-total=$((SECONDS - start))
+total=$(((${EPOCHREALTIME/./} - start) / 1000))  # ms
 
 touch "$tmp/ctl" "$tmp/console.log"
 ready=$(awk '$1 == "READY" {print $2}' "$tmp/ctl")
 exit_rec=$(awk '$1 == "EXIT" {print $2}' "$tmp/ctl")
 error=$(sed -n 's/^ERROR //p' "$tmp/ctl")
-console() { say "guest console (last 40 lines):"; tail -n 40 "$tmp/console.log" >&2; }
+# The console log without the firmware's terminal escape sequences.
+console() {
+  say "guest console (last 40 lines):"
+  sed 's/\x1b\[[0-9;?]*[a-zA-Z]//g; s/\x1bc//g' "$tmp/console.log" | tail -n 40 >&2
+}
 
 if ((rc == 124)); then
   if [[ -n $ready ]]; then
@@ -113,6 +117,6 @@ if [[ -z $exit_rec ]]; then
 fi
 if ((verbose)); then
   console
-  say "guest ready after ${ready}s of guest uptime; boot -> command -> poweroff ${total}s; command exit $exit_rec"
+  say "guest ready after ${ready}s of guest uptime; boot -> command -> poweroff $((total / 1000)).$(printf %03d $((total % 1000)))s; command exit $exit_rec"
 fi
 exit "$exit_rec"

@@ -30,6 +30,11 @@ func ResolveDevice(cfg Config) (string, error) {
 	if cfg.Device != "" || cfg.Netdev == "" {
 		return cfg.Device, nil
 	}
+	// No device at all is a different failure (plugin/driver) from a
+	// netdev without one (Multus/VF): tell them apart.
+	if _, err := verbs.DeviceNames(); err != nil {
+		return "", err
+	}
 	dev, err := rdmamap.GetRdmaDeviceForNetdevice(cfg.Netdev)
 	if err != nil || dev == "" {
 		return "", fmt.Errorf("no RDMA device behind netdev %s (rdmamap: %v): is it an RDMA-capable interface (VF / RoCE NIC) in this pod's network namespace?", cfg.Netdev, err)

@@ -1,0 +1,88 @@
+package suites
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"sigs.k8s.io/e2e-framework/pkg/envconf"
+	"sigs.k8s.io/e2e-framework/pkg/features"
+
+	"github.com/rdmasuite/rdmasuite/reports"
+	"github.com/rdmasuite/rdmasuite/suites/podrun"
+	"github.com/rdmasuite/rdmasuite/suites/verdict"
+)
+
+func TestMemlock(t *testing.T) {
+	var feats []features.Feature
+	for _, v := range variants() {
+		feats = append(feats, features.New(fmt.Sprintf("memory registration against the pod memlock limit (%s, %s)", v.Name, v.Resource)).
+			WithLabel("suite", "rdma").WithLabel("check", "memlock").WithLabel("variant", v.Name).
+			Assess("pods on every node can register the required region size", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
+				checks := memlockVariant(ctx, t, v)
+				record(checks...)
+				for _, c := range checks {
+					if c.Status == reports.Fail || c.Status == reports.Error {
+						t.Errorf("%s", describeChecks([]reports.Check{c}))
+					}
+				}
+				return ctx
+			}).Feature())
+	}
+	testenv.Test(t, feats...)
+}
+
+// memlockVariant runs `rdmaprobe mr` on every node advertising the variant's
+// resource. The pod has no IPC_LOCK unless --memlock-ipc-lock: it judges the
+// limit the container runtime gives every pod (seed 002), which IPC_LOCK
+// would hide.
+func memlockVariant(ctx context.Context, t *testing.T, v variant) []reports.Check {
+	nodes := advertising(selectedNodes(ctx, t), v.Resource)
+	if len(nodes) == 0 {
+		return []reports.Check{notRun("memlock/rlimit", v.Name, "no selected node advertises "+v.Resource)}
+	}
+	set, err := loadThresholds()
+	if err != nil {
+		t.Fatalf("thresholds: %v", err)
+	}
+	var (
+		mu  sync.Mutex
+		out []reports.Check
+		wg  sync.WaitGroup
+	)
+	sem := make(chan struct{}, max(*flagConcurrency, 1))
+	for _, n := range nodes {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			sku, skuErr := set.ForNode(n.Name, n.Labels, *flagSKU)
+			required := *flagMemlockRequired
+			if skuErr == nil && required == "" {
+				required = fmt.Sprintf("%.0f", *sku.MinMemlockBytes.Value)
+			}
+			if required == "" {
+				required = "1M"
+			}
+			args := append([]string{"mr", "--required", required, "--max", *flagMemlockMax}, v.deviceArgs()...)
+			spec := v.spec("mr-"+v.Name+"-"+shortName(n.Name), n.Name, args, *flagMemlockIPCLock)
+			start := time.Now()
+			res, err := podrun.Run(ctx, kube, spec, *flagPodTimeout)
+			side := verdict.Side{Node: n.Name, Pod: spec.Name, Logs: res.Logs, Exit: res.ExitCode,
+				Command: "rdmaprobe " + strings.Join(args, " "), PodErr: err}
+			cs := verdict.Memlock(v.Name, side, sku, skuErr)
+			for i := range cs {
+				cs[i].Duration = time.Since(start).Seconds()
+			}
+			mu.Lock()
+			out = append(out, cs...)
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	return out
+}

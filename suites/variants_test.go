@@ -1,0 +1,78 @@
+package suites
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
+	"github.com/rdmasuite/rdmasuite/suites/podrun"
+)
+
+// variant is how pods get their RDMA device in one of the field's two setups.
+type variant struct {
+	Name      string // shared-dev or hostdev
+	Resource  string
+	Network   string // Multus network (hostdev)
+	Netdev    string // interface the probe picks the device from (hostdev)
+	NeedsCaps bool   // IPC_LOCK for verbs users
+}
+
+func variants() []variant {
+	var out []variant
+	for _, v := range splitList(*flagVariants) {
+		switch v {
+		case "shared-dev":
+			for _, res := range splitList(*flagRDMARes) {
+				out = append(out, variant{Name: "shared-dev", Resource: res, NeedsCaps: true})
+			}
+		case "hostdev":
+			out = append(out, variant{Name: "hostdev", Resource: *flagHostdevRes, Network: *flagHostdevNet, Netdev: *flagHostdevNetdev, NeedsCaps: true})
+		}
+	}
+	return out
+}
+
+// spec is a probe pod of this variant on node.
+func (v variant) spec(name, node string, args []string, ipcLock bool) podrun.Spec {
+	s := podrun.Spec{Name: name, Namespace: runNamespace(), RunID: runID, Node: node, Image: *flagImage,
+		Args: args, Resources: map[string]int64{v.Resource: 1}, Labels: map[string]string{"rdmasuite.io/variant": v.Name}}
+	if *flagGPUs > 0 {
+		s.Resources["nvidia.com/gpu"] = int64(*flagGPUs)
+	}
+	if ipcLock {
+		s.AddCaps = []corev1.Capability{"IPC_LOCK"}
+	}
+	if v.Network != "" {
+		s.Annots = map[string]string{"k8s.v1.cni.cncf.io/networks": v.Network}
+	}
+	return s
+}
+
+// deviceArgs points the probe at the variant's device.
+func (v variant) deviceArgs() []string {
+	if v.Netdev != "" {
+		return []string{"--netdev", v.Netdev}
+	}
+	if *flagDevice != "" {
+		return []string{"--device", *flagDevice}
+	}
+	return nil
+}
+
+// prerequisite explains why the variant cannot run on this cluster, or "".
+// hostdev needs Multus' NetworkAttachmentDefinition CRD.
+func (v variant) prerequisite(ctx context.Context) string {
+	if v.Network == "" {
+		return ""
+	}
+	_, err := kube.Discovery().ServerResourcesForGroupVersion("k8s.cni.cncf.io/v1")
+	if apierrors.IsNotFound(err) {
+		return "Multus is not installed: the cluster has no NetworkAttachmentDefinition CRD (k8s.cni.cncf.io/v1); install Multus and the SR-IOV network operator, or run with --variants=shared-dev"
+	}
+	if err != nil {
+		return fmt.Sprintf("cannot check for Multus: %v", err)
+	}
+	return ""
+}
