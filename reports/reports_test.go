@@ -45,7 +45,7 @@ func TestRenderers(t *testing.T) {
 	if err := Table(&tb, r); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"FAIL", "bandwidth/write", "write_1MiB_avg=150 Gb/s (>= 180)", "fix: check link", "NOT-RUN", "NOT PASSED"} {
+	for _, want := range []string{"FAIL", "bandwidth/write", "write_1MiB_avg=150 Gb/s (>= 180 Gb/s)", "fix: check link", "NOT-RUN", "NOT PASSED"} {
 		if !strings.Contains(tb.String(), want) {
 			t.Errorf("table lacks %q:\n%s", want, tb.String())
 		}
