@@ -6,7 +6,7 @@ LDFLAGS := -X github.com/rdmasuite/rdmasuite/workloads/probeout.Version=$(VERSIO
 BED_DIR ?= /var/lib/rdmasuite-bed
 export BED_DIR
 
-.PHONY: all build rdmaprobe rdmasuite lint unit test e2e demo bed-up bed-down bed-status deps
+.PHONY: all build rdmaprobe rdmasuite lint unit test e2e demo bed-up bed-down bed-status deps verbs-test bench-verbs
 
 all: build
 
@@ -31,9 +31,17 @@ lint:
 unit:
 	go test -count=1 $$(go list ./... | grep -v '/suites$$')
 
-# The suite against the running bed.
+# The smoke features against the running bed.
 e2e:
-	go test -count=1 -v ./suites -args --kubeconfig=$(BED_DIR)/kubeconfig
+	go test -count=1 -v ./suites -args --kubeconfig=$(BED_DIR)/kubeconfig --labels suite=smoke
+
+# Verbs tests on a real verbs device (Soft-RoCE in a qemu guest).
+verbs-test:
+	hack/verbs-test.sh
+
+# Our bandwidth core against perftest on the same rxe devices: ratio table.
+bench-verbs:
+	hack/bench-verbs.sh
 
 bed-up:
 	hack/bed.sh up

@@ -19,6 +19,11 @@ make -s lint
 step "unit tests"
 make -s unit
 
+step "verbs tests on a real verbs device (Soft-RoCE guest)"
+t=$SECONDS
+hack/verbs-test.sh
+verbs_s=$((SECONDS - t))
+
 step "Kubernetes binaries ($K8S_VERSION, etcd $ETCD_VERSION)"
 t=$SECONDS
 out=$(hack/build-k8s.sh 2>&1) || { echo "$out"; exit 1; }
@@ -44,10 +49,44 @@ if msg=$(hack/bed.sh up 2>&1); then echo "second bed-up succeeded: $msg"; exit 1
 grep -q 'already running' <<<"$msg" || { echo "unexpected refusal message: $msg"; exit 1; }
 echo "refused: $(tail -1 <<<"$msg")"
 
-step "suite against the bed"
+step "suite against the bed: smoke (must pass)"
 t=$SECONDS
 make -s e2e
 e2e_s=$((SECONDS - t))
+
+step "suite against the bed: bandwidth + memlock (must report the bed's real state)"
+results=$(mktemp -d "${TMPDIR:-/tmp}/rdmasuite-results.XXXXXX")
+t=$SECONDS
+if go test -count=1 ./suites -args --kubeconfig="$BED_DIR/kubeconfig" --labels suite=rdma \
+  --report-dir="$results" --bw-duration=2s >"$results/suite.log" 2>&1; then
+  cat "$results/suite.log"
+  echo "the rdma suite passed on a bed without RDMA devices: it must fail there"; exit 1
+fi
+rdma_s=$((SECONDS - t))
+grep -E '^(rdmasuite:|│|┌|└|├)' "$results/suite.log" || true
+go run ./hack/tools/expectresults -results "$results/results.json" -expect hack/bed-expect.txt
+go run ./cmd/rdmasuite report "$results/results.json" --format junit -o "$results/junit.xml"
+go run ./cmd/rdmasuite report "$results/results.json" --format markdown -o "$results/report.md"
+go run ./cmd/rdmasuite report "$results/results.json" --baseline "$results/results.json" >/dev/null
+grep -q '<testsuites>' "$results/junit.xml" && grep -q '## Checks' "$results/report.md"
+echo "reports rendered: $results/junit.xml $results/report.md"
+
+step "SIGINT deletes everything the suite created"
+go test -c -o "$results/suites.test" ./suites
+(cd suites && exec "$results/suites.test" --kubeconfig="$BED_DIR/kubeconfig" --labels suite=rdma \
+  --bw-duration=30s --bw-iters=0 >"$results/sigint.log" 2>&1) &
+suite_pid=$!
+kc() { "$K8S_BIN_DIR/kubectl" --kubeconfig "$BED_DIR/kubeconfig" "$@"; }
+for _ in $(seq 1 120); do
+  [[ -n $(kc get pods -A -l app.kubernetes.io/managed-by=rdmasuite -o name 2>/dev/null) ]] && break
+  sleep 0.5
+done
+kill -INT "$suite_pid"
+wait "$suite_pid" || true
+grep -q 'deleting run namespace' "$results/sigint.log" || { cat "$results/sigint.log"; echo "no cleanup on SIGINT"; exit 1; }
+left=$(kc get ns,pods -A -l app.kubernetes.io/managed-by=rdmasuite -o name 2>/dev/null)
+[[ -z $left ]] || { echo "left in the cluster after SIGINT: $left"; exit 1; }
+echo "nothing of the run left in the cluster after SIGINT"
 
 step "bed down leaves nothing behind"
 hack/bed.sh down
@@ -65,8 +104,10 @@ cat <<SUMMARY
 
 === timings
 kubernetes binaries : $build_note
+verbs guest tests   : ${verbs_s} s
 bed up (first)      : ${up1_s} s
 bed up (warm)       : ${up2_s} s
-suite on the bed    : ${e2e_s} s
+smoke suite         : ${e2e_s} s
+rdma suite (bed)    : ${rdma_s} s
 make test total     : $((SECONDS - t_start)) s
 SUMMARY
