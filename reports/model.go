@@ -35,6 +35,16 @@ type Run struct {
 	Cluster  Cluster   `json:"cluster"`
 	Nodes    []Node    `json:"nodes"`
 	Checks   []Check   `json:"checks"`
+	// Phases is where the run's time went (pod start, exchange, measurement,
+	// collection), summed over pods/pairs.
+	Phases map[string]Phase `json:"phases,omitempty"`
+}
+
+// Phase is the time spent in one phase of the run.
+type Phase struct {
+	Count    int     `json:"count"`
+	TotalSec float64 `json:"totalSec"`
+	MaxSec   float64 `json:"maxSec"`
 }
 
 // Cluster facts.

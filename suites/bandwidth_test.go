@@ -17,6 +17,7 @@ import (
 	"github.com/rdmasuite/rdmasuite/suites/pairing"
 	"github.com/rdmasuite/rdmasuite/suites/podrun"
 	"github.com/rdmasuite/rdmasuite/suites/verdict"
+	"github.com/rdmasuite/rdmasuite/workloads/probeout"
 )
 
 const bwPort = 18515
@@ -128,6 +129,7 @@ func runPair(ctx context.Context, v variant, p pairing.Pair, tag string, ops []s
 		in.Server.PodErr = err
 		return in
 	}
+	addPhase(phasePodStart, podStartDuration(srv))
 	cliArgs := append([]string{"bw", "client", "--port", strconv.Itoa(bwPort), "--op", strings.Join(ops, ","),
 		"--size", *flagBWSizes, "--qps", strconv.Itoa(*flagBWQPs), "--timeout", "1m"}, v.deviceArgs()...)
 	if *flagBWIters > 0 {
@@ -144,12 +146,33 @@ func runPair(ctx context.Context, v variant, p pairing.Pair, tag string, ops []s
 	if err != nil {
 		in.Client.PodErr = err
 	}
+	addPhase(phasePodStart, podStartDuration(cres.Pod))
+	addPhase(phaseCollection, cres.Collect)
+	collectStart := time.Now()
 	sres, err := podrun.Wait(ctx, kube, srv, time.Minute)
 	in.Server.Logs, in.Server.Exit = sres.Logs, sres.ExitCode
 	if err != nil && in.Client.PodErr == nil {
 		in.Server.PodErr = err
 	}
+	addPhase(phaseCollection, time.Since(collectStart))
+	recordBWPhases(in.Client.Logs)
 	return in
+}
+
+// recordBWPhases adds the client's exchange and measurement time.
+func recordBWPhases(logs string) {
+	var o verdict.BWOutput
+	if probeout.Parse(logs, "bw", &o) != nil {
+		return
+	}
+	for _, r := range o.Runs {
+		addPhase(phaseExchange, time.Duration(r.SetupSec*float64(time.Second)))
+		var m float64
+		for _, sr := range r.Results {
+			m += sr.Local.ElapsedSec
+		}
+		addPhase(phaseMeasure, time.Duration(m*float64(time.Second)))
+	}
 }
 
 // shortName keeps pod names within 63 characters.

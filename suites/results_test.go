@@ -40,7 +40,7 @@ func writeResults(started time.Time, server, version string) (string, error) {
 	checks := append([]reports.Check(nil), collected.checks...)
 	collected.Unlock()
 	run := reports.Run{RunID: runID, Started: started, Finished: time.Now(),
-		Cluster: reports.Cluster{Server: server, Version: version}, Checks: checks}
+		Cluster: reports.Cluster{Server: server, Version: version}, Checks: checks, Phases: phaseSnapshot()}
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
 	if list, err := kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: *flagNodeLabels}); err == nil {
@@ -70,6 +70,7 @@ func writeResults(started time.Time, server, version string) (string, error) {
 	if len(run.Checks) > 0 {
 		_ = reports.Table(os.Stdout, run)
 	}
+	printPhases(os.Stdout, run.Phases)
 	return path, nil
 }
 

@@ -92,6 +92,7 @@ type Result struct {
 	Phase    corev1.PodPhase
 	ExitCode int32
 	Logs     string
+	Collect  time.Duration // fetching logs after the pod ended
 }
 
 // ErrTimeout is returned (wrapped) when the pod did not finish in time.
@@ -158,7 +159,9 @@ func Wait(ctx context.Context, cs kubernetes.Interface, pod *corev1.Pod, timeout
 	if term := containerTerminated(res.Pod); term != nil {
 		res.ExitCode = term.ExitCode
 	}
+	collect := time.Now()
 	res.Logs, _ = Logs(context.WithoutCancel(ctx), cs, pod.Namespace, pod.Name)
+	res.Collect = time.Since(collect)
 	if werr != nil {
 		return res, fmt.Errorf("%w: pod %s/%s on node %q after %s: %s%s", ErrTimeout, pod.Namespace, pod.Name,
 			res.Pod.Spec.NodeName, timeout, Describe(res.Pod), warningEvents(context.WithoutCancel(ctx), cs, pod.Namespace, pod.Name))

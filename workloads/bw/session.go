@@ -62,6 +62,8 @@ type Report struct {
 	Device  Device       `json:"device"`
 	Peer    string       `json:"peer"`
 	Results []SizeResult `json:"results"`
+	// SetupSec is connect + resource creation + QP exchange + RTR/RTS.
+	SetupSec float64 `json:"setupSec"`
 }
 
 type message struct {
@@ -225,6 +227,7 @@ func Run(ctx context.Context, addr string, p Params, factory Factory, dialTimeou
 	if err := p.Validate(); err != nil {
 		return rep, err
 	}
+	setupStart := time.Now()
 	nc, err := dialRetry(ctx, addr, dialTimeout)
 	if err != nil {
 		return rep, err
@@ -253,6 +256,7 @@ func Run(ctx context.Context, addr string, p Params, factory Factory, dialTimeou
 		_ = c.send(message{Type: "error", Error: err.Error()})
 		return rep, err
 	}
+	rep.SetupSec = time.Since(setupStart).Seconds()
 	for _, size := range p.Sizes {
 		if err := ctx.Err(); err != nil {
 			return rep, err
