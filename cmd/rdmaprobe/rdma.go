@@ -198,7 +198,7 @@ func runBW(args []string) error {
 		fmt.Fprintf(os.Stderr, "rdmaprobe bw server: waiting on %s for %d session(s)\n", ln.Addr(), f.sessions)
 		for i := 0; i < f.sessions && runErr == nil; i++ {
 			var rep bw.Report
-			rep, runErr = bw.Serve(ctx, ln, factory, f.timeout, bw.RealClock())
+			rep, runErr = bw.Serve(ctx, ln, factory, f.timeout, bwverbs.Clock())
 			out.Runs = append(out.Runs, rep)
 		}
 	} else {
@@ -209,7 +209,7 @@ func runBW(args []string) error {
 		for _, op := range ops {
 			p := f.params
 			p.Op = bw.Op(op)
-			rep, err := bw.Run(ctx, addr, p, factory, f.timeout, bw.RealClock())
+			rep, err := bw.Run(ctx, addr, p, factory, f.timeout, bwverbs.Clock())
 			out.Runs = append(out.Runs, rep)
 			if f.table && len(rep.Results) > 0 {
 				bw.WriteTable(os.Stderr, rep, f.gbit)

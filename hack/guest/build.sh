@@ -10,6 +10,7 @@
 # per run from hack/guest/, so editing them needs no rebuild.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=../versions.sh
 . "$here/../versions.sh"
 
 # Bump when the image layout changes in a way the stamp below cannot see.
@@ -30,22 +31,26 @@ HOST_PKGS=(busybox-static dash libc6 libibverbs1 ibverbs-providers ibverbs-utils
 log() { echo "guest-build: $*" >&2; }
 die() { log "ERROR: $*"; exit 1; }
 
-# linux-image-amd64 is a metapackage; its dependency is the real kernel package.
-kpkg=$(apt-cache depends linux-image-amd64 2>/dev/null | awk '/Depends: linux-image-[0-9]/ {print $2; exit}')
-[[ -n $kpkg ]] || die "apt-cache knows no linux-image-amd64 (run apt-get update)"
+# linux-image-amd64 is a metapackage; it depends on the real kernel package
+# with an exact version: "Depends: linux-image-6.1.0-56-amd64 (= 6.1.192-2)".
+read -r kpkg kpkgver < <(apt-cache show --no-all-versions linux-image-amd64 2>/dev/null |
+  sed -n 's/^Depends: \(linux-image-[0-9][^ ,]*\) (= \([^)]*\)).*/\1 \2/p') || true
+[[ -n ${kpkgver:-} ]] || die "apt-cache knows no linux-image-amd64 (run apt-get update)"
 kver=${kpkg#linux-image-}
-kpkgver=$(apt-cache show --no-all-versions "$kpkg" | awk '/^Version:/ {print $2; exit}')
 dir=$RDMASUITE_CACHE/guest-$kver-r$GUEST_RECIPE_REV
 stamp="rev=$GUEST_RECIPE_REV $kpkg=$kpkgver
 $(dpkg-query -W -f='${Package}=${Version}\n' "${HOST_PKGS[@]}")
 build.sh=$(sha256sum <"$here/build.sh" | cut -c1-16)"
 
+# One builder at a time; the others wait and then reuse its result.
+mkdir -p "$RDMASUITE_CACHE"
+exec 9>"$RDMASUITE_CACHE/.guest-build.lock"
+flock 9
 if [[ -f $dir/stamp && $(cat "$dir/stamp") == "$stamp" ]]; then
   echo "$dir"
   exit 0
 fi
 
-mkdir -p "$RDMASUITE_CACHE"
 work=$(mktemp -d "$RDMASUITE_CACHE/.guest-build.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 log "building $dir (kernel $kpkg $kpkgver)"
@@ -116,13 +121,12 @@ for p in "${PROGRAMS[@]}"; do
   f=$(command -v "$p") || die "$p not found on the host (run hack/install-deps.sh)"
   files+=("$f")
 done
-libs=()
 for f in "${files[@]}"; do
   put "$f"
   # "name => /path (addr)" or "/lib64/ld-linux-x86-64.so.2 (addr)".
-  libs+=($(ldd "$f" | awk '$2 == "=>" && $3 ~ /^\// {print $3} $1 ~ /^\// {print $1}'))
-done
-for l in $(printf '%s\n' "${libs[@]}" | sort -u); do put "$l"; done
+  ldd "$f" | awk '$2 == "=>" && $3 ~ /^\// {print $3} $1 ~ /^\// {print $1}'
+done | sort -u >"$work/libs"
+while read -r l; do put "$l"; done <"$work/libs"
 mkdir -p "$root/etc/libibverbs.d"
 cp /etc/libibverbs.d/rxe.driver "$root/etc/libibverbs.d/"
 # ld.so finds the multiarch directories through its cache.

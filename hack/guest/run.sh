@@ -27,13 +27,14 @@ while getopts t:m:f:v o; do
   esac
 done
 shift $((OPTIND - 1))
-(($# > 0)) || usage
+if (($# == 0)) || [[ ! $timeout_s =~ ^[0-9]+$ || ! $mem_mb =~ ^[0-9]+$ ]]; then usage; fi
 
 say() { echo "run.sh: $*" >&2; }
 dir=$(bash "$here/build.sh")
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/rdmasuite-guest.XXXXXX")
 pid=
+# shellcheck disable=SC2317 # called from the EXIT trap
 cleanup() {
   if [[ -n $pid ]]; then
     kill "$pid" 2>/dev/null || true
@@ -73,7 +74,7 @@ timeout -k 5 "$timeout_s" qemu-system-x86_64 \
   -nodefaults -no-user-config -nographic -no-reboot \
   -accel tcg -cpu max -smp 2 -m "$mem_mb" \
   -kernel "$dir/vmlinuz" -initrd "$tmp/initrd" \
-  -append "console=ttyS0 quiet loglevel=0 panic=-1" \
+  -append "console=ttyS0 quiet panic=-1" \
   -serial "file:$tmp/console.log" \
   -device virtio-serial-pci,id=vs \
   -chardev stdio,id=out,signal=off \
@@ -97,7 +98,8 @@ console() {
   sed 's/\x1b\[[0-9;?]*[a-zA-Z]//g; s/\x1bc//g' "$tmp/console.log" | tail -n 40 >&2
 }
 
-if ((rc == 124)); then
+# timeout(1): 124 after TERM, 137 when qemu needed the KILL 5 s later.
+if ((rc == 124 || rc == 137)); then
   if [[ -n $ready ]]; then
     say "timed out after ${timeout_s}s: the command was still running (guest ready at ${ready}s)"
   else

@@ -54,12 +54,18 @@ rc=0
 "$run" -v -t 240 -f "$tmp/probe.sh" -- /opt/test/probe.sh >"$tmp/out" 2>"$tmp/err" || rc=$?
 t1=$(now_ms)
 res() { awk -v k="$1" '$1 == "@@" && $2 == k {$1 = $2 = ""; sub(/^ +/, ""); print; exit}' "$tmp/out"; }
-((rc == 0)) && pass "probe run exits 0" || fail "probe run exits 0 (got $rc)"
+# check NAME DETAIL-ON-FAILURE COMMAND...
+check() {
+  local name=$1 detail=$2
+  shift 2
+  if "$@"; then pass "$name"; else fail "$name: $detail"; fi
+}
+check "probe run exits 0" "got $rc" test "$rc" = 0
 for d in rxe0 rxe1; do
-  [[ $(res "active_$d") == 1 ]] && pass "ibv_devinfo: $d PORT_ACTIVE" || fail "ibv_devinfo: $d PORT_ACTIVE"
+  check "ibv_devinfo: $d PORT_ACTIVE" "PORT_ACTIVE count '$(res "active_$d")'" test "$(res "active_$d")" = 1
 done
-[[ $(res asuser) == "1000 1000 64 64" ]] && pass "asuser 1000 64: uid/gid 1000, memlock soft=hard=64" ||
-  fail "asuser 1000 64: got '$(res asuser)'"
+check "asuser 1000 64: uid/gid 1000, memlock soft=hard=64" "got '$(res asuser)'" \
+  test "$(res asuser)" = "1000 1000 64 64"
 bwcheck() { # KEY WHAT: BW > 0 and both sides exit 0
   read -r bw crc src _ <<<"$(res "$1")"
   if [[ -n $bw ]] && awk -v b="$bw" 'BEGIN {exit !(b > 0)}' && [[ $crc == 0 && $src == 0 ]]; then
@@ -71,8 +77,8 @@ bwcheck() { # KEY WHAT: BW > 0 and both sides exit 0
 bwcheck write_bw "ib_write_bw 64 KiB rxe1 -> rxe0"
 bwcheck read_bw "ib_read_bw 64 KiB rxe1 <- rxe0"
 read -r bw crc src mr <<<"$(res memlock_64)"
-[[ $mr == nomr && $crc != 0 ]] && pass "uid 1000, memlock 64 KiB: 1 MiB MR refused (Couldn't allocate MR)" ||
-  fail "uid 1000, memlock 64 KiB: expected \"Couldn't allocate MR\", got bw=$bw rc=$crc/$src $mr"
+check "uid 1000, memlock 64 KiB: 1 MiB MR refused (Couldn't allocate MR)" "got bw=$bw rc=$crc/$src $mr" \
+  test "$mr,$((crc != 0))" = nomr,1
 bwcheck memlock_8192 "uid 1000, memlock 8192 KiB: ib_write_bw 1 MiB"
 bwcheck root_1m "root: ib_write_bw 1 MiB"
 ready=$(sed -n 's/.*guest ready after \([0-9.]*\)s.*/\1/p' "$tmp/err")
@@ -85,13 +91,13 @@ t2=$(now_ms)
 rc=0
 "$run" -t 120 -- exit 7 || rc=$?
 t3=$(now_ms)
-((rc == 7)) && pass "'-- exit 7' makes run.sh exit 7" || fail "'-- exit 7': run.sh exited $rc"
+check "'-- exit 7' makes run.sh exit 7" "got $rc" test "$rc" = 7
 
 echo "selftest: run 3: timeout"
 mkdir "$tmp/t"
 rc=0
 TMPDIR=$tmp/t "$run" -t 15 -- sleep 600 2>"$tmp/err3" || rc=$?
-((rc == 124)) && pass "-t 15 with 'sleep 600' exits 124" || { fail "-t 15: run.sh exited $rc"; cat "$tmp/err3"; }
+check "-t 15 with 'sleep 600' exits 124" "got $rc: $(cat "$tmp/err3")" test "$rc" = 124
 # run.sh's qemu and temp dir live under its TMPDIR: both must be gone.
 if [[ -z $(ls -A "$tmp/t") ]] && ! pgrep -f "$tmp/t/" >/dev/null; then
   pass "no qemu process or temp file left after the timeout"

@@ -90,3 +90,15 @@ func TestPortDownOrMissingDeviceIsClear(t *testing.T) {
 	}
 	t.Log(err)
 }
+
+// The cycle clock must agree with the monotonic clock over a measured span.
+func TestCycleClockCalibrated(t *testing.T) {
+	c := Clock()
+	t0, c0 := time.Now(), c()
+	time.Sleep(300 * time.Millisecond)
+	wall, cyc := time.Since(t0), c()-c0
+	ratio := float64(cyc) / float64(wall)
+	if ratio < 0.98 || ratio > 1.02 {
+		t.Fatalf("cycle clock %v vs monotonic %v (ratio %.4f)", cyc, wall, ratio)
+	}
+}

@@ -14,6 +14,8 @@ package verbs
 #include <stdlib.h>
 #include <string.h>
 #include <errno.h>
+#include <stdint.h>
+#include <time.h>
 #include <infiniband/verbs.h>
 
 // ibv_post_send, ibv_poll_cq and ibv_query_port are static inline in
@@ -73,6 +75,25 @@ static int rs_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *a, int mask) {
 	int rc = ibv_modify_qp(qp, a, mask);
 	if (rc) errno = rc;
 	return rc;
+}
+
+// rs_cycles reads the CPU's cycle counter, as perftest's get_cycles does: a
+// timestamp per post must not cost a clock_gettime syscall (it does when the
+// kernel's clocksource is not the TSC, e.g. hpet in VMs).
+static uint64_t rs_cycles(void) {
+#if defined(__x86_64__)
+	unsigned hi, lo;
+	__asm__ volatile("rdtsc" : "=a"(lo), "=d"(hi));
+	return ((uint64_t)hi << 32) | lo;
+#elif defined(__aarch64__)
+	uint64_t v;
+	__asm__ volatile("mrs %0, cntvct_el0" : "=r"(v));
+	return v;
+#else
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
+#endif
 }
 
 static void *rs_alloc(size_t size) {
@@ -608,6 +629,10 @@ func (q *QP) PostRecv(mr *MR, offset, length int, wrID uint64) error {
 	}
 	return nil
 }
+
+// Cycles returns the CPU cycle counter (TSC on x86-64, CNTVCT on arm64).
+// Callers calibrate it against the monotonic clock.
+func Cycles() uint64 { return uint64(C.rs_cycles()) }
 
 func cbool(b bool) C.int {
 	if b {
