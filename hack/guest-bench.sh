@@ -8,30 +8,44 @@ ITERS_64K=${ITERS_64K:-2000}
 ITERS_1M=${ITERS_1M:-200}
 QPS_LIST=${QPS_LIST:-1}
 echo "perftest: $(ib_write_bw --version 2>&1 | head -1)"
+
+# perftest reference (RoCE v2 IPv4 GID is index 1 on this guest)
+run_perftest() {
+  ib_${op}_bw -d rxe0 -x 1 -F -s "$size" -n "$iters" -q "$qps" >pt-srv.txt 2>&1 &
+  srv=$!
+  sleep 1
+  ib_${op}_bw -d rxe1 -x 1 -F -s "$size" -n "$iters" -q "$qps" "$RXE0_IP" >pt-cli.txt 2>&1
+  wait $srv
+  avg=$(awk -v s="$size" '$1 == s && NF >= 5 {print $4}' pt-cli.txt | tail -1)
+  echo "RESULT perftest $op $size $qps $rep ${avg:-NaN}"
+  [ "$rep" = 1 ] && sed 's/^/PERFTEST-OUT /' pt-cli.txt
+  [ -n "$avg" ] || tail -5 pt-cli.txt
+}
+
+# ours, same devices, sizes, iterations, QPs; the server gets the same 1 s
+# head start perftest's server gets.
+run_ours() {
+  ./rdmaprobe bw server --device rxe0 --port 18516 --timeout 60s >rp-srv.json 2>&1 &
+  srv=$!
+  sleep 1
+  ./rdmaprobe bw client --device rxe1 --port 18516 --op "$op" --size "$size" --iters "$iters" --qps "$qps" "$RXE0_IP" >rp-cli.json 2>rp-cli.err
+  wait $srv
+  avg=$(sed -n 's/.*"total":{[^}]*"bwAvgMBps":\([0-9.e+-]*\).*/\1/p' rp-cli.json | tail -1)
+  echo "RESULT rdmaprobe $op $size $qps $rep ${avg:-NaN}"
+  [ -n "$avg" ] || tail -5 rp-cli.json rp-cli.err
+}
 for rep in $(seq 1 "$REPS"); do
   for op in write read; do
     for size in 65536 1048576; do
       iters=$ITERS_64K
       [ "$size" = 1048576 ] && iters=$ITERS_1M
       for qps in $QPS_LIST; do
-        # perftest reference (RoCE v2 IPv4 GID is index 1 on this guest)
-        ib_${op}_bw -d rxe0 -x 1 -F -s "$size" -n "$iters" -q "$qps" >pt-srv.txt 2>&1 &
-        srv=$!
-        sleep 1
-        ib_${op}_bw -d rxe1 -x 1 -F -s "$size" -n "$iters" -q "$qps" "$RXE0_IP" >pt-cli.txt 2>&1
-        wait $srv
-        avg=$(awk -v s="$size" '$1 == s && NF >= 5 {print $4}' pt-cli.txt | tail -1)
-        echo "RESULT perftest $op $size $qps $rep ${avg:-NaN}"
-        [ "$rep" = 1 ] && sed 's/^/PERFTEST-OUT /' pt-cli.txt
-        [ -n "$avg" ] || tail -5 pt-cli.txt
-        # ours, same devices, sizes, iterations, QPs
-        ./rdmaprobe bw server --device rxe0 --port 18516 --timeout 60s >rp-srv.json 2>&1 &
-        srv=$!
-        ./rdmaprobe bw client --device rxe1 --port 18516 --op "$op" --size "$size" --iters "$iters" --qps "$qps" "$RXE0_IP" >rp-cli.json 2>rp-cli.err
-        wait $srv
-        avg=$(sed -n 's/.*"total":{[^}]*"bwAvgMBps":\([0-9.e+-]*\).*/\1/p' rp-cli.json | tail -1)
-        echo "RESULT rdmaprobe $op $size $qps $rep ${avg:-NaN}"
-        [ -n "$avg" ] || tail -5 rp-cli.json rp-cli.err
+        # Alternate which tool goes first, so order effects cancel out.
+        if [ $((rep % 2)) = 1 ]; then
+          run_perftest; run_ours
+        else
+          run_ours; run_perftest
+        fi
       done
     done
   done
