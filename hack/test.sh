@@ -71,6 +71,11 @@ go run ./cmd/rdmasuite report "$results/results.json" --baseline "$results/resul
 grep -q '<testsuites>' "$results/junit.xml" && grep -q '## Checks' "$results/report.md"
 echo "reports rendered: $results/junit.xml $results/report.md"
 
+step "doctor: each seed failure mode staged in the bed is named on the right node"
+t=$SECONDS
+hack/doctor-test.sh
+doctor_s=$((SECONDS - t))
+
 step "SIGINT deletes everything the suite created"
 go test -c -o "$results/suites.test" ./suites
 (cd suites && exec "$results/suites.test" --kubeconfig="$BED_DIR/kubeconfig" --labels suite=rdma \
@@ -109,5 +114,6 @@ bed up (first)      : ${up1_s} s
 bed up (warm)       : ${up2_s} s
 smoke suite         : ${e2e_s} s
 rdma suite (bed)    : ${rdma_s} s
+doctor seed stages  : ${doctor_s} s
 make test total     : $((SECONDS - t_start)) s
 SUMMARY

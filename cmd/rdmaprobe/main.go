@@ -12,6 +12,7 @@ import (
 	"os"
 	"runtime"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/rdmasuite/rdmasuite/workloads/podenv"
@@ -34,6 +35,7 @@ var subcommands = map[string]subcommand{
 	"devices": {"list RDMA devices, ports (state, link layer, rate, MTU) and GIDs", runDevices},
 	"bw":      {"RDMA write/read bandwidth: bw server [flags] | bw client [flags] HOST", runBW},
 	"mr":      {"memory-registration probe against the memlock limit", runMR},
+	"say":     {"print a message and exit with a code, or sleep (stand-in containers for bed tests)", runSay},
 }
 
 func main() {
@@ -117,4 +119,20 @@ func runTCP(args []string) error {
 		return probeout.Write(os.Stdout, "tcp", r)
 	}
 	return errors.New("give exactly one of --listen or --connect")
+}
+
+// runSay prints its arguments and exits with --exit, after --sleep. The bed
+// tests use it to stand in for operator containers in the states of the
+// seeds (a MOFED container that logs the storage-module error and exits).
+func runSay(args []string) error {
+	fs := flag.NewFlagSet("say", flag.ContinueOnError)
+	code := fs.Int("exit", 0, "exit code")
+	sleep := fs.Duration("sleep", 0, "sleep this long first (e.g. 1h for an init container that never finishes)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	fmt.Println(strings.Join(fs.Args(), " "))
+	time.Sleep(*sleep)
+	os.Exit(*code)
+	return nil
 }

@@ -1,0 +1,111 @@
+package doctor
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+)
+
+// NicClusterPolicyGVR is the Network Operator's policy resource.
+var NicClusterPolicyGVR = schema.GroupVersionResource{Group: "mellanox.com", Version: "v1alpha1", Resource: "nicclusterpolicies"}
+
+// GatherOptions say where the operators live and what to require.
+type GatherOptions struct {
+	NodeSelector       string
+	Resources          []string
+	NetworkOperatorNS  string
+	GPUOperatorNS      []string
+	LogTailLines       int64
+	PerCallTimeout     time.Duration
+	IncludeUnscheduled bool
+}
+
+// Gather reads the cluster state the doctor needs through the API: nodes,
+// operator pods with the logs of unhealthy ones (current and previous
+// container), and the NicClusterPolicy. Host facts are added by the caller.
+func Gather(ctx context.Context, cs kubernetes.Interface, dyn dynamic.Interface, o GatherOptions) (State, error) {
+	s := State{Resources: o.Resources, Logs: map[string]string{}, Roles: DefaultRoles}
+	if len(o.GPUOperatorNS) > 0 {
+		s.Roles.GPUNamespaces = o.GPUOperatorNS
+	}
+	if o.LogTailLines == 0 {
+		o.LogTailLines = 50
+	}
+	if o.PerCallTimeout == 0 {
+		o.PerCallTimeout = 15 * time.Second
+	}
+	nodes, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: o.NodeSelector})
+	if err != nil {
+		return s, fmt.Errorf("list nodes: %w", err)
+	}
+	s.Nodes = nodes.Items
+	selected := map[string]bool{}
+	for _, n := range s.Nodes {
+		selected[n.Name] = true
+	}
+	for _, ns := range append([]string{o.NetworkOperatorNS}, s.Roles.GPUNamespaces...) {
+		if ns == "" {
+			continue
+		}
+		pods, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return s, fmt.Errorf("list pods in %s: %w", ns, err)
+		}
+		for _, p := range pods.Items {
+			if !selected[p.Spec.NodeName] && !(o.IncludeUnscheduled && p.Spec.NodeName == "") {
+				continue
+			}
+			s.Pods = append(s.Pods, p)
+			if podReady(&p) {
+				continue
+			}
+			for _, c := range p.Spec.Containers {
+				s.Logs[LogKey(p.Namespace, p.Name, c.Name)] = containerLogs(ctx, cs, &p, c.Name, o)
+			}
+		}
+	}
+	if dyn != nil {
+		list, err := dyn.Resource(NicClusterPolicyGVR).List(ctx, metav1.ListOptions{})
+		switch {
+		case apierrors.IsNotFound(err):
+			s.PolicyErr = "the cluster has no NicClusterPolicy CRD (nicclusterpolicies.mellanox.com/v1alpha1): NVIDIA Network Operator not installed"
+		case err != nil:
+			s.PolicyErr = "cannot read NicClusterPolicy: " + err.Error()
+		case len(list.Items) == 0:
+			s.PolicyErr = "no NicClusterPolicy object exists (the Network Operator deploys nothing without one)"
+		default:
+			p := list.Items[0]
+			s.Policy = &unstructured.Unstructured{Object: p.Object}
+		}
+	}
+	return s, nil
+}
+
+// containerLogs returns the previous container's log (the crash) and the
+// current one, each limited to the last lines.
+func containerLogs(ctx context.Context, cs kubernetes.Interface, p *corev1.Pod, container string, o GatherOptions) string {
+	var parts []string
+	for _, previous := range []bool{true, false} {
+		c, cancel := context.WithTimeout(ctx, o.PerCallTimeout)
+		rc, err := cs.CoreV1().Pods(p.Namespace).GetLogs(p.Name, &corev1.PodLogOptions{Container: container, Previous: previous, TailLines: &o.LogTailLines}).Stream(c)
+		if err == nil {
+			b, _ := io.ReadAll(io.LimitReader(rc, 256<<10))
+			rc.Close()
+			if len(b) > 0 {
+				parts = append(parts, string(b))
+			}
+		}
+		cancel()
+	}
+	return strings.Join(parts, "\n")
+}

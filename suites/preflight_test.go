@@ -1,0 +1,80 @@
+package suites
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/client-go/dynamic"
+	"sigs.k8s.io/e2e-framework/pkg/envconf"
+	"sigs.k8s.io/e2e-framework/pkg/features"
+
+	"github.com/rdmasuite/rdmasuite/reports"
+	"github.com/rdmasuite/rdmasuite/suites/doctor"
+)
+
+var (
+	flagPreflightRes = flag.String("preflight-resources", "rdma/rdma_shared_device_a,nvidia.com/hostdev,nvidia.com/gpu", "extended resources every selected node must advertise (allocatable > 0)")
+	flagNetOpNS      = flag.String("network-operator-namespace", "nvidia-network-operator", "namespace of the NVIDIA Network Operator (MOFED driver pods)")
+	flagGPUOpNS      = flag.String("gpu-operator-namespaces", "gpu-operator,nvidia-gpu-operator", "namespaces of the NVIDIA GPU Operator")
+)
+
+// TestPreflight runs the doctor: node readiness after upgrades and every
+// known failure mode of the seeds, API-level (labels, taints, allocatable,
+// operator pods and logs, NicClusterPolicy) plus the host probe on each
+// node. Label suite=doctor selects it alone.
+func TestPreflight(t *testing.T) {
+	f := features.New("node readiness and known failure modes (doctor)").
+		WithLabel("suite", "doctor").WithLabel("check", "preflight").
+		Assess("no selected node shows a known failure mode", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			start := time.Now()
+			dyn, err := dynamic.NewForConfig(cfg.Client().RESTConfig())
+			if err != nil {
+				t.Fatal(err)
+			}
+			state, err := doctor.Gather(ctx, kube, dyn, doctor.GatherOptions{NodeSelector: *flagNodeLabels,
+				Resources: splitList(*flagPreflightRes), NetworkOperatorNS: *flagNetOpNS, GPUOperatorNS: splitList(*flagGPUOpNS)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			state.Hosts = probeHosts(ctx, t, state)
+			checks := doctorChecks(state, doctor.Diagnose(state), time.Since(start))
+			record(checks...)
+			for _, c := range checks {
+				if c.Status == reports.Fail || c.Status == reports.Error {
+					t.Errorf("%s", describeChecks([]reports.Check{c}))
+				}
+			}
+			return ctx
+		}).Feature()
+	testenv.Test(t, f)
+}
+
+// doctorChecks turns findings into checks: one failed check per finding,
+// one passing "doctor/node" check per node without any, and a not-run check
+// for what could not be looked at.
+func doctorChecks(s doctor.State, fs []doctor.Finding, took time.Duration) []reports.Check {
+	var out []reports.Check
+	withFinding := map[string]bool{}
+	for _, f := range fs {
+		c := reports.Check{ID: "doctor/" + f.ID, Title: doctor.Catalogue[f.ID].Cause, Evidence: f.Evidence,
+			Diagnosis: fmt.Sprintf("[%s, seed %s] %s", f.Severity, f.Seed, f.Cause), Fix: f.Fix, Status: reports.Fail}
+		if f.Node == "" {
+			c.Status, c.Reason, c.Diagnosis, c.Fix = reports.NotRun, strings.Join(f.Evidence, "; ")+": "+f.Cause, "", ""
+		} else {
+			c.Nodes = []string{f.Node}
+			withFinding[f.Node] = true
+		}
+		out = append(out, c)
+	}
+	for _, n := range s.Nodes {
+		if !withFinding[n.Name] {
+			out = append(out, reports.Check{ID: "doctor/node", Title: "no known failure mode on the node", Nodes: []string{n.Name},
+				Status: reports.Pass, Duration: took.Seconds()})
+		}
+	}
+	return out
+}

@@ -1,0 +1,81 @@
+// Package node checks a GPU/RDMA Kubernetes node from the host's files:
+// kernel modules, the NVIDIA operators' readiness markers, RDMA ports, I/O
+// pressure and NFS mounts. Every read goes through one host root ("/" on the
+// host, "/host" in a pod that mounts the host read-only, a fixture tree in
+// tests), and the result is one JSON-serialisable Report whose Findings name
+// the cause and the fix of the incidents in the seed write-ups.
+package node
+
+import (
+	"time"
+)
+
+// Options tell Collect where the host is and how long to sample.
+type Options struct {
+	// HostRoot is "/" on the host, "/host" in a pod, a fixture dir in tests.
+	// Empty means "/".
+	HostRoot string
+	// SampleWindow is the PSI / iowait sampling window (0 = single read,
+	// no rates).
+	SampleWindow time.Duration
+	// Now is the clock (nil = time.Now); tests inject a fake one.
+	Now func() time.Time
+	// Sleep waits out SampleWindow between the two samples (nil =
+	// time.Sleep). Tests use it to advance the fake clock and rewrite the
+	// fixture's counters instead of sleeping.
+	Sleep func(time.Duration)
+}
+
+// Report is everything Collect found on one node.
+type Report struct {
+	HostRoot    string    `json:"hostRoot"`
+	CollectedAt time.Time `json:"collectedAt"`
+	// Modules holds RDMAModules, StorageModules and ContextModules, in that
+	// order.
+	Modules []Module `json:"modules"`
+	// StorageModulesLoaded are the StorageModules loaded now (seed 000).
+	StorageModulesLoaded []string  `json:"storageModulesLoaded"`
+	Markers              Markers   `json:"markers"`
+	Ordering             Ordering  `json:"ordering"`
+	RDMA                 RDMA      `json:"rdma"`
+	Pressure             Pressure  `json:"pressure"`
+	Mounts               Mounts    `json:"mounts"`
+	Findings             []Finding `json:"findings"`
+}
+
+// Collect reads the host under opts.HostRoot. It fails only when the host
+// itself is not visible (missing root, unreadable /proc/modules); optional
+// files that are missing are reported as absent.
+func Collect(opts Options) (Report, error) {
+	now := opts.Now
+	if now == nil {
+		now = time.Now
+	}
+	sleep := opts.Sleep
+	if sleep == nil {
+		sleep = time.Sleep
+	}
+	h, err := newHostFS(opts.HostRoot)
+	if err != nil {
+		return Report{}, err
+	}
+	r := Report{HostRoot: h.root, CollectedAt: now().UTC()}
+	if r.Modules, err = collectModules(h); err != nil {
+		return Report{}, err
+	}
+	r.StorageModulesLoaded = []string{}
+	for _, m := range r.Modules {
+		if m.Role == RoleStorage && m.Loaded {
+			r.StorageModulesLoaded = append(r.StorageModulesLoaded, m.Name)
+		}
+	}
+	r.Markers = collectMarkers(h, r.CollectedAt)
+	peermem, _ := r.Module("nvidia_peermem")
+	r.Ordering = checkOrdering(r.Markers, peermem)
+	r.RDMA = collectRDMA(h)
+	r.Mounts = collectMounts(h)
+	// Sampling last: everything above is a snapshot, this one takes time.
+	r.Pressure = collectPressure(h, opts.SampleWindow, now, sleep)
+	r.Findings = findings(r)
+	return r, nil
+}
