@@ -3,8 +3,6 @@ package suites
 import (
 	"context"
 	"flag"
-	"fmt"
-	"strings"
 	"testing"
 	"time"
 
@@ -41,7 +39,7 @@ func TestPreflight(t *testing.T) {
 				t.Fatal(err)
 			}
 			state.Hosts = probeHosts(ctx, t, state)
-			checks := doctorChecks(state, doctor.Diagnose(state), time.Since(start))
+			checks := doctor.Checks(state, doctor.Diagnose(state), time.Since(start))
 			record(checks...)
 			for _, c := range checks {
 				if c.Status == reports.Fail || c.Status == reports.Error {
@@ -51,30 +49,4 @@ func TestPreflight(t *testing.T) {
 			return ctx
 		}).Feature()
 	testenv.Test(t, f)
-}
-
-// doctorChecks turns findings into checks: one failed check per finding,
-// one passing "doctor/node" check per node without any, and a not-run check
-// for what could not be looked at.
-func doctorChecks(s doctor.State, fs []doctor.Finding, took time.Duration) []reports.Check {
-	var out []reports.Check
-	withFinding := map[string]bool{}
-	for _, f := range fs {
-		c := reports.Check{ID: "doctor/" + f.ID, Title: doctor.Catalogue[f.ID].Cause, Evidence: f.Evidence,
-			Diagnosis: fmt.Sprintf("[%s, seed %s] %s", f.Severity, f.Seed, f.Cause), Fix: f.Fix, Status: reports.Fail}
-		if f.Node == "" {
-			c.Status, c.Reason, c.Diagnosis, c.Fix = reports.NotRun, strings.Join(f.Evidence, "; ")+": "+f.Cause, "", ""
-		} else {
-			c.Nodes = []string{f.Node}
-			withFinding[f.Node] = true
-		}
-		out = append(out, c)
-	}
-	for _, n := range s.Nodes {
-		if !withFinding[n.Name] {
-			out = append(out, reports.Check{ID: "doctor/node", Title: "no known failure mode on the node", Nodes: []string{n.Name},
-				Status: reports.Pass, Duration: took.Seconds()})
-		}
-	}
-	return out
 }

@@ -18,6 +18,7 @@ import (
 
 const usage = `usage:
   rdmasuite report RESULTS.json [--format table|markdown|junit] [--baseline OLDER.json] [--tolerance 0.05] [-o FILE]
+  rdmasuite doctor [--kubeconfig F] [--node-selector S] [-o results.json]   known failure modes, API level (exit 3 if any)
   rdmasuite thresholds check [FILE]     validate a thresholds file (default: the built-in one)
   rdmasuite thresholds list [FILE]      list SKUs and their floors
   rdmasuite version`
@@ -36,6 +37,8 @@ func main() {
 		err = runReport(os.Args[2:], os.Stdout)
 	case "thresholds":
 		err = runThresholds(os.Args[2:], os.Stdout)
+	case "doctor":
+		err = runDoctor(os.Args[2:], os.Stdout)
 	case "version":
 		fmt.Println("rdmasuite", probeout.Version)
 	default:
@@ -44,7 +47,7 @@ func main() {
 	}
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "rdmasuite %s: %v\n", os.Args[1], err)
-		if errors.Is(err, errRegression) {
+		if errors.Is(err, errRegression) || errors.Is(err, errFindings) {
 			os.Exit(3)
 		}
 		os.Exit(1)

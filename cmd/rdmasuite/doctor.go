@@ -1,0 +1,94 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/rdmasuite/rdmasuite/reports"
+	"github.com/rdmasuite/rdmasuite/suites/cluster"
+	"github.com/rdmasuite/rdmasuite/suites/doctor"
+)
+
+// errFindings makes `rdmasuite doctor` exit 3 when something was found.
+var errFindings = errors.New("known failure modes found")
+
+// runDoctor is the API-level doctor without the test framework: nodes,
+// operator pods and logs, NicClusterPolicy. The host probe on each node
+// runs in the suite (go test ./suites -args --labels suite=doctor).
+func runDoctor(args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("doctor", flag.ContinueOnError)
+	kubeconfig := fs.String("kubeconfig", "", "kubeconfig (default $KUBECONFIG, or in-cluster)")
+	selector := fs.String("node-selector", "", "label selector for the nodes to check")
+	resources := fs.String("resources", "rdma/rdma_shared_device_a,nvidia.com/hostdev,nvidia.com/gpu", "extended resources every node must advertise")
+	netNS := fs.String("network-operator-namespace", "nvidia-network-operator", "Network Operator namespace")
+	gpuNS := fs.String("gpu-operator-namespaces", "gpu-operator,nvidia-gpu-operator", "GPU Operator namespaces")
+	out := fs.String("o", "", "also write the results JSON here")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	rc, _, err := cluster.RESTConfig(*kubeconfig, "")
+	if err != nil {
+		return err
+	}
+	version, err := cluster.Reachable(rc, 10*time.Second)
+	if err != nil {
+		return err
+	}
+	cs, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		return err
+	}
+	dyn, err := dynamic.NewForConfig(rc)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	start := time.Now()
+	state, err := doctor.Gather(ctx, cs, dyn, doctor.GatherOptions{NodeSelector: *selector, Resources: split(*resources),
+		NetworkOperatorNS: *netNS, GPUOperatorNS: split(*gpuNS)})
+	if err != nil {
+		return err
+	}
+	findings := doctor.Diagnose(state)
+	run := reports.Run{RunID: "doctor-" + cluster.NewRunID(), Started: start, Finished: time.Now(),
+		Cluster: reports.Cluster{Server: rc.Host, Version: version}, Checks: doctor.Checks(state, findings, time.Since(start))}
+	run.Sort()
+	if *out != "" {
+		if err := reports.Write(*out, run); err != nil {
+			return err
+		}
+	}
+	if err := reports.Table(stdout, run); err != nil {
+		return err
+	}
+	for _, f := range findings {
+		if f.Node != "" {
+			fmt.Fprintf(stdout, "\n%s on %s [%s, seed %s]\n  cause: %s\n  fix:   %s\n  evidence: %s\n", f.ID, f.Node, f.Severity, f.Seed, f.Cause, f.Fix, strings.Join(f.Evidence, "; "))
+		}
+	}
+	for _, c := range run.Checks {
+		if c.Status == reports.Fail {
+			return errFindings
+		}
+	}
+	return nil
+}
+
+func split(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
