@@ -10,7 +10,7 @@ import (
 // Fixture trees live in testdata/*.tree, a text format in the spirit of
 // txtar so a host's files can be read and reviewed in one place:
 //
-//	free text (comments) up to the first header
+//	free text (comments) up to the first header; later, lines starting with #
 //	-- proc/modules --              a file; the lines up to the next header are its content
 //	-- run/nvidia/validations/ --   an empty directory (trailing slash)
 //	-- sys/class/net/ib0 -> ../../devices/… --   a symlink (sysfs class entries are symlinks)
@@ -42,9 +42,8 @@ func buildTree(t *testing.T, names ...string) string {
 }
 
 type treeEntry struct {
-	name    string
-	lines   []string
-	started bool
+	name  string
+	lines []string
 }
 
 func applyTree(root, data string) error {
@@ -63,7 +62,7 @@ func applyTree(root, data string) error {
 			cur = &treeEntry{name: strings.TrimSpace(line[3 : len(line)-3])}
 			continue
 		}
-		if cur != nil {
+		if cur != nil && !strings.HasPrefix(line, "#") {
 			cur.lines = append(cur.lines, line)
 		}
 	}

@@ -159,7 +159,13 @@ func readPort(h hostFS, dev string, n int, devNetdevs []string) Port {
 	p.RateGbps = parseRateGbps(p.Rate)
 	p.LinkLayer, _ = h.readTrim(base + "/link_layer")
 
-	names := append(gidNetdevs(h, base), devNetdevs...)
+	// RoCE ports name their netdevs in the GID table (bond0 for a bonded
+	// pair, not its slaves); IB ports have none there, so IPoIB interfaces
+	// are found from the netdev side.
+	names := gidNetdevs(h, base)
+	if len(names) == 0 {
+		names = append(names, devNetdevs...)
+	}
 	sort.Strings(names)
 	p.Netdevs = []Netdev{}
 	for i, name := range names {
