@@ -121,7 +121,7 @@ func runPair(ctx context.Context, v variant, p pairing.Pair, tag string, ops []s
 	in.Server = verdict.Side{Node: p.Server, Pod: srvSpec.Name, Command: "rdmaprobe " + strings.Join(srvArgs, " ")}
 	in.Client = verdict.Side{Node: p.Client, Pod: base + "-c"}
 
-	srv, err := podrun.Start(ctx, kube, srvSpec, *flagPodTimeout)
+	srv, srvStart, err := podrun.Start(ctx, kube, srvSpec, *flagPodTimeout)
 	if srv != nil {
 		defer podrun.Delete(kube, srvSpec.Namespace, srvSpec.Name)
 	}
@@ -129,7 +129,7 @@ func runPair(ctx context.Context, v variant, p pairing.Pair, tag string, ops []s
 		in.Server.PodErr = err
 		return in
 	}
-	addPhase(phasePodStart, podStartDuration(srv))
+	addPhase(phasePodStart, srvStart)
 	cliArgs := append([]string{"bw", "client", "--port", strconv.Itoa(bwPort), "--op", strings.Join(ops, ","),
 		"--size", *flagBWSizes, "--qps", strconv.Itoa(*flagBWQPs), "--timeout", "1m"}, v.deviceArgs()...)
 	if *flagBWIters > 0 {
@@ -146,7 +146,7 @@ func runPair(ctx context.Context, v variant, p pairing.Pair, tag string, ops []s
 	if err != nil {
 		in.Client.PodErr = err
 	}
-	addPhase(phasePodStart, podStartDuration(cres.Pod))
+	addPhase(phasePodStart, cres.StartLatency)
 	addPhase(phaseCollection, cres.Collect)
 	collectStart := time.Now()
 	sres, err := podrun.Wait(ctx, kube, srv, time.Minute)

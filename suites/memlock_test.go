@@ -72,7 +72,7 @@ func memlockVariant(ctx context.Context, t *testing.T, v variant) []reports.Chec
 			spec := v.spec("mr-"+v.Name+"-"+shortName(n.Name), n.Name, args, *flagMemlockIPCLock)
 			start := time.Now()
 			res, err := podrun.Run(ctx, kube, spec, *flagPodTimeout)
-			addPhase(phasePodStart, podStartDuration(res.Pod))
+			addPhase(phasePodStart, res.StartLatency)
 			addPhase(phaseCollection, res.Collect)
 			side := verdict.Side{Node: n.Name, Pod: spec.Name, Logs: res.Logs, Exit: res.ExitCode,
 				Command: "rdmaprobe " + strings.Join(args, " "), PodErr: err}

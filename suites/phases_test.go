@@ -7,8 +7,6 @@ import (
 	"sync"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-
 	"github.com/rdmasuite/rdmasuite/reports"
 )
 
@@ -49,26 +47,6 @@ func phaseSnapshot() map[string]reports.Phase {
 		out[k] = v
 	}
 	return out
-}
-
-// podStartDuration is creation → container started, from the pod's status.
-func podStartDuration(p *corev1.Pod) time.Duration {
-	if p == nil {
-		return 0
-	}
-	for _, cs := range p.Status.ContainerStatuses {
-		var started time.Time
-		switch {
-		case cs.State.Running != nil:
-			started = cs.State.Running.StartedAt.Time
-		case cs.State.Terminated != nil:
-			started = cs.State.Terminated.StartedAt.Time
-		}
-		if !started.IsZero() {
-			return started.Sub(p.CreationTimestamp.Time)
-		}
-	}
-	return 0
 }
 
 func printPhases(w io.Writer, m map[string]reports.Phase) {

@@ -125,7 +125,7 @@ func TestSmoke(t *testing.T) {
 				t.Fatalf("cross-node check needs two nodes, --node-selector=%q matches %d", *flagNodeLabels, len(nodes))
 			}
 			server, client := nodes[0].Name, nodes[1].Name
-			srv, err := podrun.Start(ctx, kube, podrun.Spec{Name: "smoke-tcp-server", Namespace: runNamespace(), RunID: runID,
+			srv, _, err := podrun.Start(ctx, kube, podrun.Spec{Name: "smoke-tcp-server", Namespace: runNamespace(), RunID: runID,
 				Node: server, Image: *flagImage, Args: []string{"tcp", "--listen", ":18515"}}, *flagPodTimeout)
 			if srv != nil {
 				defer podrun.Delete(kube, srv.Namespace, srv.Name)

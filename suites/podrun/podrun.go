@@ -93,6 +93,10 @@ type Result struct {
 	ExitCode int32
 	Logs     string
 	Collect  time.Duration // fetching logs after the pod ended
+	// StartLatency is create → first seen with its container started (or
+	// finished), at the poll interval's resolution; API timestamps have only
+	// whole seconds.
+	StartLatency time.Duration
 }
 
 // ErrTimeout is returned (wrapped) when the pod did not finish in time.
@@ -102,21 +106,24 @@ var ErrTimeout = errors.New("probe pod did not finish in time")
 // fetches its logs and deletes it. The pod is deleted on every path,
 // including a cancelled ctx.
 func Run(ctx context.Context, cs kubernetes.Interface, s Spec, timeout time.Duration) (Result, error) {
+	createdAt := time.Now()
 	created, err := cs.CoreV1().Pods(s.Namespace).Create(ctx, Pod(s), metav1.CreateOptions{})
 	if err != nil {
 		return Result{}, fmt.Errorf("create pod %s/%s: %w", s.Namespace, s.Name, err)
 	}
 	defer Delete(cs, s.Namespace, created.Name)
-	return Wait(ctx, cs, created, timeout)
+	return waitFrom(ctx, cs, created, timeout, createdAt)
 }
 
 // Start creates the pod and waits until it runs and has a pod IP, for
-// servers that a second pod connects to. The caller deletes it (Delete).
-func Start(ctx context.Context, cs kubernetes.Interface, s Spec, timeout time.Duration) (*corev1.Pod, error) {
+// servers that a second pod connects to; it also returns how long that took.
+// The caller deletes it (Delete).
+func Start(ctx context.Context, cs kubernetes.Interface, s Spec, timeout time.Duration) (*corev1.Pod, time.Duration, error) {
 	pods := cs.CoreV1().Pods(s.Namespace)
+	createdAt := time.Now()
 	created, err := pods.Create(ctx, Pod(s), metav1.CreateOptions{})
 	if err != nil {
-		return nil, fmt.Errorf("create pod %s/%s: %w", s.Namespace, s.Name, err)
+		return nil, 0, fmt.Errorf("create pod %s/%s: %w", s.Namespace, s.Name, err)
 	}
 	cur := created
 	var ended error
@@ -134,18 +141,23 @@ func Start(ctx context.Context, cs kubernetes.Interface, s Spec, timeout time.Du
 		return p.Status.Phase == corev1.PodRunning && p.Status.PodIP != "", nil
 	})
 	if ended != nil {
-		return cur, ended
+		return cur, 0, ended
 	}
 	if werr != nil {
-		return cur, fmt.Errorf("%w: server pod %s/%s on node %q not running after %s: %s%s ", ErrTimeout, s.Namespace, created.Name,
+		return cur, 0, fmt.Errorf("%w: server pod %s/%s on node %q not running after %s: %s%s", ErrTimeout, s.Namespace, created.Name,
 			s.Node, timeout, Describe(cur), warningEvents(context.WithoutCancel(ctx), cs, s.Namespace, created.Name))
 	}
-	return cur, nil
+	return cur, time.Since(createdAt), nil
 }
 
 // Wait waits until pod has terminated or timeout passes and collects its
 // exit code and logs. It does not delete the pod.
 func Wait(ctx context.Context, cs kubernetes.Interface, pod *corev1.Pod, timeout time.Duration) (Result, error) {
+	return waitFrom(ctx, cs, pod, timeout, time.Time{})
+}
+
+// waitFrom is Wait; with createdAt set it also measures the start latency.
+func waitFrom(ctx context.Context, cs kubernetes.Interface, pod *corev1.Pod, timeout time.Duration, createdAt time.Time) (Result, error) {
 	pods := cs.CoreV1().Pods(pod.Namespace)
 	res := Result{Pod: pod}
 	werr := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
@@ -154,6 +166,9 @@ func Wait(ctx context.Context, cs kubernetes.Interface, pod *corev1.Pod, timeout
 			return false, nil
 		}
 		res.Pod, res.Phase = p, p.Status.Phase
+		if res.StartLatency == 0 && !createdAt.IsZero() && containerStarted(p) {
+			res.StartLatency = time.Since(createdAt)
+		}
 		return p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed, nil
 	})
 	if term := containerTerminated(res.Pod); term != nil {
@@ -212,6 +227,15 @@ func Delete(cs kubernetes.Interface, ns, name string) {
 	if err != nil && !apierrors.IsNotFound(err) {
 		fmt.Printf("rdmasuite: could not delete pod %s/%s: %v (the run namespace deletion will retry)\n", ns, name, err)
 	}
+}
+
+func containerStarted(p *corev1.Pod) bool {
+	for _, cs := range p.Status.ContainerStatuses {
+		if cs.State.Running != nil || cs.State.Terminated != nil {
+			return true
+		}
+	}
+	return false
 }
 
 func containerTerminated(p *corev1.Pod) *corev1.ContainerStateTerminated {

@@ -30,6 +30,9 @@ type Options struct {
 type Report struct {
 	HostRoot    string    `json:"hostRoot"`
 	CollectedAt time.Time `json:"collectedAt"`
+	// Kernel is the running kernel's release: the seeds' races follow
+	// kernel upgrades, which make both operators rebuild at once.
+	Kernel string `json:"kernel,omitempty"`
 	// Modules holds RDMAModules, StorageModules and ContextModules, in that
 	// order.
 	Modules []Module `json:"modules"`
@@ -60,6 +63,7 @@ func Collect(opts Options) (Report, error) {
 		return Report{}, err
 	}
 	r := Report{HostRoot: h.root, CollectedAt: now().UTC()}
+	r.Kernel, _ = h.readTrim("/proc/sys/kernel/osrelease")
 	if r.Modules, err = collectModules(h); err != nil {
 		return Report{}, err
 	}
