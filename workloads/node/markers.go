@@ -101,7 +101,8 @@ type Ordering struct {
 	PeermemWithoutDriverReady bool `json:"peermemWithoutDriverReady"`
 	DriverReadyAbsent         bool `json:"driverReadyAbsent"`
 	// ValidationsMissing lists GPUOperatorValidations not present in
-	// /run/nvidia/validations.
+	// /run/nvidia/validations — also when the GPU Operator never ran here,
+	// which Markers.ValidationsDir tells apart.
 	ValidationsMissing []string `json:"validationsMissing"`
 }
 

@@ -41,8 +41,9 @@ type Module struct {
 	// State is Live, Loading or Unloading (/proc/modules' fifth column).
 	State string `json:"state,omitempty"`
 	Size  int64  `json:"size,omitempty"`
-	// RefCount is -1 when the kernel does not count references ("-").
-	RefCount int      `json:"refCount,omitempty"`
+	// RefCount is meaningful when Loaded (0 then means "unused"); -1 when
+	// the kernel does not count references ("-").
+	RefCount int      `json:"refCount"`
 	UsedBy   []string `json:"usedBy,omitempty"`
 	// Version from /sys/module/<name>/version: set by out-of-tree builds such
 	// as MOFED's mlx5_core ("25.07-0.9.7") or its sunrpc ("4.0.35-vastdata").

@@ -1,7 +1,6 @@
 package node
 
 import (
-	"fmt"
 	"strconv"
 	"strings"
 )
@@ -85,9 +84,4 @@ func unescapeMount(s string) string {
 		b.WriteByte(s[i])
 	}
 	return b.String()
-}
-
-// String renders a mount the way a person would grep for it.
-func (m Mount) String() string {
-	return fmt.Sprintf("%s on %s type %s (%s)", m.Device, m.MountPoint, m.FSType, m.Options)
 }

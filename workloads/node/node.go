@@ -2,8 +2,9 @@
 // kernel modules, the NVIDIA operators' readiness markers, RDMA ports, I/O
 // pressure and NFS mounts. Every read goes through one host root ("/" on the
 // host, "/host" in a pod that mounts the host read-only, a fixture tree in
-// tests), and the result is one JSON-serialisable Report whose Findings name
-// the cause and the fix of the incidents in the seed write-ups.
+// tests), and the result is one JSON-serialisable Report of facts. Verdicts,
+// with their causes and fixes, are suites/doctor's: it compares nodes (seed
+// 004's outlier only shows against its peers) and sees the API side too.
 package node
 
 import (
@@ -37,13 +38,12 @@ type Report struct {
 	// order.
 	Modules []Module `json:"modules"`
 	// StorageModulesLoaded are the StorageModules loaded now (seed 000).
-	StorageModulesLoaded []string  `json:"storageModulesLoaded"`
-	Markers              Markers   `json:"markers"`
-	Ordering             Ordering  `json:"ordering"`
-	RDMA                 RDMA      `json:"rdma"`
-	Pressure             Pressure  `json:"pressure"`
-	Mounts               Mounts    `json:"mounts"`
-	Findings             []Finding `json:"findings"`
+	StorageModulesLoaded []string `json:"storageModulesLoaded"`
+	Markers              Markers  `json:"markers"`
+	Ordering             Ordering `json:"ordering"`
+	RDMA                 RDMA     `json:"rdma"`
+	Pressure             Pressure `json:"pressure"`
+	Mounts               Mounts   `json:"mounts"`
 }
 
 // Collect reads the host under opts.HostRoot. It fails only when the host
@@ -80,6 +80,5 @@ func Collect(opts Options) (Report, error) {
 	r.Mounts = collectMounts(h)
 	// Sampling last: everything above is a snapshot, this one takes time.
 	r.Pressure = collectPressure(h, opts.SampleWindow, now, sleep)
-	r.Findings = findings(r)
 	return r, nil
 }

@@ -1,6 +1,7 @@
 package node
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
@@ -255,4 +256,18 @@ func netdevPort(h hostFS, base string) int {
 		}
 	}
 	return 1
+}
+
+// PortsDown lists every port that is not ACTIVE as "mlx5_1/1: 1: DOWN
+// (2: Polling)", ibstat's State and Physical state in one line (seed 002).
+func (r Report) PortsDown() []string {
+	out := []string{}
+	for _, d := range r.RDMA.Devices {
+		for _, p := range d.Ports {
+			if !p.Active {
+				out = append(out, fmt.Sprintf("%s/%d: %s (%s)", d.Name, p.Port, p.State, p.PhysState))
+			}
+		}
+	}
+	return out
 }
