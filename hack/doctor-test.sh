@@ -17,16 +17,27 @@ undo() {
   kc taint node node-2 crater.raids.io/account- >/dev/null 2>&1 || true
   kc label node node-2 network.nvidia.com/operator.mofed.wait=false --overwrite >/dev/null 2>&1 || true
   kc patch node node-1 --subresource=status --type=merge -p '{"status":{"capacity":{"rdma/rdma_shared_device_a":"63"}}}' >/dev/null 2>&1 || true
+  # The kubelet recomputes allocatable from capacity on its next status sync.
+  for _ in $(seq 1 60); do
+    [[ $(kc get node node-1 -o 'jsonpath={.status.allocatable.rdma/rdma_shared_device_a}' 2>/dev/null) == 63 ]] && break
+    sleep 0.5
+  done
 }
-trap undo EXIT
+cleanup() {
+  undo
+  kc delete crd nicclusterpolicies.mellanox.com --ignore-not-found >/dev/null 2>&1 || true
+  rm -rf "$BED_DIR/hostroots"
+}
+trap cleanup EXIT
 
-doctor() { # expectation-file
-  local name t
-  name=$(basename "$1" .txt)
+doctor() { # expectation-file [suite flags]
+  local name t exp=$1
+  shift
+  name=$(basename "$exp" .txt)
   t=$SECONDS
   (cd suites && "$out/suites.test" --kubeconfig="$BED_DIR/kubeconfig" --labels suite=doctor \
-    --report-dir="$out/$name" >"$out/$name.log" 2>&1) || true
-  go run ./hack/tools/expectresults -results "$out/$name/results.json" -expect "$1" ||
+    --report-dir="$out/$name" "$@" >"$out/$name.log" 2>&1) || true
+  go run ./hack/tools/expectresults -results "$out/$name/results.json" -expect "$exp" ||
     { tail -30 "$out/$name.log"; exit 1; }
   echo "doctor on '$name': $((SECONDS - t)) s"
 }
@@ -75,5 +86,11 @@ for _ in $(seq 1 40); do
 done
 doctor hack/seeds/expect-002-allocatable.txt
 undo
+
+echo "== seed 000 on the host: node-1's host root shows rpcrdma loaded before .driver-ready"
+hack/seeds/hostroot.sh "$BED_DIR/hostroots/node-1" storage-modules
+hack/seeds/hostroot.sh "$BED_DIR/hostroots/node-2" healthy
+doctor hack/seeds/expect-000-hostroot.txt --node-probe-host-path="$BED_DIR/hostroots/{node}"
+rm -rf "$BED_DIR/hostroots"
 kc delete crd nicclusterpolicies.mellanox.com --ignore-not-found >/dev/null
 echo "doctor: every staged seed state reported on the right node, nothing on the healthy one"

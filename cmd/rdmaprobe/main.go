@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rdmasuite/rdmasuite/workloads/node"
 	"github.com/rdmasuite/rdmasuite/workloads/podenv"
 	"github.com/rdmasuite/rdmasuite/workloads/probeout"
 	"github.com/rdmasuite/rdmasuite/workloads/tcpcheck"
@@ -35,6 +36,7 @@ var subcommands = map[string]subcommand{
 	"devices": {"list RDMA devices, ports (state, link layer, rate, MTU) and GIDs", runDevices},
 	"bw":      {"RDMA write/read bandwidth: bw server [flags] | bw client [flags] HOST", runBW},
 	"mr":      {"memory-registration probe against the memlock limit", runMR},
+	"node":    {"host checks through a host root: modules, MOFED/GPU markers, RDMA ports, PSI, NFS mounts", runNode},
 	"say":     {"print a message and exit with a code, or sleep (stand-in containers for bed tests)", runSay},
 }
 
@@ -119,6 +121,20 @@ func runTCP(args []string) error {
 		return probeout.Write(os.Stdout, "tcp", r)
 	}
 	return errors.New("give exactly one of --listen or --connect")
+}
+
+func runNode(args []string) error {
+	fs := flag.NewFlagSet("node", flag.ContinueOnError)
+	root := fs.String("host-root", "/host", "where the host's / is mounted (read-only) in this container; / on the host itself")
+	window := fs.Duration("window", 2*time.Second, "PSI / iowait sampling window")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	r, err := node.Collect(node.Options{HostRoot: *root, SampleWindow: *window})
+	if err != nil {
+		return err
+	}
+	return probeout.Write(os.Stdout, "node", r)
 }
 
 // runSay prints its arguments and exits with --exit, after --sleep. The bed

@@ -34,6 +34,10 @@ type Spec struct {
 	AddCaps   []corev1.Capability
 	Labels    map[string]string // extra labels (the suite's own are always set)
 	Annots    map[string]string // e.g. the Multus network annotation
+	// Privileged and HostMounts (host path → container path, read-only)
+	// are for the host probe only; the RDMA features never set them.
+	Privileged bool
+	HostMounts map[string]string
 }
 
 // Pod builds the pod object for spec.
@@ -50,7 +54,21 @@ func Pod(s Spec) *corev1.Pod {
 		return corev1.EnvVar{Name: name, ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: path}}}
 	}
 	falseV := false
+	privileged := s.Privileged
+	escalation := &falseV
+	if privileged {
+		escalation = nil // the API refuses privileged with allowPrivilegeEscalation=false
+	}
 	grace := int64(1)
+	var volumes []corev1.Volume
+	var mounts []corev1.VolumeMount
+	i := 0
+	for host, path := range s.HostMounts {
+		name := fmt.Sprintf("host-%d", i)
+		i++
+		volumes = append(volumes, corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: host}}})
+		mounts = append(mounts, corev1.VolumeMount{Name: name, MountPath: path, ReadOnly: true})
+	}
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: s.Name, Namespace: s.Namespace, Labels: labels, Annotations: s.Annots},
 		Spec: corev1.PodSpec{
@@ -63,6 +81,7 @@ func Pod(s Spec) *corev1.Pod {
 			// The bed's nodes and many GPU nodes are tainted; a probe pinned to
 			// a node must run there whatever the taints say.
 			Tolerations: []corev1.Toleration{{Operator: corev1.TolerationOpExists}},
+			Volumes:     volumes,
 			Containers: []corev1.Container{{
 				Name:            "probe",
 				Image:           s.Image,
@@ -74,10 +93,11 @@ func Pod(s Spec) *corev1.Pod {
 					fieldEnv("POD_NAMESPACE", "metadata.namespace"),
 				},
 				Resources:                corev1.ResourceRequirements{Limits: limits},
+				VolumeMounts:             mounts,
 				TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
 				SecurityContext: &corev1.SecurityContext{
-					Privileged:               &falseV,
-					AllowPrivilegeEscalation: &falseV,
+					Privileged:               &privileged,
+					AllowPrivilegeEscalation: escalation,
 					Capabilities:             &corev1.Capabilities{Add: s.AddCaps},
 				},
 			}},

@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# hostroot.sh DIR healthy|storage-modules — writes a minimal host root for
+# the doctor's host probe (rdmaprobe node --host-root), so the bed can show
+# a node "whose mounted host root shows rpcrdma loaded before .driver-ready"
+# (seed 000) next to a healthy one. Module lines follow /proc/modules' format.
+set -euo pipefail
+dir=$1 kind=$2
+rm -rf "$dir"
+mkdir -p "$dir/proc/pressure" "$dir/proc/1" "$dir/sys/module" "$dir/run"
+cat >"$dir/proc/stat" <<'S'
+cpu  4705 356 584 3699 23 0 12 0 0 0
+S
+for r in io memory cpu; do
+  printf 'some avg10=0.00 avg60=0.00 avg300=0.00 total=1000\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=500\n' >"$dir/proc/pressure/$r"
+done
+modules="mlx5_ib 479232 0 - Live 0x0000000000000000
+mlx5_core 2199552 1 mlx5_ib, Live 0x0000000000000000
+ib_uverbs 184320 1 mlx5_ib, Live 0x0000000000000000
+rdma_cm 139264 0 - Live 0x0000000000000000
+ib_core 454656 4 mlx5_ib,ib_uverbs,rdma_cm,rpcrdma, Live 0x0000000000000000"
+mounts="overlay / overlay rw,relatime 0 0"
+case $kind in
+healthy)
+  mkdir -p "$dir/run/mellanox/drivers"
+  : >"$dir/run/mellanox/drivers/.driver-ready"
+  ;;
+storage-modules)
+  # Seed 000: an NFS-over-RDMA mount loaded the in-tree storage modules
+  # before MOFED; MOFED never got to create .driver-ready.
+  modules+="
+rpcrdma 286720 1 - Live 0x0000000000000000
+xprtrdma 16384 0 - Live 0x0000000000000000
+sunrpc 684032 12 rpcrdma,nfsv4,nfs, Live 0x0000000000000000"
+  mounts+="
+172.27.0.10:/shared /mnt/shared nfs4 rw,relatime,vers=4.1,proto=rdma,port=20049 0 0"
+  ;;
+*) echo "usage: $0 DIR healthy|storage-modules" >&2; exit 2 ;;
+esac
+printf '%s\n' "$modules" >"$dir/proc/modules"
+printf '%s\n' "$mounts" >"$dir/proc/1/mounts"
