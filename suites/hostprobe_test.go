@@ -51,7 +51,7 @@ func probeHosts(ctx context.Context, t *testing.T, s doctor.State) map[string]do
 			}
 			if err != nil {
 				record(reports.Check{ID: "doctor/host-probe", Nodes: []string{n.Name}, Status: reports.NotRun,
-					Reason: fmt.Sprintf("host probe on %s (host path %s) could not run, host-level checks skipped: %v", n.Name, hostPath, err),
+					Reason:   fmt.Sprintf("host probe on %s (host path %s) could not run, host-level checks skipped: %v", n.Name, hostPath, err),
 					Evidence: []string{"rdmaprobe " + strings.Join(args, " "), res.Logs}})
 				return
 			}
