@@ -9,6 +9,8 @@ import (
 
 	"github.com/olekukonko/tablewriter"
 	"github.com/olekukonko/tablewriter/tw"
+
+	"github.com/rdmasuite/rdmasuite/workloads/units"
 )
 
 func newTable(w io.Writer) *tablewriter.Table {
@@ -290,16 +292,10 @@ func DiffTable(w io.Writer, deltas []Delta) error {
 // bytes as unlimited.
 func fmtVal(v float64, unit string) string {
 	if unit == "bytes" {
-		switch {
-		case v < 0:
+		if v < 0 {
 			return "unlimited"
-		case v >= 1<<30 && int64(v)%(1<<30) == 0:
-			return fmt.Sprintf("%d GiB", int64(v)>>30)
-		case v >= 1<<20 && int64(v)%(1<<20) == 0:
-			return fmt.Sprintf("%d MiB", int64(v)>>20)
-		case v >= 1<<10 && int64(v)%(1<<10) == 0:
-			return fmt.Sprintf("%d KiB", int64(v)>>10)
 		}
+		return units.Bytes(int64(v))
 	}
 	return strings.TrimSpace(fmt.Sprintf("%.4g %s", v, unit))
 }

@@ -10,8 +10,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"sigs.k8s.io/e2e-framework/pkg/envconf"
-	"sigs.k8s.io/e2e-framework/pkg/features"
 
 	"github.com/rdmasuite/rdmasuite/reports"
 	"github.com/rdmasuite/rdmasuite/suites/pairing"
@@ -23,22 +21,11 @@ import (
 const bwPort = 18515
 
 func TestBandwidth(t *testing.T) {
-	var feats []features.Feature
-	for _, v := range variants() {
-		feats = append(feats, features.New(fmt.Sprintf("RDMA bandwidth between paired pods (%s, %s)", v.Name, v.Resource)).
-			WithLabel("suite", "rdma").WithLabel("check", "bandwidth").WithLabel("variant", v.Name).
-			Assess("every node reaches its SKU's write and read floor to its peers", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
-				checks := bandwidthVariant(ctx, t, v)
-				record(checks...)
-				for _, c := range checks {
-					if c.Status != reports.Pass {
-						t.Errorf("%s", describeChecks([]reports.Check{c}))
-					}
-				}
-				return ctx
-			}).Feature())
-	}
-	testenv.Test(t, feats...)
+	// Not-run fails here too: a variant that was asked for and could not
+	// run (no Multus, fewer than two nodes) is not a passed bandwidth test.
+	testenv.Test(t, variantFeatures("RDMA bandwidth between paired pods", "bandwidth",
+		"every node reaches its SKU's write and read floor to its peers", bandwidthVariant,
+		reports.Fail, reports.Error, reports.NotRun)...)
 }
 
 func bandwidthVariant(ctx context.Context, t *testing.T, v variant) []reports.Check {

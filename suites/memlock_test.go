@@ -8,31 +8,16 @@ import (
 	"testing"
 	"time"
 
-	"sigs.k8s.io/e2e-framework/pkg/envconf"
-	"sigs.k8s.io/e2e-framework/pkg/features"
-
 	"github.com/rdmasuite/rdmasuite/reports"
 	"github.com/rdmasuite/rdmasuite/suites/podrun"
 	"github.com/rdmasuite/rdmasuite/suites/verdict"
 )
 
 func TestMemlock(t *testing.T) {
-	var feats []features.Feature
-	for _, v := range variants() {
-		feats = append(feats, features.New(fmt.Sprintf("memory registration against the pod memlock limit (%s, %s)", v.Name, v.Resource)).
-			WithLabel("suite", "rdma").WithLabel("check", "memlock").WithLabel("variant", v.Name).
-			Assess("pods on every node can register the required region size", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
-				checks := memlockVariant(ctx, t, v)
-				record(checks...)
-				for _, c := range checks {
-					if c.Status == reports.Fail || c.Status == reports.Error {
-						t.Errorf("%s", describeChecks([]reports.Check{c}))
-					}
-				}
-				return ctx
-			}).Feature())
-	}
-	testenv.Test(t, feats...)
+	// Registration is not-run without a device; the rlimit is still judged.
+	testenv.Test(t, variantFeatures("memory registration against the pod memlock limit", "memlock",
+		"pods on every node can register the required region size", memlockVariant,
+		reports.Fail, reports.Error)...)
 }
 
 // memlockVariant runs `rdmaprobe mr` on every node advertising the variant's

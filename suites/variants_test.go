@@ -3,10 +3,16 @@ package suites
 import (
 	"context"
 	"fmt"
+	"slices"
+	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
+	"sigs.k8s.io/e2e-framework/pkg/envconf"
+	"sigs.k8s.io/e2e-framework/pkg/features"
+
+	"github.com/rdmasuite/rdmasuite/reports"
 	"github.com/rdmasuite/rdmasuite/suites/podrun"
 )
 
@@ -75,4 +81,26 @@ func (v variant) prerequisite(ctx context.Context) string {
 		return fmt.Sprintf("cannot check for Multus: %v", err)
 	}
 	return ""
+}
+
+// variantFeatures builds one feature per pod variant: run produces its
+// checks, which are recorded for the report, and a check whose status is in
+// failOn fails the assessment with its diagnosis.
+func variantFeatures(title, check, assess string, run func(context.Context, *testing.T, variant) []reports.Check, failOn ...reports.Status) []features.Feature {
+	var feats []features.Feature
+	for _, v := range variants() {
+		feats = append(feats, features.New(fmt.Sprintf("%s (%s, %s)", title, v.Name, v.Resource)).
+			WithLabel("suite", "rdma").WithLabel("check", check).WithLabel("variant", v.Name).
+			Assess(assess, func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
+				checks := run(ctx, t, v)
+				record(checks...)
+				for _, c := range checks {
+					if slices.Contains(failOn, c.Status) {
+						t.Errorf("%s", describeChecks([]reports.Check{c}))
+					}
+				}
+				return ctx
+			}).Feature())
+	}
+	return feats
 }

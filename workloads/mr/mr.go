@@ -10,6 +10,7 @@ import (
 	"syscall"
 
 	"github.com/rdmasuite/rdmasuite/workloads/podenv"
+	"github.com/rdmasuite/rdmasuite/workloads/units"
 )
 
 // Registrar registers (and immediately frees) one memory region of size
@@ -123,24 +124,24 @@ func Probe(reg Registrar, device string, sizes []int64, required int64, lim pode
 func diagnose(r Result, limitTooLow bool) (string, string) {
 	limit := "unlimited"
 	if r.Memlock.Soft != podenv.Unlimited {
-		limit = fmtBytes(r.Memlock.Soft)
+		limit = units.Bytes(r.Memlock.Soft)
 	}
 	switch {
 	case r.Status != Fail:
 		return "", ""
 	case limitTooLow:
 		d := fmt.Sprintf("memlock limit is %s and the process lacks CAP_IPC_LOCK: registering %s or more fails (perftest: \"Couldn't allocate MR\")",
-			limit, fmtBytes(r.RequiredBytes))
+			limit, units.Bytes(r.RequiredBytes))
 		if f := r.FirstFailure; f != nil {
-			d += fmt.Sprintf("; observed: %s failed with %s", fmtBytes(f.Bytes), f.Errno)
+			d += fmt.Sprintf("; observed: %s failed with %s", units.Bytes(f.Bytes), f.Errno)
 		}
 		return d, FixMemlock
 	case r.FirstFailure != nil && (r.FirstFailure.Errno == "ENOMEM" || r.FirstFailure.Errno == "EPERM") && !r.IPCLock:
 		return fmt.Sprintf("registering %s failed with %s although memlock is %s: the limit is reached by memory already locked in this process, or the node is short of memory",
-			fmtBytes(r.FirstFailure.Bytes), r.FirstFailure.Errno, limit), FixMemlock
+			units.Bytes(r.FirstFailure.Bytes), r.FirstFailure.Errno, limit), FixMemlock
 	case r.FirstFailure != nil:
 		return fmt.Sprintf("registering %s failed (%s) with memlock %s and IPC_LOCK=%v: not a memlock limit; check node memory and the device (dmesg)",
-			fmtBytes(r.FirstFailure.Bytes), r.FirstFailure.Error, limit, r.IPCLock), "check free memory and hugepage/pinned-memory use on the node, and the RDMA driver's kernel log"
+			units.Bytes(r.FirstFailure.Bytes), r.FirstFailure.Error, limit, r.IPCLock), "check free memory and hugepage/pinned-memory use on the node, and the RDMA driver's kernel log"
 	}
 	return "registration stopped below the required size", ""
 }
@@ -159,16 +160,4 @@ func errnoName(e syscall.Errno) string {
 		return "EFAULT"
 	}
 	return fmt.Sprintf("errno %d", int(e))
-}
-
-func fmtBytes(n int64) string {
-	switch {
-	case n >= 1<<30 && n%(1<<30) == 0:
-		return fmt.Sprintf("%d GiB", n>>30)
-	case n >= 1<<20 && n%(1<<20) == 0:
-		return fmt.Sprintf("%d MiB", n>>20)
-	case n >= 1<<10 && n%(1<<10) == 0:
-		return fmt.Sprintf("%d KiB", n>>10)
-	}
-	return fmt.Sprintf("%d B", n)
 }

@@ -111,18 +111,3 @@ func ParseGID(s string) ([16]byte, error) {
 	copy(g[:], ip.To16())
 	return g, nil
 }
-
-// FormatBytes prints a size in binary units: 4 KiB, 1 MiB, 1.5 GiB.
-func FormatBytes(n int64) string {
-	units := []string{"B", "KiB", "MiB", "GiB", "TiB"}
-	f, i := float64(n), 0
-	for f >= 1024 && i < len(units)-1 && n%1024 == 0 {
-		f /= 1024
-		n /= 1024
-		i++
-	}
-	if f == float64(int64(f)) {
-		return fmt.Sprintf("%d %s", int64(f), units[i])
-	}
-	return fmt.Sprintf("%.1f %s", f, units[i])
-}

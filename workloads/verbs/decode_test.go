@@ -30,14 +30,6 @@ func TestMTU(t *testing.T) {
 	}
 }
 
-func TestFormatBytes(t *testing.T) {
-	for n, want := range map[int64]string{4096: "4 KiB", 1 << 20: "1 MiB", 1 << 30: "1 GiB", 65536: "64 KiB", 1000: "1000 B"} {
-		if got := FormatBytes(n); got != want {
-			t.Errorf("FormatBytes(%d) = %q, want %q", n, got, want)
-		}
-	}
-}
-
 func TestGIDRoundTrip(t *testing.T) {
 	g, err := ParseGID("::ffff:192.168.77.1")
 	if err != nil {

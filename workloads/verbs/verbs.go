@@ -110,6 +110,8 @@ import (
 	"fmt"
 	"syscall"
 	"unsafe"
+
+	"github.com/rdmasuite/rdmasuite/workloads/units"
 )
 
 // ErrNoDevice means this process sees no RDMA device at all.
@@ -382,12 +384,12 @@ func (p *PD) RegMR(size int, access Access) (*MR, error) {
 	}
 	buf := C.rs_alloc(C.size_t(size))
 	if buf == nil {
-		return nil, &Error{Call: fmt.Sprintf("posix_memalign(%s)", FormatBytes(int64(size))), Errno: syscall.ENOMEM}
+		return nil, &Error{Call: fmt.Sprintf("posix_memalign(%s)", units.Bytes(int64(size))), Errno: syscall.ENOMEM}
 	}
 	mr, err := C.ibv_reg_mr(p.pd, buf, C.size_t(size), C.int(access))
 	if mr == nil {
 		C.free(buf)
-		return nil, callErr(fmt.Sprintf("ibv_reg_mr(%s)", FormatBytes(int64(size))), err)
+		return nil, callErr(fmt.Sprintf("ibv_reg_mr(%s)", units.Bytes(int64(size))), err)
 	}
 	return &MR{mr: mr, buf: buf, Size: size}, nil
 }
@@ -616,7 +618,7 @@ func (q *QP) Post(op Op, mr *MR, offset, length int, raddr uint64, rkey uint32, 
 	rc, err := C.rs_post(q.qp, C.int(op), C.uint64_t(uintptr(mr.buf)+uintptr(offset)), C.uint32_t(length), mr.mr.lkey,
 		C.uint64_t(raddr), C.uint32_t(rkey), C.uint64_t(wrID), cbool(signaled), cbool(inline))
 	if rc != 0 {
-		return callErr(fmt.Sprintf("ibv_post_send(QP %d, %s)", q.QPN(), FormatBytes(int64(length))), err)
+		return callErr(fmt.Sprintf("ibv_post_send(QP %d, %s)", q.QPN(), units.Bytes(int64(length))), err)
 	}
 	return nil
 }
