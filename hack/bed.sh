@@ -381,6 +381,10 @@ do_up() {
   log "control plane"; step_control_plane
   log "nodes";         step_nodes
   log "node profiles"; step_node_profiles
+  # Guest nodes: a kubelet inside a qemu Soft-RoCE guest each, whose pods
+  # get a real verbs device through hack/tools/rdma-device-plugin.
+  local g
+  for g in ${BED_GUEST_NODES:-}; do log "guest node $g"; "$here/guestnode/up.sh" "$g"; done
   echo "up" >"$BED_DIR/state"
   trap - EXIT INT TERM
   log "up: ${#NODE_NAME[@]} nodes Ready in $((SECONDS - t1)) s after binaries (total $((SECONDS - t0)) s)"
@@ -391,7 +395,13 @@ do_up() {
 # --- down ---------------------------------------------------------------------
 do_down() {
   [[ -d $BED_DIR ]] || { log "no bed at $BED_DIR"; return 0; }
-  local f name d
+  local f name d g
+  # Guest nodes first, while the apiserver still answers.
+  for g in "$BED_DIR"/guestnodes/*/; do
+    [[ -d $g ]] || continue
+    g=$(basename "$g")
+    "$here/guestnode/down.sh" "${g%.failed}" || true
+  done
   # Pods first, while the kubelets still run, so their containers stop cleanly.
   if [[ -n $(running_daemons | grep kube-apiserver || true) && -x $K8S_BIN_DIR/kubectl ]]; then
     timeout 20 "$K8S_BIN_DIR/kubectl" --kubeconfig "$BED_DIR/kubeconfig" delete pods --all-namespaces --all \
@@ -423,7 +433,7 @@ do_down() {
   ip link delete "$BED_LINK" 2>/dev/null || true
   remove_iptables_chains
   remove_cgroups
-  rm -rf "$BED_DIR/nodes" "$BED_DIR/etcd" "$BED_DIR/pids" "$BED_DIR/state" "$BED_DIR/pki" \
+  rm -rf "$BED_DIR/nodes" "$BED_DIR/etcd" "$BED_DIR/pids" "$BED_DIR/state" "$BED_DIR/pki" "$BED_DIR/guestnodes" \
     "$BED_DIR"/kubeconfig*
   log "down: nothing of the bed is left running"
 }
@@ -496,6 +506,8 @@ do_leftovers() {
   ls /sys/class/net | grep -q '^rsbr' && left+="bridges: $(ls /sys/class/net | grep '^rsbr' | tr '\n' ' ')\n"
   ls -d /sys/fs/cgroup/*/$CGROUP_PARENT >/dev/null 2>&1 && left+="cgroups: $(ls -d /sys/fs/cgroup/*/$CGROUP_PARENT | head -3 | tr '\n' ' ')\n"
   iptables -S 2>/dev/null | grep -qE '^-N (CNI-|KUBE-)' && left+="iptables chains\n"
+  pgrep -f 'rdmasuite-guestnode-' >/dev/null && left+="guest nodes: $(pgrep -af rdmasuite-guestnode- | head -3)\n"
+  [[ -d $BED_DIR/guestnodes ]] && left+="$BED_DIR/guestnodes\n"
   iptables -t nat -S 2>/dev/null | grep -qE '^-N (CNI-|KUBE-)' && left+="iptables nat chains\n"
   local ns
   for ns in $(ls /var/run/netns 2>/dev/null | grep '^cni-' || true); do

@@ -15,7 +15,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 . "$here/../versions.sh"
 
 # Bump when the image layout changes in a way the stamp cannot see.
-RECIPE_REV=1
+RECIPE_REV=2
 # Kernel modules in load order's roots (dependencies come from modules.dep).
 # crc32_generic is a soft dependency of rdma_rxe (crypto API "crc32"), not in
 # modules.dep. rdma_ucm brings rdma_cm/iw_cm/ib_cm/configfs (/dev/infiniband/rdma_cm).
@@ -145,6 +145,8 @@ GR
 printf '127.0.0.1 localhost\n' >"$root/etc/hosts"
 : >"$root/etc/resolv.conf"
 printf 'hosts: files dns\n' >"$root/etc/nsswitch.conf"
+# The node's OS image in `kubectl get nodes -o wide`.
+cp -L /etc/os-release "$root/etc/os-release"
 
 (cd "$root" && find . -mindepth 1 | LC_ALL=C sort | cpio -o -H newc -R 0:0 --quiet) >"$work/base.cpio"
 printf '%s\n' "$stamp" >"$work/stamp"

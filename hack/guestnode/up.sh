@@ -1,0 +1,263 @@
+#!/usr/bin/env bash
+# up.sh NAME — boots a Kubernetes worker node NAME inside a qemu TCG guest
+# with a Soft-RoCE device (rxe0 on the guest's NIC) and joins it to the
+# running host bed (hack/bed.sh up). The guest runs containerd, the kubelet
+# and rdma-device-plugin, which advertises rdma/rdma_shared_device_a; pods
+# that request it get /dev/infiniband/uverbs0 and rdma_cm.
+#
+# Returns once the node is Ready and the resource is allocatable; prints the
+# timings. State, pids and logs: $BED_DIR/guestnodes/NAME (console.log,
+# kubelet.log, containerd.log, plugin.log, relay.log). Remove with down.sh NAME.
+#
+# Environment: GUESTNODE_SMP (vCPUs, default 2; use 1 per guest when running
+# two on a 2-core host), GUESTNODE_MEM_MB (2048), GUESTNODE_TIMEOUT (seconds
+# for boot -> Ready, 300), GUESTNODE_RDMA_COUNT (63), GUESTNODE_MEMLOCK_KB
+# (containers' RLIMIT_MEMLOCK through containerd's inheritance; default the
+# kernel's 8 MiB), KUBELET_V (kubelet log level, 1).
+set -euo pipefail
+# shellcheck source=lib.sh
+. "$(cd "$(dirname "$0")" && pwd)/lib.sh"
+
+name=${1:-}
+check_name "$name"
+smp=${GUESTNODE_SMP:-2}
+mem=${GUESTNODE_MEM_MB:-2048}
+timeout_s=${GUESTNODE_TIMEOUT:-300}
+[[ $smp =~ ^[1-9]$ && $mem =~ ^[0-9]+$ && $timeout_s =~ ^[0-9]+$ ]] || die "bad GUESTNODE_SMP/MEM_MB/TIMEOUT"
+
+# --- the host bed must be up ----------------------------------------------------
+[[ -f $BED_DIR/pki/ca.crt && -f $BED_DIR/pki/ca.key && -f $BED_DIR/kubeconfig ]] ||
+  die "no host bed at $BED_DIR (run hack/bed.sh up first)"
+kubectl get --raw /readyz >/dev/null 2>&1 || die "the bed's apiserver does not answer (hack/bed.sh status)"
+ip link show "$BED_LINK" >/dev/null 2>&1 || die "no bed link $BED_LINK (hack/bed.sh up makes it)"
+compgen -G "$BED_DIR/images/*.tar" >/dev/null || die "no images in $BED_DIR/images (hack/bed.sh up builds them)"
+
+mkdir -p "$GN_ROOT"
+exec 9>"$GN_ROOT/.lock"
+flock -w 60 9 || die "another guest-node operation holds $GN_ROOT/.lock"
+d=$GN_ROOT/$name
+if pid_alive "$d/qemu.pid"; then
+  die "guest node $name is already running (qemu pid $(cat "$d/qemu.pid")); hack/guestnode/down.sh $name first"
+fi
+if [[ -d $d ]]; then
+  log "leftovers of an earlier $name found; cleaning them first"
+  flock -u 9
+  "$here/down.sh" "$name"
+  flock -w 60 9 || die "lock"
+fi
+# The smallest free index 1..8 names the node IP, hostfwd port and pod subnet.
+idx=
+for i in 1 2 3 4 5 6 7 8; do
+  grep -qx "$i" "$GN_ROOT"/*/index 2>/dev/null && continue
+  idx=$i
+  break
+done
+[[ -n $idx ]] || die "8 guest nodes already exist"
+mkdir -p "$d"
+echo "$idx" >"$d/index"
+ip=$(node_ip "$idx") port=$(hostfwd_port "$idx") cidr=$(pod_cidr "$idx")
+ok=0
+# A failed bring-up leaves nothing behind.
+# Its logs are kept in $d.failed (down.sh NAME removes them).
+failed() {
+  local keep
+  keep=$(mktemp -d)
+  cp -a "$d"/*.log "$keep/" 2>/dev/null || true
+  flock -u 9
+  "$here/down.sh" "$name" >&2 || true
+  mkdir -p "$d.failed"
+  mv "$keep"/* "$d.failed/" 2>/dev/null || true
+  rm -rf "$keep"
+  log "bring-up of $name failed; its logs: $d.failed"
+}
+trap 'if ((ok == 0)); then failed; fi' EXIT
+trap 'exit 130' INT TERM
+if ss -Htln "sport = :$port" | grep -q .; then die "port 127.0.0.1:$port (hostfwd for $name) is in use"; fi
+if ss -Htln "src $ip" | grep -q .; then die "$ip:$KUBELET_PORT is already in use"; fi
+
+# --- binaries and image -----------------------------------------------------------
+t_build=$SECONDS
+base=$("$here/build.sh")
+mkdir -p "$BED_DIR/bin"
+(cd "$repo/hack/tools/rdma-device-plugin" && CGO_ENABLED=0 go build -trimpath -ldflags=-s -o "$BED_DIR/bin/rdma-device-plugin" .)
+(cd "$repo" && CGO_ENABLED=0 go build -trimpath -ldflags=-s -o "$BED_DIR/bin/tcprelay" ./hack/tools/tcprelay)
+log "image and binaries ready in $((SECONDS - t_build)) s ($base)"
+
+# --- per-node files -----------------------------------------------------------------
+x=$d/root
+rm -rf "$x"
+mkdir -p "$x/etc/guestnode/images" "$x/etc/kubernetes/pki" "$x/etc/containerd" "$x/etc/cni/net.d" "$x/usr/bin"
+cp "$here/init" "$x/init"
+chmod 755 "$x/init"
+cp "$BED_DIR/bin/rdma-device-plugin" "$x/usr/bin/"
+cp "$BED_DIR"/images/*.tar "$x/etc/guestnode/images/"
+
+# The node's client certificate (system:node:NAME in system:nodes), from the bed CA.
+pki=$x/etc/kubernetes/pki
+cp "$BED_DIR/pki/ca.crt" "$pki/ca.crt"
+openssl genrsa -out "$pki/node.key" 2048 2>/dev/null
+openssl req -new -key "$pki/node.key" -subj "/O=system:nodes/CN=system:node:$name" -out "$d/node.csr" 2>/dev/null
+printf 'basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature,keyEncipherment\nextendedKeyUsage=clientAuth\n' >"$d/node.ext"
+openssl x509 -req -in "$d/node.csr" -CA "$BED_DIR/pki/ca.crt" -CAkey "$BED_DIR/pki/ca.key" -CAcreateserial \
+  -CAserial "$d/ca.srl" -days 30 -extfile "$d/node.ext" -out "$pki/node.crt" 2>/dev/null
+rm -f "$d/node.csr" "$d/node.ext" "$d/ca.srl"
+chmod 600 "$pki/node.key"
+
+cat >"$x/etc/kubernetes/kubeconfig" <<KC
+apiVersion: v1
+kind: Config
+clusters:
+- name: rdmasuite-bed
+  cluster:
+    server: https://10.0.2.2:$APISERVER_PORT
+    certificate-authority: /etc/kubernetes/pki/ca.crt
+users:
+- name: $name
+  user:
+    client-certificate: /etc/kubernetes/pki/node.crt
+    client-key: /etc/kubernetes/pki/node.key
+contexts:
+- name: rdmasuite-bed
+  context: {cluster: rdmasuite-bed, user: $name}
+current-context: rdmasuite-bed
+KC
+cat >"$x/etc/kubernetes/kubelet.yaml" <<KY
+apiVersion: kubelet.config.k8s.io/v1beta1
+kind: KubeletConfiguration
+address: 0.0.0.0
+port: $KUBELET_PORT
+readOnlyPort: 0
+healthzBindAddress: 127.0.0.1
+healthzPort: 10248
+authentication:
+  anonymous: {enabled: false}
+  webhook: {enabled: true}
+  x509: {clientCAFile: /etc/kubernetes/pki/ca.crt}
+authorization: {mode: Webhook}
+cgroupDriver: cgroupfs
+failSwapOn: false
+containerRuntimeEndpoint: unix:///run/containerd/containerd.sock
+podCIDR: $cidr
+resolvConf: ""
+makeIPTablesUtilChains: false
+serializeImagePulls: false
+imageGCHighThresholdPercent: 100
+imageGCLowThresholdPercent: 99
+evictionHard: {"memory.available": "50Mi", "nodefs.available": "1%", "imagefs.available": "1%"}
+localStorageCapacityIsolation: false
+registerWithTaints: []
+# Device-plugin capacity reaches the API on the next status sync: keep it short.
+nodeStatusUpdateFrequency: 3s
+KY
+cat >"$x/etc/containerd/config.toml" <<CT
+version = 2
+[plugins."io.containerd.grpc.v1.cri"]
+  sandbox_image = "docker.io/rdmasuite/pause:$IMAGE_TAG"
+  [plugins."io.containerd.grpc.v1.cri".containerd]
+    snapshotter = "overlayfs"
+    default_runtime_name = "runc"
+    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
+      runtime_type = "io.containerd.runc.v2"
+      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
+        SystemdCgroup = false
+  [plugins."io.containerd.grpc.v1.cri".cni]
+    bin_dir = "/opt/cni/bin"
+    conf_dir = "/etc/cni/net.d"
+CT
+cat >"$x/etc/cni/net.d/10-guestnode.conflist" <<CN
+{
+  "cniVersion": "1.0.0",
+  "name": "rdmasuite-guestnode",
+  "plugins": [
+    {
+      "type": "bridge", "bridge": "cni0", "isGateway": true, "isDefaultGateway": true,
+      "ipMasq": false, "hairpinMode": true,
+      "ipam": {"type": "host-local", "ranges": [[{"subnet": "$cidr"}]], "routes": [{"dst": "10.96.0.0/16"}]}
+    },
+    {"type": "loopback"}
+  ]
+}
+CN
+cat >"$x/etc/guestnode/env" <<EV
+NODE_NAME=$name
+NODE_IP=$ip
+KUBELET_V=${KUBELET_V:-1}
+MEMLOCK_KB=${GUESTNODE_MEMLOCK_KB:-}
+DEVICE_PLUGIN_ARGS="--resource-name $RESOURCE --shared-count $RESOURCE_COUNT --drivers rdma_rxe"
+EV
+find "$x" -type d -exec chmod 755 {} +
+(cd "$x" && find . -mindepth 1 | LC_ALL=C sort | cpio -o -H newc -R 0:0 --quiet) >"$d/node.cpio"
+cat "$base/base.cpio" "$d/node.cpio" >"$d/initrd"
+rm -rf "$x" "$d/node.cpio"
+
+# --- host side: node IP, qemu, relay -------------------------------------------------
+ip addr replace "$ip/24" dev "$BED_LINK"
+echo "$ip/24 $BED_LINK" >"$d/hostaddr"
+: >"$d/console.log"
+t0=$SECONDS
+start_ms=$(($(date +%s%N) / 1000000))
+setsid qemu-system-x86_64 \
+  -name "rdmasuite-guestnode-$name" \
+  -nodefaults -no-user-config -display none -no-reboot \
+  -accel tcg -cpu max -smp "$smp" -m "$mem" \
+  -kernel "$base/vmlinuz" -initrd "$d/initrd" \
+  -append "console=ttyS0 quiet panic=-1 apparmor=0" \
+  -serial "file:$d/console.log" \
+  -netdev "user,id=n0,net=10.0.2.0/24,host=10.0.2.2,hostfwd=tcp:127.0.0.1:$port-:$KUBELET_PORT" \
+  -device virtio-net-pci,netdev=n0 \
+  -device virtio-serial-pci,id=vs \
+  -chardev "file,id=kubelet,path=$d/kubelet.log" -device virtserialport,bus=vs.0,chardev=kubelet,name=guestnode.kubelet \
+  -chardev "file,id=containerd,path=$d/containerd.log" -device virtserialport,bus=vs.0,chardev=containerd,name=guestnode.containerd \
+  -chardev "file,id=plugin,path=$d/plugin.log" -device virtserialport,bus=vs.0,chardev=plugin,name=guestnode.plugin \
+  </dev/null >>"$d/qemu.log" 2>&1 9>&- &
+qpid=$!
+echo "$qpid" >"$d/qemu.pid"
+setsid "$BED_DIR/bin/tcprelay" -listen "$ip:$KUBELET_PORT" -to "127.0.0.1:$port" </dev/null >>"$d/relay.log" 2>&1 9>&- &
+echo $! >"$d/relay.pid"
+log "$name: qemu pid $qpid (-smp $smp -m $mem), node IP $ip, kubelet via 127.0.0.1:$port, pods $cidr"
+
+ms() { echo $(($(date +%s%N) / 1000000 - start_ms)); }
+secs() { printf '%d.%01d' $(($1 / 1000)) $((($1 % 1000) / 100)); }
+guest_check() {
+  pid_alive "$d/qemu.pid" || die "$name: qemu exited; console: $(tail -n 20 "$d/console.log" | tr -d '\r')"
+  if grep -q 'GUESTNODE-ERROR' "$d/console.log"; then
+    die "$name: $(grep -a 'GUESTNODE-ERROR' "$d/console.log" | head -1 | tr -d '\r')"
+  fi
+}
+wait_until() { # seconds what command...
+  local secs=$1 what=$2
+  shift 2
+  local deadline=$((SECONDS + secs))
+  until "$@" >/dev/null 2>&1; do
+    guest_check
+    ((SECONDS < deadline)) || die "$name: timed out after ${secs}s waiting for $what (logs in $d)"
+    sleep 0.5
+  done
+}
+node_ready() { [[ $(kubectl get node "$name" -o 'jsonpath={.status.conditions[?(@.type=="Ready")].status}') == True ]]; }
+allocatable() { [[ $(kubectl get node "$name" -o "jsonpath={.status.allocatable.rdma/rdma_shared_device_a}") == "$RESOURCE_COUNT" ]]; }
+
+wait_until "$timeout_s" "rxe0 in the guest" grep -q 'RXE-READY' "$d/console.log"
+t_rxe=$(ms)
+wait_until "$timeout_s" "the node object" kubectl get node "$name"
+t_reg=$(ms)
+kubectl label node "$name" --overwrite \
+  nvidia.com/gpu.product=rdmasuite-soft-roce-bed \
+  network.nvidia.com/operator.mofed.wait=false \
+  feature.node.kubernetes.io/pci-15b3.present=true \
+  rdmasuite.io/bed=true rdmasuite.io/guest-node=true >/dev/null
+wait_until "$((timeout_s - (SECONDS - t0)))" "node $name Ready" node_ready
+t_ready=$(ms)
+wait_until 120 "$RESOURCE=$RESOURCE_COUNT in $name's allocatable" allocatable
+t_res=$(ms)
+wait_until 120 "the images imported in the guest" grep -q 'IMAGES-READY' "$d/console.log"
+ok=1
+trap - EXIT INT TERM
+cat >"$d/timings" <<TM
+GUESTNODE_RXE_READY_MS=$t_rxe
+GUESTNODE_REGISTERED_MS=$t_reg
+GUESTNODE_READY_MS=$t_ready
+GUESTNODE_RESOURCE_MS=$t_res
+TM
+log "$name: boot -> rxe0 ACTIVE $(secs "$t_rxe") s, -> node registered $(secs "$t_reg") s, -> Ready $(secs "$t_ready") s, -> $RESOURCE=$RESOURCE_COUNT allocatable $(secs "$t_res") s"
+echo "$name Ready: node IP $ip, logs $d"
