@@ -97,10 +97,21 @@ step "bed down leaves nothing behind"
 hack/bed.sh down
 hack/bed.sh leftovers
 
-step "warm bed up (binaries and images cached) and down"
+step "warm bed up with a guest node (real Soft-RoCE device, device plugin): the success path"
+. hack/guest-suite-args.sh
+trap cleanup EXIT
 t=$SECONDS
-hack/bed.sh up >/dev/null
+BED_GUEST_NODES=rxe-node-1 hack/bed.sh up
 up2_s=$((SECONDS - t))
+t=$SECONDS
+hack/guestnode/selftest.sh rxe-node-1
+guest_results=$results/guest
+go test -count=1 ./suites -args --kubeconfig="$BED_DIR/kubeconfig" --labels suite=rdma,suite=doctor \
+  --report-dir="$guest_results" "${GUEST_SUITE_ARGS[@]}" >"$results/guest.log" 2>&1 ||
+  { tail -40 "$results/guest.log"; echo "the guest node's RDMA/doctor features must pass"; exit 1; }
+go run ./hack/tools/expectresults -results "$guest_results/results.json" -expect hack/guest-expect.txt
+go run ./cmd/rdmasuite report "$guest_results/results.json" | cut -c1-200
+guest_s=$((SECONDS - t))
 hack/bed.sh down
 hack/bed.sh leftovers
 trap - EXIT
@@ -111,7 +122,8 @@ cat <<SUMMARY
 kubernetes binaries : $build_note
 verbs guest tests   : ${verbs_s} s
 bed up (first)      : ${up1_s} s
-bed up (warm)       : ${up2_s} s
+bed up (warm) +guest: ${up2_s} s
+guest node suites   : ${guest_s} s
 smoke suite         : ${e2e_s} s
 rdma suite (bed)    : ${rdma_s} s
 doctor seed stages  : ${doctor_s} s
