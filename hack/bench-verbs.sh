@@ -10,5 +10,5 @@ trap 'rm -rf "$out"' EXIT
 make -s rdmaprobe BIN_DIR="$out"
 cp hack/guest-bench.sh "$out/"
 hack/guest/run.sh -t 900 -f "$out/rdmaprobe" -f "$out/guest-bench.sh" -- \
-  "REPS=${REPS:-3} QPS_LIST='${QPS_LIST:-1}' sh guest-bench.sh" | tee "$out/raw.txt"
+  "REPS=${REPS:-3} QPS_LIST='${QPS_LIST:-1}' CQMODS='${CQMODS:-1 100}' sh guest-bench.sh" | tee "$out/raw.txt"
 go run ./hack/tools/benchtable <"$out/raw.txt"

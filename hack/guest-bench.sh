@@ -1,23 +1,26 @@
 #!/bin/sh
 # Runs inside the Soft-RoCE guest (see hack/bench-verbs.sh): the same test,
 # rxe1 -> rxe0, with perftest and with rdmaprobe, interleaved and repeated.
-# Prints one "RESULT tool op bytes qps rep avg_MB/s" line per run (MB = 2^20
+# Prints one "RESULT tool op bytes qps cqmod rep avg_MB/s" line per run (MB = 2^20
 # bytes, perftest's unit; MB/s has more printed digits than Gb/s).
 REPS=${REPS:-3}
 ITERS_64K=${ITERS_64K:-2000}
 ITERS_1M=${ITERS_1M:-200}
 QPS_LIST=${QPS_LIST:-1}
+# Both tools get the same CQ moderation explicitly: perftest 6.06 picks 1 on
+# rxe by itself (it prints "CQ Moderation : 1"), not its documented 100.
+CQMODS=${CQMODS:-"1 100"}
 echo "perftest: $(ib_write_bw --version 2>&1 | head -1)"
 
 # perftest reference (RoCE v2 IPv4 GID is index 1 on this guest)
 run_perftest() {
-  ib_${op}_bw -d rxe0 -x 1 -F -s "$size" -n "$iters" -q "$qps" >pt-srv.txt 2>&1 &
+  ib_${op}_bw -d rxe0 -x 1 -F -s "$size" -n "$iters" -q "$qps" -Q "$cqmod" >pt-srv.txt 2>&1 &
   srv=$!
   sleep 1
-  ib_${op}_bw -d rxe1 -x 1 -F -s "$size" -n "$iters" -q "$qps" "$RXE0_IP" >pt-cli.txt 2>&1
+  ib_${op}_bw -d rxe1 -x 1 -F -s "$size" -n "$iters" -q "$qps" -Q "$cqmod" "$RXE0_IP" >pt-cli.txt 2>&1
   wait $srv
   avg=$(awk -v s="$size" '$1 == s && NF >= 5 {print $4}' pt-cli.txt | tail -1)
-  echo "RESULT perftest $op $size $qps $rep ${avg:-NaN}"
+  echo "RESULT perftest $op $size $qps $cqmod $rep ${avg:-NaN}"
   [ "$rep" = 1 ] && sed 's/^/PERFTEST-OUT /' pt-cli.txt
   [ -n "$avg" ] || tail -5 pt-cli.txt
 }
@@ -28,10 +31,11 @@ run_ours() {
   ./rdmaprobe bw server --device rxe0 --port 18516 --timeout 60s >rp-srv.json 2>&1 &
   srv=$!
   sleep 1
-  ./rdmaprobe bw client --device rxe1 --port 18516 --op "$op" --size "$size" --iters "$iters" --qps "$qps" "$RXE0_IP" >rp-cli.json 2>rp-cli.err
+  ./rdmaprobe bw client --device rxe1 --port 18516 --op "$op" --size "$size" --iters "$iters" --qps "$qps" \
+    --cq-mod "$cqmod" "$RXE0_IP" >rp-cli.json 2>rp-cli.err
   wait $srv
   avg=$(sed -n 's/.*"total":{[^}]*"bwAvgMBps":\([0-9.e+-]*\).*/\1/p' rp-cli.json | tail -1)
-  echo "RESULT rdmaprobe $op $size $qps $rep ${avg:-NaN}"
+  echo "RESULT rdmaprobe $op $size $qps $cqmod $rep ${avg:-NaN}"
   [ -n "$avg" ] || tail -5 rp-cli.json rp-cli.err
 }
 for rep in $(seq 1 "$REPS"); do
@@ -39,14 +43,14 @@ for rep in $(seq 1 "$REPS"); do
     for size in 65536 1048576; do
       iters=$ITERS_64K
       [ "$size" = 1048576 ] && iters=$ITERS_1M
-      for qps in $QPS_LIST; do
+      for qps in $QPS_LIST; do for cqmod in $CQMODS; do
         # Alternate which tool goes first, so order effects cancel out.
         if [ $((rep % 2)) = 1 ]; then
           run_perftest; run_ours
         else
           run_ours; run_perftest
         fi
-      done
+      done; done
     done
   done
 done

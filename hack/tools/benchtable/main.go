@@ -17,8 +17,8 @@ import (
 )
 
 type key struct {
-	op         string
-	bytes, qps int
+	op                string
+	bytes, qps, cqMod int
 }
 
 func main() {
@@ -27,17 +27,18 @@ func main() {
 	sc := bufio.NewScanner(os.Stdin)
 	for sc.Scan() {
 		f := strings.Fields(sc.Text())
-		if len(f) != 7 || f[0] != "RESULT" {
+		if len(f) != 8 || f[0] != "RESULT" {
 			continue
 		}
 		b, _ := strconv.Atoi(f[3])
 		q, _ := strconv.Atoi(f[4])
-		v, err := strconv.ParseFloat(f[6], 64)
+		m, _ := strconv.Atoi(f[5])
+		v, err := strconv.ParseFloat(f[7], 64)
 		if err != nil || v <= 0 {
 			missing++
 			continue
 		}
-		k := key{f[2], b, q}
+		k := key{f[2], b, q, m}
 		if runs[k] == nil {
 			runs[k] = map[string][]float64{}
 		}
@@ -54,12 +55,15 @@ func main() {
 		if keys[i].bytes != keys[j].bytes {
 			return keys[i].bytes < keys[j].bytes
 		}
-		return keys[i].qps < keys[j].qps
+		if keys[i].qps != keys[j].qps {
+			return keys[i].qps < keys[j].qps
+		}
+		return keys[i].cqMod < keys[j].cqMod
 	})
 	// Header auto-format would turn "Gb/s" into "GB / S".
 	table := tablewriter.NewTable(os.Stdout, tablewriter.WithConfig(
 		tablewriter.NewConfigBuilder().WithHeaderAutoFormat(tw.Off).Build()))
-	table.Header("op", "bytes", "qps", "runs", "perftest MB/s (median)", "rdmaprobe MB/s (median)", "ratio ours/perftest")
+	table.Header("op", "bytes", "qps", "cq-mod", "runs", "perftest MB/s (median)", "rdmaprobe MB/s (median)", "ratio ours/perftest")
 	for _, k := range keys {
 		pt, _ := stats.Median(runs[k]["perftest"])
 		rp, _ := stats.Median(runs[k]["rdmaprobe"])
@@ -67,7 +71,7 @@ func main() {
 		if pt > 0 && rp > 0 {
 			ratio = fmt.Sprintf("%.3f", rp/pt)
 		}
-		_ = table.Append(k.op, strconv.Itoa(k.bytes), strconv.Itoa(k.qps),
+		_ = table.Append(k.op, strconv.Itoa(k.bytes), strconv.Itoa(k.qps), strconv.Itoa(k.cqMod),
 			fmt.Sprintf("%d/%d", len(runs[k]["perftest"]), len(runs[k]["rdmaprobe"])),
 			fmt.Sprintf("%.2f", pt), fmt.Sprintf("%.2f", rp), ratio)
 	}
