@@ -10,6 +10,9 @@
 # per run from hack/guest/, so editing them needs no rebuild.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
+GUEST_KMODULES=$here/kmodules.sh
+# shellcheck source=kmodules.sh
+. "$GUEST_KMODULES"
 # shellcheck source=../versions.sh
 . "$here/../versions.sh"
 
@@ -40,7 +43,7 @@ kver=${kpkg#linux-image-}
 dir=$RDMASUITE_CACHE/guest-$kver-r$GUEST_RECIPE_REV
 stamp="rev=$GUEST_RECIPE_REV $kpkg=$kpkgver
 $(dpkg-query -W -f='${Package}=${Version}\n' "${HOST_PKGS[@]}")
-build.sh=$(sha256sum <"$here/build.sh" | cut -c1-16)"
+build.sh=$(cat "$here/build.sh" "$GUEST_KMODULES" | sha256sum | cut -c1-16)"
 
 # One builder at a time; the others wait and then reuse its result.
 mkdir -p "$RDMASUITE_CACHE"
@@ -73,30 +76,7 @@ mkdir -p "$root"/{bin,dev,proc,sys,tmp,etc,root,home/rdma,opt/test,usr/bin,usr/s
 ln -s usr/lib "$root/lib"
 ln -s usr/lib64 "$root/lib64"
 
-# Modules in load order: depth-first over modules.dep, dependencies first.
-declare -A deps=() path=() seen=()
-while IFS=: read -r m d; do
-  deps[$m]=$d
-  n=${m##*/}
-  path[${n%.ko*}]=$m
-done <"$kmod/modules.dep"
-order=()
-visit() {
-  local m=$1 d
-  [[ -n ${seen[$m]:-} ]] && return
-  seen[$m]=1
-  for d in ${deps[$m]}; do visit "$d"; done
-  order+=("$m")
-}
-for n in "${MODULES[@]}"; do
-  [[ -n ${path[$n]:-} ]] || die "kernel $kver has no module $n"
-  visit "${path[$n]}"
-done
-for m in "${order[@]}"; do
-  case $m in *.ko) ;; *) die "$m is compressed; busybox insmod here wants plain .ko" ;; esac
-  cp "$kmod/$m" "$root/usr/lib/modules/"
-  echo "${m##*/}" >>"$root/etc/guest-modules"
-done
+install_kmodules "$kmod" "$root" "$kver" "${MODULES[@]}"
 cp "$work/k/boot/vmlinuz-$kver" "$work/vmlinuz"
 log "modules: $(tr '\n' ' ' <"$root/etc/guest-modules")"
 

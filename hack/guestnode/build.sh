@@ -11,6 +11,9 @@
 # device plugin) are packed by up.sh on every boot.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
+GUEST_KMODULES=$here/../guest/kmodules.sh
+# shellcheck source=../guest/kmodules.sh
+. "$GUEST_KMODULES"
 # shellcheck source=../versions.sh
 . "$here/../versions.sh"
 
@@ -42,7 +45,7 @@ dir=$RDMASUITE_CACHE/guestnode-$kver-k8s-$K8S_VERSION-r$RECIPE_REV
 stamp="rev=$RECIPE_REV $kpkg=$kpkgver
 $(dpkg-query -W -f='${Package}=${Version}\n' "${HOST_PKGS[@]}")
 kubelet=$(stat -c '%s %Y' "$KUBELET")
-build.sh=$(sha256sum <"$here/build.sh" | cut -c1-16)"
+build.sh=$(cat "$here/build.sh" "$GUEST_KMODULES" | sha256sum | cut -c1-16)"
 
 mkdir -p "$RDMASUITE_CACHE"
 exec 9>"$RDMASUITE_CACHE/.guestnode-build.lock"
@@ -71,29 +74,7 @@ ln -s usr/lib "$root/lib"
 ln -s usr/lib64 "$root/lib64"
 ln -s usr/sbin "$root/sbin"
 
-declare -A deps=() path=() seen=()
-while IFS=: read -r m d; do
-  deps[$m]=$d
-  n=${m##*/}
-  path[${n%.ko*}]=$m
-done <"$kmod/modules.dep"
-order=()
-visit() {
-  local m=$1 d
-  [[ -n ${seen[$m]:-} ]] && return
-  seen[$m]=1
-  for d in ${deps[$m]}; do visit "$d"; done
-  order+=("$m")
-}
-for n in "${MODULES[@]}"; do
-  [[ -n ${path[$n]:-} ]] || die "kernel $kver has no module $n"
-  visit "${path[$n]}"
-done
-for m in "${order[@]}"; do
-  case $m in *.ko) ;; *) die "$m is compressed; busybox insmod wants plain .ko" ;; esac
-  cp "$kmod/$m" "$root/usr/lib/modules/"
-  echo "${m##*/}" >>"$root/etc/guest-modules"
-done
+install_kmodules "$kmod" "$root" "$kver" "${MODULES[@]}"
 cp "$work/k/boot/vmlinuz-$kver" "$work/vmlinuz"
 rm -rf "$work/k"
 log "modules: $(tr '\n' ' ' <"$root/etc/guest-modules")"

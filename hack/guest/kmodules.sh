@@ -1,0 +1,33 @@
+# install_kmodules KMOD ROOT KVER MODULE...: copies the named kernel modules
+# and everything they depend on (depth-first over KMOD/modules.dep,
+# dependencies first) into ROOT/usr/lib/modules and lists them in load order
+# in ROOT/etc/guest-modules, for the guest init's insmod loop. Sourced by
+# hack/guest/build.sh and hack/guestnode/build.sh (both hash this file into
+# their cache stamp); the caller defines die().
+install_kmodules() {
+  local kmod=$1 root=$2 kver=$3 n m d
+  shift 3
+  local -A deps=() path=() seen=()
+  local order=()
+  while IFS=: read -r m d; do
+    deps[$m]=$d
+    n=${m##*/}
+    path[${n%.ko*}]=$m
+  done <"$kmod/modules.dep"
+  _kmod_visit() {
+    local m=$1 d
+    [[ -n ${seen[$m]:-} ]] && return
+    seen[$m]=1
+    for d in ${deps[$m]}; do _kmod_visit "$d"; done
+    order+=("$m")
+  }
+  for n in "$@"; do
+    [[ -n ${path[$n]:-} ]] || die "kernel $kver has no module $n"
+    _kmod_visit "${path[$n]}"
+  done
+  for m in "${order[@]}"; do
+    case $m in *.ko) ;; *) die "$m is compressed; busybox insmod wants plain .ko" ;; esac
+    cp "$kmod/$m" "$root/usr/lib/modules/"
+    echo "${m##*/}" >>"$root/etc/guest-modules"
+  done
+}
