@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -60,32 +59,14 @@ func bandwidthVariant(ctx context.Context, t *testing.T, v variant) []reports.Ch
 	if setErr != nil {
 		t.Fatalf("thresholds: %v", setErr)
 	}
-	var (
-		mu  sync.Mutex
-		out []reports.Check
-	)
-	sem := make(chan struct{}, max(*flagConcurrency, 1))
+	var out []reports.Check
 	for ri, round := range rounds {
-		var wg sync.WaitGroup
-		for pi, p := range round {
-			wg.Add(1)
-			sem <- struct{}{}
-			go func() {
-				defer wg.Done()
-				defer func() { <-sem }()
-				start := time.Now()
-				in := runPair(ctx, v, p, fmt.Sprintf("%d-%d", ri, pi), ops)
-				in.SKU, in.SKUErr = set.ForNode(p.Client, byName[p.Client].Labels, *flagSKU)
-				cs := verdict.Bandwidth(in)
-				for i := range cs {
-					cs[i].Duration = time.Since(start).Seconds()
-				}
-				mu.Lock()
-				out = append(out, cs...)
-				mu.Unlock()
-			}()
-		}
-		wg.Wait()
+		out = append(out, collectChecks(len(round), func(pi int) []reports.Check {
+			p := round[pi]
+			in := runPair(ctx, v, p, fmt.Sprintf("%d-%d", ri, pi), ops)
+			in.SKU, in.SKUErr = set.ForNode(p.Client, byName[p.Client].Labels, *flagSKU)
+			return verdict.Bandwidth(in)
+		})...)
 	}
 	if *flagLoopback {
 		for _, n := range names {

@@ -4,9 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
-	"time"
 
 	"github.com/rdmasuite/rdmasuite/reports"
 	"github.com/rdmasuite/rdmasuite/suites/podrun"
@@ -33,43 +31,23 @@ func memlockVariant(ctx context.Context, t *testing.T, v variant) []reports.Chec
 	if err != nil {
 		t.Fatalf("thresholds: %v", err)
 	}
-	var (
-		mu  sync.Mutex
-		out []reports.Check
-		wg  sync.WaitGroup
-	)
-	sem := make(chan struct{}, max(*flagConcurrency, 1))
-	for _, n := range nodes {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
-			sku, skuErr := set.ForNode(n.Name, n.Labels, *flagSKU)
-			required := *flagMemlockRequired
-			if skuErr == nil && required == "" {
-				required = fmt.Sprintf("%.0f", *sku.MinMemlockBytes.Value)
-			}
-			if required == "" {
-				required = "1M"
-			}
-			args := append([]string{"mr", "--required", required, "--max", *flagMemlockMax}, v.deviceArgs()...)
-			spec := v.spec("mr-"+v.Name+"-"+shortName(n.Name), n.Name, args, *flagMemlockIPCLock)
-			start := time.Now()
-			res, err := podrun.Run(ctx, kube, spec, *flagPodTimeout)
-			addPhase(phasePodStart, res.StartLatency)
-			addPhase(phaseCollection, res.Collect)
-			side := verdict.Side{Node: n.Name, Pod: spec.Name, Logs: res.Logs, Exit: res.ExitCode,
-				Command: "rdmaprobe " + strings.Join(args, " "), PodErr: err}
-			cs := verdict.Memlock(v.Name, side, sku, skuErr)
-			for i := range cs {
-				cs[i].Duration = time.Since(start).Seconds()
-			}
-			mu.Lock()
-			out = append(out, cs...)
-			mu.Unlock()
-		}()
-	}
-	wg.Wait()
-	return out
+	return collectChecks(len(nodes), func(i int) []reports.Check {
+		n := nodes[i]
+		sku, skuErr := set.ForNode(n.Name, n.Labels, *flagSKU)
+		required := *flagMemlockRequired
+		if skuErr == nil && required == "" {
+			required = fmt.Sprintf("%.0f", *sku.MinMemlockBytes.Value)
+		}
+		if required == "" {
+			required = "1M"
+		}
+		args := append([]string{"mr", "--required", required, "--max", *flagMemlockMax}, v.deviceArgs()...)
+		spec := v.spec("mr-"+v.Name+"-"+shortName(n.Name), n.Name, args, *flagMemlockIPCLock)
+		res, err := podrun.Run(ctx, kube, spec, *flagPodTimeout)
+		addPhase(phasePodStart, res.StartLatency)
+		addPhase(phaseCollection, res.Collect)
+		side := verdict.Side{Node: n.Name, Pod: spec.Name, Logs: res.Logs, Exit: res.ExitCode,
+			Command: "rdmaprobe " + strings.Join(args, " "), PodErr: err}
+		return verdict.Memlock(v.Name, side, sku, skuErr)
+	})
 }

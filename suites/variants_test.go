@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"sync"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -103,4 +105,33 @@ func variantFeatures(title, check, assess string, run func(context.Context, *tes
 			}).Feature())
 	}
 	return feats
+}
+
+// collectChecks runs fn(0..n-1) concurrently, at most --concurrency at a
+// time, stamps each call's checks with how long it took, and returns them in
+// index order (stable reports, whatever order the calls finish in).
+func collectChecks(n int, fn func(i int) []reports.Check) []reports.Check {
+	results := make([][]reports.Check, n)
+	sem := make(chan struct{}, max(*flagConcurrency, 1))
+	var wg sync.WaitGroup
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			start := time.Now()
+			cs := fn(i)
+			for j := range cs {
+				cs[j].Duration = time.Since(start).Seconds()
+			}
+			results[i] = cs
+		}()
+	}
+	wg.Wait()
+	var out []reports.Check
+	for _, cs := range results {
+		out = append(out, cs...)
+	}
+	return out
 }
