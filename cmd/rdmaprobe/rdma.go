@@ -122,6 +122,7 @@ func parseBWFlags(name string, args []string) (*bwFlags, *flag.FlagSet, error) {
 	fs.IntVar(&f.params.TxDepth, "tx-depth", f.params.TxDepth, "outstanding operations per QP")
 	fs.IntVar(&f.params.CQMod, "cq-mod", f.params.CQMod, "request a completion every N posts")
 	fs.IntVar(&f.params.MaxInline, "inline", 0, "post writes up to this many bytes inline")
+	fs.BoolVar(&f.dev.GoLoop, "go-loop", false, "post and poll from Go, one cgo call per operation (the reference loop; slower on software devices)")
 	fs.BoolVar(&f.bidir, "bidirectional", false, "both sides send (perftest -b)")
 	fs.BoolVar(&f.table, "table", false, "also print a perftest-like table on stderr")
 	fs.BoolVar(&f.gbit, "report-gbits", true, "table in Gb/s (else MB/s)")

@@ -147,6 +147,45 @@ func TestMeasureDuration(t *testing.T) {
 	}
 }
 
+// loopEP is a Looper that returns canned stamps, to check that Measure uses
+// an endpoint's own loop (and its stamps) instead of posting through Post.
+type loopEP struct {
+	fakeEP
+	loops             []bool // record flag per call
+	posted, completed []time.Duration
+	done              int
+}
+
+func (l *loopEP) Loop(p Params, size int, record bool) ([]time.Duration, []time.Duration, int, error) {
+	l.loops = append(l.loops, record)
+	if !record {
+		return nil, nil, p.Iters * p.QPs, nil
+	}
+	return l.posted, l.completed, l.done, nil
+}
+
+func TestMeasureUsesEndpointLoop(t *testing.T) {
+	us := time.Microsecond
+	ep := &loopEP{posted: []time.Duration{0, 1 * us, 2 * us, 3 * us}, completed: []time.Duration{10 * us, 10 * us, 12 * us, 20 * us}, done: 4}
+	p := Defaults()
+	p.Iters, p.Warmup = 4, 8
+	f, err := Measure(ep, p, 1<<20, fakeClock(us))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ep.posts != 0 || len(ep.loops) != 2 || ep.loops[0] || !ep.loops[1] {
+		t.Fatalf("posts through Post %d, loop calls %v: want warm-up then a recorded run, both in the endpoint's loop", ep.posts, ep.loops)
+	}
+	// 4 MiB in 20 µs from the endpoint's stamps, not from the fake clock.
+	if f.Iterations != 4 || math.Abs(f.ElapsedSec-20e-6) > 1e-12 {
+		t.Fatalf("figures %+v", f)
+	}
+	ep.completed = ep.completed[:2]
+	if _, err := Measure(ep, p, 1<<20, fakeClock(us)); err == nil || !strings.Contains(err.Error(), "2 completion times for 4 operations") {
+		t.Fatalf("short stamps: %v", err)
+	}
+}
+
 func TestMeasureErrors(t *testing.T) {
 	p := Defaults()
 	p.Iters = 300

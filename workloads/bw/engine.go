@@ -14,6 +14,16 @@ type Endpoint interface {
 	Poll(wcs []Completion) (int, error)
 }
 
+// Looper is an Endpoint that runs one size's whole post/poll loop itself,
+// with the same rules as run below (which stays the reference the unit tests
+// pin down). The verbs endpoint does, so that no Go↔C transition sits
+// between two posts. Times share one origin, like Clock's. With record it
+// returns every stamp in iteration mode; in duration mode (no peak is
+// computed) the first post and the last completion suffice.
+type Looper interface {
+	Loop(p Params, size int, record bool) (posted, completed []time.Duration, done int, err error)
+}
+
 // Completion is one work completion as the engine needs it.
 type Completion struct {
 	WrID   uint64
@@ -38,32 +48,42 @@ func RealClock() Clock {
 // post to the completion that covers it. With Params.Duration set it runs
 // for that long instead of Iters and reports no peak, like perftest -D.
 func Measure(ep Endpoint, p Params, size int, clock Clock) (Figures, error) {
+	loop := func(p Params, record bool) ([]time.Duration, []time.Duration, int, error) {
+		if l, ok := ep.(Looper); ok {
+			return l.Loop(p, size, record)
+		}
+		return RunLoop(ep, p, size, clock, record)
+	}
 	if p.Warmup > 0 {
 		w := p
 		w.Iters, w.Duration = p.Warmup, 0
-		if _, _, _, err := run(ep, w, size, clock, false); err != nil {
+		if _, _, _, err := loop(w, false); err != nil {
 			return Figures{}, fmt.Errorf("warm-up: %w", err)
 		}
 	}
-	posted, completed, n, err := run(ep, p, size, clock, true)
+	posted, completed, n, err := loop(p, true)
 	if err != nil {
 		return Figures{}, err
 	}
-	if n == 0 {
+	if n == 0 || len(posted) == 0 || len(completed) == 0 {
 		return Figures{}, fmt.Errorf("no operation completed")
 	}
-	elapsed := completed[n-1] - posted[0]
+	elapsed := completed[len(completed)-1] - posted[0]
 	var peak time.Duration
 	if p.Duration <= 0 {
+		if len(posted) < n || len(completed) < n {
+			return Figures{}, fmt.Errorf("endpoint returned %d post and %d completion times for %d operations", len(posted), len(completed), n)
+		}
 		peak = PeakPerOp(posted[:n], completed[:n])
 	}
 	return Compute(size, n, elapsed, peak), nil
 }
 
-// run posts and polls until every posted operation completed; it returns
-// per-operation post and completion times (in completion order, which for
+// RunLoop is the reference post/poll loop over an Endpoint: it posts and
+// polls until every posted operation completed, and returns per-operation
+// post and completion times (in completion order, which for
 // one CQ and RC QPs is post order per QP).
-func run(ep Endpoint, p Params, size int, clock Clock, record bool) (posted, completed []time.Duration, done int, err error) {
+func RunLoop(ep Endpoint, p Params, size int, clock Clock, record bool) (posted, completed []time.Duration, done int, err error) {
 	iters := p.Iters
 	var deadline time.Duration
 	if p.Duration > 0 {

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/Mellanox/rdmamap"
 
@@ -23,6 +24,9 @@ type Config struct {
 	Netdev   string // network interface whose RDMA device to use, e.g. net1 (SR-IOV VF)
 	Port     int    // 1-based
 	GIDIndex int    // -1: the port's RoCE v2 IPv4 GID (or 0 on InfiniBand)
+	// GoLoop posts and polls from Go, one cgo call per verbs call (bw's
+	// reference loop), instead of the C loop; for comparisons and tests.
+	GoLoop bool
 }
 
 // ResolveDevice returns the RDMA device name cfg points at.
@@ -62,6 +66,7 @@ type resources struct {
 	inline  int
 	wcs     []verbs.Completion
 	portNum int
+	goLoop  bool
 }
 
 func open(cfg Config, p bw.Params) (res *resources, err error) {
@@ -72,7 +77,7 @@ func open(cfg Config, p bw.Params) (res *resources, err error) {
 	if cfg.Port == 0 {
 		cfg.Port = 1
 	}
-	r := &resources{portNum: cfg.Port}
+	r := &resources{portNum: cfg.Port, goLoop: cfg.GoLoop}
 	defer func() {
 		if err != nil {
 			r.Close()
@@ -249,6 +254,48 @@ func (r *resources) Poll(wcs []bw.Completion) (int, error) {
 		}
 	}
 	return n, nil
+}
+
+// Loop runs one size in C (verbs.RunLoop) when the cycle counter is
+// calibrated; otherwise it falls back to the Go loop through Post and Poll.
+func (r *resources) Loop(p bw.Params, size int, record bool) (posted, completed []time.Duration, done int, err error) {
+	scale := calibrate()
+	if scale <= 0 || r.goLoop {
+		return bw.RunLoop(r, p, size, Clock(), record)
+	}
+	spec := verbs.LoopSpec{QPs: r.qps, CQ: r.cq, MR: r.mr, Slot: r.slot, Size: size,
+		Inline: p.Op == bw.OpWrite && size <= r.inline, Iters: p.Iters, TxDepth: p.TxDepth, CQMod: p.CQMod, Record: record}
+	spec.Op = verbs.OpWrite
+	if p.Op == bw.OpRead {
+		spec.Op = verbs.OpRead
+	}
+	for _, rem := range r.remote {
+		spec.Targets = append(spec.Targets, verbs.LoopTarget{Addr: rem.Addr, RKey: rem.RKey})
+	}
+	if p.Duration > 0 {
+		spec.Deadline = uint64(float64(p.Duration.Nanoseconds())/scale) + 1
+	}
+	res, err := verbs.RunLoop(spec)
+	if err != nil {
+		return nil, nil, res.Done, err
+	}
+	if !record {
+		return nil, nil, res.Done, nil
+	}
+	origin := res.FirstPost
+	at := func(c uint64) time.Duration { return time.Duration(float64(c-origin) * scale) }
+	if p.Duration > 0 {
+		return []time.Duration{0}, []time.Duration{at(res.LastDone)}, res.Done, nil
+	}
+	posted = make([]time.Duration, len(res.Posted))
+	for i, c := range res.Posted {
+		posted[i] = at(c)
+	}
+	completed = make([]time.Duration, len(res.Completed))
+	for i, c := range res.Completed {
+		completed[i] = at(c)
+	}
+	return posted, completed, res.Done, nil
 }
 
 func (r *resources) Describe() bw.Device { return r.dev }

@@ -15,6 +15,12 @@ import (
 
 func runPair(t *testing.T, serverDev, clientDev string, p bw.Params) bw.Report {
 	t.Helper()
+	return runPairWith(t, serverDev, Config{Device: clientDev, Port: 1, GIDIndex: -1}, p)
+}
+
+func runPairWith(t *testing.T, serverDev string, client Config, p bw.Params) bw.Report {
+	t.Helper()
+	clientDev := client.Device
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -28,7 +34,7 @@ func runPair(t *testing.T, serverDev, clientDev string, p bw.Params) bw.Report {
 		rep, err := bw.Serve(context.Background(), ln, Factory(Config{Device: serverDev, Port: 1, GIDIndex: -1}), 30*time.Second, bw.RealClock())
 		srv <- out{rep, err}
 	}()
-	rep, err := bw.Run(context.Background(), ln.Addr().String(), p, Factory(Config{Device: clientDev, Port: 1, GIDIndex: -1}), 10*time.Second, bw.RealClock())
+	rep, err := bw.Run(context.Background(), ln.Addr().String(), p, Factory(client), 10*time.Second, bw.RealClock())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,6 +82,46 @@ func TestBidirectional(t *testing.T) {
 	rep := runPair(t, "rxe0", "rxe1", p)
 	if r := rep.Results[0]; r.Remote == nil || r.Total.AvgGbps <= r.Local.AvgGbps {
 		t.Fatalf("bidirectional total %+v", r)
+	}
+}
+
+// The C loop and the Go reference loop do the same work: same operation
+// count per size and QP count, with and without moderation, and both move
+// real data (the numbers differ: that is what the bench measures).
+func TestCLoopMatchesGoLoop(t *testing.T) {
+	for _, cqMod := range []int{1, 7} {
+		p := params(bw.OpWrite, 3, 4096, 65536)
+		p.Iters, p.CQMod, p.Warmup = 100, cqMod, 10 // 100 is not a multiple of 7: the last op must be signalled
+		for _, goLoop := range []bool{false, true} {
+			rep := runPairWith(t, "rxe0", Config{Device: "rxe1", Port: 1, GIDIndex: -1, GoLoop: goLoop}, p)
+			t.Logf("cq-mod %d go-loop %v: %.3f Gb/s at 64 KiB", cqMod, goLoop, rep.Results[1].Local.AvgGbps)
+		}
+	}
+}
+
+// Duration mode in the C loop: whole moderation groups, no peak.
+func TestCLoopDuration(t *testing.T) {
+	p := params(bw.OpRead, 2, 65536)
+	p.Duration, p.CQMod = 500*time.Millisecond, 10
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		_, _ = bw.Serve(context.Background(), ln, Factory(Config{Device: "rxe0", Port: 1, GIDIndex: -1}), 30*time.Second, bw.RealClock())
+	}()
+	start := time.Now()
+	rep, err := bw.Run(context.Background(), ln.Addr().String(), p, Factory(Config{Device: "rxe1", Port: 1, GIDIndex: -1}), 10*time.Second, bw.RealClock())
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := rep.Results[0].Local
+	if f.Iterations == 0 || f.Iterations%p.CQMod != 0 || f.PeakGbps != 0 || f.AvgGbps <= 0 {
+		t.Fatalf("duration run: %+v", f)
+	}
+	if f.ElapsedSec < 0.45 || time.Since(start) > 20*time.Second {
+		t.Fatalf("ran %.3f s of a 0.5 s duration (wall %s)", f.ElapsedSec, time.Since(start))
 	}
 }
 

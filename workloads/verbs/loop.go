@@ -1,0 +1,222 @@
+package verbs
+
+/*
+#include <stdint.h>
+#include <string.h>
+#include <infiniband/verbs.h>
+
+#include "cycles.h"
+
+struct rs_loop_params {
+	struct ibv_cq *cq;
+	int nqp, opcode, inl, tx_depth, cq_mod;
+	uint32_t lkey, size;
+	uint64_t laddr, slot;
+	int64_t iters;     // per QP; ignored when deadline > 0
+	uint64_t deadline; // cycles after the start; 0 = iteration mode
+	int64_t cap;       // room in posted/completed (0: do not record)
+};
+
+struct rs_loop_out {
+	int64_t done;
+	uint64_t first_post, last_done;
+	int err_kind; // 0 none, 1 post, 2 poll, 3 completion status, 4 unexpected wr_id
+	int err_code, err_qp;
+	int64_t err_seq;
+};
+
+// rs_loop is perftest's run_iter_bw, op for op, with bw.run's rules (the Go
+// reference in workloads/bw/engine.go, which the unit tests pin down): keep
+// up to tx_depth operations outstanding per QP, signal every cq_mod-th post
+// and the last, poll 16 completions at a time, stamp each post and each
+// completion with the cycle counter. It is in C because a cgo call per post
+// costs more than the post itself on a software device: the Go runtime takes
+// the P away from a thread that stays in a C call longer than 20 µs and has
+// to get it back afterwards, once per operation.
+static int rs_loop(struct ibv_qp **qps, uint64_t *raddr, uint32_t *rkey, int64_t *scnt, int64_t *ccnt,
+                   uint64_t *posted, uint64_t *completed, const struct rs_loop_params *p, struct rs_loop_out *o) {
+	struct ibv_wc wc[16];
+	struct ibv_sge sge = { .length = p->size, .lkey = p->lkey };
+	struct ibv_send_wr wr, *bad = NULL;
+	memset(&wr, 0, sizeof(wr));
+	wr.sg_list = &sge;
+	wr.num_sge = 1;
+	wr.opcode = p->opcode;
+	int64_t iters = p->deadline ? INT64_MAX / 4 : p->iters;
+	int64_t total = 0, done = 0, np = 0, nc = 0;
+	int stop = 0;
+	memset(o, 0, sizeof(*o));
+	uint64_t start = rs_cycles();
+	for (;;) {
+		if (p->deadline && !stop && rs_cycles() - start >= p->deadline) stop = 1;
+		for (int q = 0; q < p->nqp; q++) {
+			while (scnt[q] < iters && scnt[q] - ccnt[q] < p->tx_depth) {
+				// After the deadline only finish the current moderation
+				// group, so every posted op is covered by a completion.
+				if (stop && scnt[q] % p->cq_mod == 0) break;
+				int last = scnt[q] + 1 == iters;
+				int sig = (scnt[q] + 1) % p->cq_mod == 0 || last;
+				sge.addr = p->laddr + (uint64_t)q * p->slot;
+				wr.wr_id = (uint64_t)q << 40 | (uint64_t)scnt[q];
+				wr.send_flags = (sig ? IBV_SEND_SIGNALED : 0) | (p->inl ? IBV_SEND_INLINE : 0);
+				wr.wr.rdma.remote_addr = raddr[q];
+				wr.wr.rdma.rkey = rkey[q];
+				uint64_t t = rs_cycles();
+				int rc = ibv_post_send(qps[q], &wr, &bad);
+				if (rc) {
+					o->err_kind = 1; o->err_code = rc; o->err_qp = q; o->err_seq = scnt[q]; o->done = done;
+					return -1;
+				}
+				if (total == 0) o->first_post = t;
+				if (np < p->cap) posted[np++] = t;
+				scnt[q]++;
+				total++;
+			}
+		}
+		if (done == total) {
+			int all = 1;
+			for (int q = 0; q < p->nqp; q++) all &= scnt[q] >= iters;
+			if (stop || all) break;
+		}
+		int n = ibv_poll_cq(p->cq, 16, wc);
+		if (n < 0) {
+			o->err_kind = 2; o->err_code = n; o->done = done;
+			return -1;
+		}
+		if (n == 0) continue;
+		uint64_t t = rs_cycles();
+		for (int i = 0; i < n; i++) {
+			int q = (int)(wc[i].wr_id >> 40);
+			int64_t seq = (int64_t)(wc[i].wr_id & ((1ull << 40) - 1));
+			if (wc[i].status != IBV_WC_SUCCESS) {
+				o->err_kind = 3; o->err_code = wc[i].status; o->err_qp = q; o->err_seq = seq; o->done = done;
+				return -1;
+			}
+			if (q >= p->nqp || seq < ccnt[q]) {
+				o->err_kind = 4; o->err_qp = q; o->err_seq = seq; o->done = done;
+				return -1;
+			}
+			int64_t covered = seq + 1 - ccnt[q];
+			ccnt[q] = seq + 1;
+			done += covered;
+			for (int64_t k = 0; k < covered && nc < p->cap; k++) completed[nc++] = t;
+			o->last_done = t;
+		}
+	}
+	o->done = done;
+	return 0;
+}
+*/
+import "C"
+
+import (
+	"fmt"
+	"syscall"
+	"unsafe"
+
+	"github.com/rdmasuite/rdmasuite/workloads/units"
+)
+
+// LoopTarget is the peer buffer one QP writes to or reads from.
+type LoopTarget struct {
+	Addr uint64
+	RKey uint32
+}
+
+// LoopSpec is one size's bandwidth loop: QP i works on bytes [i·Slot,
+// i·Slot+Size) of MR and on Targets[i] at the peer.
+type LoopSpec struct {
+	QPs      []*QP
+	CQ       *CQ
+	MR       *MR
+	Targets  []LoopTarget
+	Op       Op
+	Slot     int
+	Size     int
+	Inline   bool
+	Iters    int    // per QP (iteration mode)
+	Deadline uint64 // cycles; > 0 runs until then instead of Iters
+	TxDepth  int
+	CQMod    int
+	Record   bool // keep every post's and completion's cycle stamp
+}
+
+// LoopResult holds cycle-counter stamps (see Cycles). Posted is in post
+// order, Completed in completion order; both only with Record.
+type LoopResult struct {
+	Done      int
+	FirstPost uint64
+	LastDone  uint64
+	Posted    []uint64
+	Completed []uint64
+}
+
+// RunLoop runs the whole post/poll loop of one size in a single C call.
+func RunLoop(s LoopSpec) (LoopResult, error) {
+	n := len(s.QPs)
+	if n == 0 || len(s.Targets) != n || s.CQ == nil || s.MR == nil || s.TxDepth < 1 || s.CQMod < 1 {
+		return LoopResult{}, fmt.Errorf("verbs loop: incomplete spec (%d QPs, %d targets, depth %d, cq-mod %d)", n, len(s.Targets), s.TxDepth, s.CQMod)
+	}
+	if s.Slot*(n-1)+s.Size > s.MR.Size {
+		return LoopResult{}, fmt.Errorf("verbs loop: %d QPs × %d B slots exceed the %s MR", n, s.Slot, units.Bytes(int64(s.MR.Size)))
+	}
+	qps := make([]*C.struct_ibv_qp, n)
+	raddr := make([]C.uint64_t, n)
+	rkey := make([]C.uint32_t, n)
+	for i, q := range s.QPs {
+		qps[i], raddr[i], rkey[i] = q.qp, C.uint64_t(s.Targets[i].Addr), C.uint32_t(s.Targets[i].RKey)
+	}
+	scnt := make([]C.int64_t, n)
+	ccnt := make([]C.int64_t, n)
+	var res LoopResult
+	var cp C.int64_t
+	if s.Record && s.Deadline == 0 {
+		res.Posted = make([]uint64, s.Iters*n)
+		res.Completed = make([]uint64, s.Iters*n)
+		cp = C.int64_t(s.Iters * n)
+	}
+	p := C.struct_rs_loop_params{
+		cq: s.CQ.cq, nqp: C.int(n), opcode: C.int(s.Op), inl: cbool(s.Inline),
+		tx_depth: C.int(s.TxDepth), cq_mod: C.int(s.CQMod),
+		lkey: s.MR.mr.lkey, size: C.uint32_t(s.Size),
+		laddr: C.uint64_t(uintptr(s.MR.buf)), slot: C.uint64_t(s.Slot),
+		iters: C.int64_t(s.Iters), deadline: C.uint64_t(s.Deadline), cap: cp,
+	}
+	var o C.struct_rs_loop_out
+	var posted, completed *C.uint64_t
+	if cp > 0 {
+		posted = (*C.uint64_t)(unsafe.Pointer(&res.Posted[0]))
+		completed = (*C.uint64_t)(unsafe.Pointer(&res.Completed[0]))
+	}
+	rc := C.rs_loop(&qps[0], &raddr[0], &rkey[0], &scnt[0], &ccnt[0], posted, completed, &p, &o)
+	res.Done, res.FirstPost, res.LastDone = int(o.done), uint64(o.first_post), uint64(o.last_done)
+	if cp > 0 {
+		res.Posted, res.Completed = res.Posted[:min(int(cp), int(sum(scnt)))], res.Completed[:min(int(cp), res.Done)]
+	}
+	if rc == 0 {
+		return res, nil
+	}
+	qpn := uint32(0)
+	if q := int(o.err_qp); q >= 0 && q < n {
+		qpn = s.QPs[q].QPN()
+	}
+	switch o.err_kind {
+	case 1:
+		return res, fmt.Errorf("post %s on QP index %d (op %d): %w", units.Bytes(int64(s.Size)), int(o.err_qp), int64(o.err_seq),
+			&Error{Call: fmt.Sprintf("ibv_post_send(QP %d, %s)", qpn, units.Bytes(int64(s.Size))), Errno: syscall.Errno(o.err_code)})
+	case 2:
+		return res, &Error{Call: "ibv_poll_cq", Errno: syscall.EIO}
+	case 3:
+		return res, fmt.Errorf("completion error on QP index %d op %d: %s", int(o.err_qp), int64(o.err_seq), StatusString(int(o.err_code)))
+	default:
+		return res, fmt.Errorf("unexpected completion wr_id (QP index %d, op %d)", int(o.err_qp), int64(o.err_seq))
+	}
+}
+
+func sum(v []C.int64_t) int64 {
+	var t int64
+	for _, x := range v {
+		t += int64(x)
+	}
+	return t
+}
