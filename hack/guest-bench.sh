@@ -10,6 +10,8 @@ QPS_LIST=${QPS_LIST:-1}
 # Both tools get the same CQ moderation explicitly: perftest 6.06 picks 1 on
 # rxe by itself (it prints "CQ Moderation : 1"), not its documented 100.
 CQMODS=${CQMODS:-"1 100"}
+OPS=${OPS:-"write read"}
+SIZES=${SIZES:-"65536 1048576"}
 echo "perftest: $(ib_write_bw --version 2>&1 | head -1)"
 
 # perftest reference (RoCE v2 IPv4 GID is index 1 on this guest)
@@ -31,7 +33,7 @@ run_ours() {
   ./rdmaprobe bw server --device rxe0 --port 18516 --timeout 60s >rp-srv.json 2>&1 &
   srv=$!
   sleep 1
-  ./rdmaprobe bw client --device rxe1 --port 18516 --op "$op" --size "$size" --iters "$iters" --qps "$qps" \
+  ./rdmaprobe bw client $OURS_FLAGS --device rxe1 --port 18516 --op "$op" --size "$size" --iters "$iters" --qps "$qps" \
     --cq-mod "$cqmod" "$RXE0_IP" >rp-cli.json 2>rp-cli.err
   wait $srv
   avg=$(sed -n 's/.*"total":{[^}]*"bwAvgMBps":\([0-9.e+-]*\).*/\1/p' rp-cli.json | tail -1)
@@ -39,8 +41,8 @@ run_ours() {
   [ -n "$avg" ] || tail -5 rp-cli.json rp-cli.err
 }
 for rep in $(seq 1 "$REPS"); do
-  for op in write read; do
-    for size in 65536 1048576; do
+  for op in $OPS; do
+    for size in $SIZES; do
       iters=$ITERS_64K
       [ "$size" = 1048576 ] && iters=$ITERS_1M
       for qps in $QPS_LIST; do for cqmod in $CQMODS; do
