@@ -23,35 +23,8 @@ UP_TIMEOUT=${BED_UP_TIMEOUT:-180}
 log() { printf '%s bed: %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 die() { log "ERROR: $*"; exit 1; }
 
-# --- node table -------------------------------------------------------------
-# Fills the arrays NODE_NAME, NODE_GPU, NODE_RDMA, NODE_HOSTDEV, NODE_NGPU,
-# NODE_MOFEDWAIT, NODE_TAINTS, NODE_MEMLOCK from $NODES_CONF.
-read_nodes() {
-  NODE_NAME=() NODE_GPU=() NODE_RDMA=() NODE_HOSTDEV=() NODE_NGPU=() NODE_MOFEDWAIT=() NODE_TAINTS=() NODE_MEMLOCK=()
-  local n=0 line name gpu rdma hostdev ngpu wait taints memlock extra
-  while IFS= read -r line || [[ -n $line ]]; do
-    n=$((n + 1))
-    line=${line%%#*}
-    [[ -z ${line//[[:space:]]/} ]] && continue
-    read -r name gpu rdma hostdev ngpu wait taints memlock extra <<<"$line"
-    [[ -n $memlock && -z $extra ]] || die "$NODES_CONF:$n: want 8 columns (name gpu.product rdma_shared_a hostdev gpu mofed.wait taints memlock), got: $line"
-    case $memlock in
-    -) ;;
-    *K) memlock=$((${memlock%K} * 1024)) ;;
-    *M) memlock=$((${memlock%M} * 1024 * 1024)) ;;
-    *[!0-9]*) die "$NODES_CONF:$n: memlock '$memlock' must be bytes, NK, NM or - (containerd default)" ;;
-    esac
-    [[ $name =~ ^[a-z0-9]([-a-z0-9]*[a-z0-9])?$ ]] || die "$NODES_CONF:$n: node name '$name' is not a DNS label"
-    for v in "$rdma" "$hostdev" "$ngpu"; do
-      [[ $v =~ ^[0-9]+$ ]] || die "$NODES_CONF:$n: resource count '$v' is not a number (use 0 for none)"
-    done
-    [[ $wait == true || $wait == false ]] || die "$NODES_CONF:$n: mofed.wait must be true or false, got '$wait'"
-    NODE_NAME+=("$name") NODE_GPU+=("$gpu") NODE_RDMA+=("$rdma") NODE_HOSTDEV+=("$hostdev")
-    NODE_NGPU+=("$ngpu") NODE_MOFEDWAIT+=("$wait") NODE_TAINTS+=("$taints") NODE_MEMLOCK+=("$memlock")
-  done <"$NODES_CONF"
-  ((${#NODE_NAME[@]} > 0)) || die "$NODES_CONF lists no nodes"
-  ((${#NODE_NAME[@]} <= 8)) || die "$NODES_CONF lists ${#NODE_NAME[@]} nodes; the bed supports at most 8"
-}
+# --- node table (hack/nodes-conf.sh: read_nodes FILE) ---------------------------
+. "$here/nodes-conf.sh"
 node_ip() { echo "10.250.0.$((11 + $1))"; }
 node_dir() { echo "$BED_DIR/nodes/${NODE_NAME[$1]}"; }
 node_bridge() { echo "rsbr$(($1 + 1))"; }
@@ -367,7 +340,7 @@ do_up() {
   mkdir -p "$BED_DIR"
   exec 9>"$BED_DIR/.lock"
   flock -n 9 || die "another 'bed up' or 'bed down' is in progress (lock $BED_DIR/.lock)"
-  read_nodes
+  read_nodes "$NODES_CONF"
   step_refuse_if_running
   step_deps
   local t1=$SECONDS
@@ -383,8 +356,19 @@ do_up() {
   log "node profiles"; step_node_profiles
   # Guest nodes: a kubelet inside a qemu Soft-RoCE guest each, whose pods
   # get a real verbs device through hack/tools/rdma-device-plugin.
-  local g
-  for g in ${BED_GUEST_NODES:-}; do log "guest node $g"; "$here/guestnode/up.sh" "$g"; done
+  # Names and their labels/taints/memlock: hack/bed-guest-nodes.conf. Two
+  # boot side by side with one vCPU each (two cores here); up.sh serialises
+  # what they share (index, builds).
+  local g guests pids=() rc=0
+  read -ra guests <<<"${BED_GUEST_NODES:-}"
+  if ((${#guests[@]} > 1)); then export GUESTNODE_SMP=${GUESTNODE_SMP:-1}; fi
+  for g in "${guests[@]}"; do
+    log "guest node $g"
+    "$here/guestnode/up.sh" "$g" &
+    pids+=($!)
+  done
+  for g in "${pids[@]}"; do wait "$g" || rc=1; done
+  ((rc == 0)) || die "guest node bring-up failed (logs: $BED_DIR/guestnodes/*.failed)"
   echo "up" >"$BED_DIR/state"
   trap - EXIT INT TERM
   log "up: ${#NODE_NAME[@]} nodes Ready in $((SECONDS - t1)) s after binaries (total $((SECONDS - t0)) s)"

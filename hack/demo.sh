@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # The main job on the local bed (`make demo`): the Kubernetes bed with its
-# host nodes plus a guest node that has a real Soft-RoCE device (qemu), the
-# smoke features on every node, the bandwidth, memlock and preflight features
-# on the guest node, the acceptance report (table and Markdown), teardown.
+# host nodes plus two guest nodes with a real Soft-RoCE device each (qemu,
+# linked to each other), the smoke features on every node, the bandwidth
+# (node to node and same node), memlock and preflight features on the guest
+# nodes, the acceptance report (table and Markdown), teardown.
 # Exits non-zero when a check did not pass.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . hack/versions.sh
 . hack/guest-suite-args.sh
-export BED_DIR BED_GUEST_NODES=${BED_GUEST_NODES-rxe-node-1}
+export BED_DIR BED_GUEST_NODES=${BED_GUEST_NODES-rxe-node-1 rxe-node-2}
 results=${REPORT_DIR:-$PWD/demo-results}
 trap 'hack/bed.sh down' EXIT
 trap 'exit 130' INT TERM

@@ -1,8 +1,9 @@
 # Suite flags for the bed's guest node(s): only nodes with a real verbs
 # device, the shared-device-plugin variant (the guest has no Multus/SR-IOV),
-# a same-node pair (one guest node), sizes and iterations a TCG guest moves
-# in seconds, and the resources a guest node advertises. Sourced by
-# hack/demo.sh and hack/test.sh.
+# the cross-node pairs (two guest nodes: each is client once) plus a
+# same-node pair per node, sizes and iterations a TCG guest moves in seconds,
+# and the resources a guest node advertises. Sourced by hack/demo.sh and
+# hack/test.sh.
 GUEST_SUITE_ARGS=(--node-selector rdmasuite.io/guest-node=true --variants shared-dev --loopback
   --bw-iters 300 --bw-sizes 64K,1M --bw-qps 2 --memlock-max 16M
   --preflight-resources rdma/rdma_shared_device_a)

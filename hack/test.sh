@@ -97,14 +97,25 @@ step "bed down leaves nothing behind"
 hack/bed.sh down
 hack/bed.sh leftovers
 
-step "warm bed up with a guest node (real Soft-RoCE device, device plugin): the success path"
+step "warm bed up with two guest nodes (real Soft-RoCE devices, device plugin): the success path"
 . hack/guest-suite-args.sh
 trap cleanup EXIT
+# The guest node table with rxe-node-2's containers at seed 002's 64 KiB
+# memlock: the memlock feature must fail there (and only there), while the
+# bandwidth pods, which hold IPC_LOCK, pass on both.
+guest_conf=$results/bed-guest-nodes.conf
+awk '$1 == "rxe-node-2" {$8 = "64K"} {print}' hack/bed-guest-nodes.conf >"$guest_conf"
+grep -q '^rxe-node-2 .* 64K$' "$guest_conf" || { echo "could not stage rxe-node-2's 64K memlock"; exit 1; }
 t=$SECONDS
-BED_GUEST_NODES=rxe-node-1 hack/bed.sh up
+BED_GUEST_NODES="rxe-node-1 rxe-node-2" BED_GUEST_NODES_CONF=$guest_conf hack/bed.sh up
 up2_s=$((SECONDS - t))
+# The node table's labels reached the nodes.
+for g in rxe-node-1 rxe-node-2; do
+  [[ $(kc get node "$g" -o 'jsonpath={.metadata.labels.nvidia\.com/gpu\.product}') == rdmasuite-soft-roce-bed ]] ||
+    { echo "$g lacks the gpu.product label of $guest_conf"; exit 1; }
+done
 t=$SECONDS
-hack/guestnode/selftest.sh rxe-node-1
+hack/guestnode/selftest.sh rxe-node-1 rxe-node-2
 guest_results=$results/guest
 go test -count=1 ./suites -args --kubeconfig="$BED_DIR/kubeconfig" --labels suite=rdma,suite=doctor \
   --report-dir="$guest_results" "${GUEST_SUITE_ARGS[@]}" >"$results/guest.log" 2>&1 ||

@@ -12,7 +12,6 @@ APISERVER_PORT=6443
 KUBELET_PORT=10250        # inside the guest, and on the node IP on the host
 IMAGE_TAG=${IMAGE_TAG:-dev}
 RESOURCE=rdma/rdma_shared_device_a
-RESOURCE_COUNT=${GUESTNODE_RDMA_COUNT:-63}
 GN_ROOT=$BED_DIR/guestnodes
 
 log() { printf '%s guestnode: %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
@@ -27,6 +26,15 @@ check_name() {
 node_ip() { echo "10.250.0.$((20 + $1))"; }
 hostfwd_port() { echo "$((20250 + $1))"; }
 pod_cidr() { echo "10.244.$((20 + $1)).0/24"; }
+# The guest-to-guest link: index 2k-1 and 2k are peers; eth1's address (and
+# so rxe0's RoCE v2 GID) and the UDP port its qemu socket netdev binds.
+peer_index() { echo "$(((($1 - 1) ^ 1) + 1))"; }
+link_ip() { echo "10.251.0.$((20 + $1))"; }
+link_port() { echo "$((20350 + $1))"; }
+# Each guest's eth1 needs its own MAC: qemu gives every guest the same
+# default, and rxe treats a destination MAC equal to its own as loopback and
+# never puts the packet on the wire (TCP still works, RoCE silently does not).
+link_mac() { printf '52:54:00:25:01:%02x\n' "$1"; }
 
 pid_alive() { [[ -f $1 ]] && kill -0 "$(cat "$1")" 2>/dev/null; }
 stop_pid() { # pidfile [timeout_s]

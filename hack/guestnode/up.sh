@@ -9,17 +9,46 @@
 # timings. State, pids and logs: $BED_DIR/guestnodes/NAME (console.log,
 # kubelet.log, containerd.log, plugin.log, relay.log). Remove with down.sh NAME.
 #
-# Environment: GUESTNODE_SMP (vCPUs, default 2; use 1 per guest when running
+# NAME must have a line in the guest node table (BED_GUEST_NODES_CONF, default
+# hack/bed-guest-nodes.conf): labels, the device plugin's shared count,
+# taints (registered at join) and the containers' memlock limit come from it.
+# Guests with indexes 2k-1 and 2k share a point-to-point link (eth1, a qemu
+# UDP socket pair on 127.0.0.1) that carries rxe0 and routes to each other's
+# pod subnet, so pods on the two talk RoCE v2 node to node.
+#
+# Environment: GUESTNODE_SMP (vCPUs, default 2; bed.sh passes 1 when it boots
 # two on a 2-core host), GUESTNODE_MEM_MB (2048), GUESTNODE_TIMEOUT (seconds
-# for boot -> Ready, 300), GUESTNODE_RDMA_COUNT (63), GUESTNODE_MEMLOCK_KB
-# (containers' RLIMIT_MEMLOCK through containerd's inheritance; default the
-# kernel's 8 MiB), KUBELET_V (kubelet log level, 1).
+# for boot -> Ready, 300), KUBELET_V (kubelet log level, 1).
 set -euo pipefail
 # shellcheck source=lib.sh
 . "$(cd "$(dirname "$0")" && pwd)/lib.sh"
 
 name=${1:-}
 check_name "$name"
+# shellcheck source=../nodes-conf.sh
+. "$here/../nodes-conf.sh"
+conf=${BED_GUEST_NODES_CONF:-$repo/hack/bed-guest-nodes.conf}
+read_nodes "$conf"
+row=
+for i in "${!NODE_NAME[@]}"; do
+  if [[ ${NODE_NAME[$i]} == "$name" ]]; then row=$i; fi
+done
+[[ -n $row ]] || die "guest node $name is not in $conf (it has: ${NODE_NAME[*]}); add a line for it there"
+((NODE_HOSTDEV[row] == 0)) || die "$conf: $name has hostdev ${NODE_HOSTDEV[$row]}; a guest node has no SR-IOV VFs (use 0)"
+RESOURCE_COUNT=${NODE_RDMA[$row]}
+((RESOURCE_COUNT > 0)) || die "$conf: $name advertises rdma_shared_a 0; a guest node exists to give pods its rxe0 (use e.g. 63)"
+memlock_kb=
+[[ ${NODE_MEMLOCK[$row]} != - ]] && memlock_kb=$((NODE_MEMLOCK[row] / 1024))
+taints_yaml=
+if [[ ${NODE_TAINTS[$row]} != - ]]; then
+  for t in ${NODE_TAINTS[$row]//,/ }; do
+    kv=${t%:*} effect=${t##*:}
+    key=${kv%%=*} value=
+    [[ $kv == *=* ]] && value=${kv#*=}
+    taints_yaml+="
+- {key: \"$key\", value: \"$value\", effect: $effect}"
+  done
+fi
 smp=${GUESTNODE_SMP:-2}
 mem=${GUESTNODE_MEM_MB:-2048}
 timeout_s=${GUESTNODE_TIMEOUT:-300}
@@ -45,7 +74,8 @@ if [[ -d $d ]]; then
   "$here/down.sh" "$name"
   flock -w 60 9 || die "lock"
 fi
-# The smallest free index 1..8 names the node IP, hostfwd port and pod subnet.
+# The smallest free index 1..8 names the node IP, hostfwd port, pod subnet
+# and the guest-to-guest link.
 idx=
 for i in 1 2 3 4 5 6 7 8; do
   grep -qx "$i" "$GN_ROOT"/*/index 2>/dev/null && continue
@@ -74,6 +104,8 @@ trap 'if ((ok == 0)); then failed; fi' EXIT
 trap 'exit 130' INT TERM
 if ss -Htln "sport = :$port" | grep -q .; then die "port 127.0.0.1:$port (hostfwd for $name) is in use"; fi
 if ss -Htln "src $ip" | grep -q .; then die "$ip:$KUBELET_PORT is already in use"; fi
+lport=$(link_port "$idx") peer=$(peer_index "$idx")
+if ss -Hauln "sport = :$lport" | grep -q .; then die "UDP 127.0.0.1:$lport (guest link of $name) is in use"; fi
 
 # --- binaries and image -----------------------------------------------------------
 t_build=$SECONDS
@@ -82,6 +114,9 @@ mkdir -p "$BED_DIR/bin"
 (cd "$repo/hack/tools/rdma-device-plugin" && CGO_ENABLED=0 go build -trimpath -ldflags=-s -o "$BED_DIR/bin/rdma-device-plugin" .)
 (cd "$repo" && CGO_ENABLED=0 go build -trimpath -ldflags=-s -o "$BED_DIR/bin/tcprelay" ./hack/tools/tcprelay)
 log "image and binaries ready in $((SECONDS - t_build)) s ($base)"
+# Index, directory and the shared builds are settled: another guest node can
+# come up beside this one from here on.
+flock -u 9
 
 # --- per-node files -----------------------------------------------------------------
 x=$d/root
@@ -145,7 +180,7 @@ imageGCHighThresholdPercent: 100
 imageGCLowThresholdPercent: 99
 evictionHard: {"memory.available": "50Mi", "nodefs.available": "1%", "imagefs.available": "1%"}
 localStorageCapacityIsolation: false
-registerWithTaints: []
+registerWithTaints:${taints_yaml:- []}
 # Device-plugin capacity reaches the API on the next status sync: keep it short.
 nodeStatusUpdateFrequency: 3s
 KY
@@ -182,7 +217,9 @@ cat >"$x/etc/guestnode/env" <<EV
 NODE_NAME=$name
 NODE_IP=$ip
 KUBELET_V=${KUBELET_V:-1}
-MEMLOCK_KB=${GUESTNODE_MEMLOCK_KB:-}
+MEMLOCK_KB=$memlock_kb
+LINK_IP=$(link_ip "$idx")
+LINK_ROUTES="$(pod_cidr "$peer")@$(link_ip "$peer")"
 DEVICE_PLUGIN_ARGS="--resource-name $RESOURCE --shared-count $RESOURCE_COUNT --drivers rdma_rxe"
 EV
 find "$x" -type d -exec chmod 755 {} +
@@ -205,6 +242,8 @@ setsid qemu-system-x86_64 \
   -serial "file:$d/console.log" \
   -netdev "user,id=n0,net=10.0.2.0/24,host=10.0.2.2,hostfwd=tcp:127.0.0.1:$port-:$KUBELET_PORT" \
   -device virtio-net-pci,netdev=n0 \
+  -netdev "socket,id=n1,udp=127.0.0.1:$(link_port "$peer"),localaddr=127.0.0.1:$lport" \
+  -device "virtio-net-pci,netdev=n1,host_mtu=9000,mac=$(link_mac "$idx")" \
   -device virtio-serial-pci,id=vs \
   -chardev "file,id=kubelet,path=$d/kubelet.log" -device virtserialport,bus=vs.0,chardev=kubelet,name=guestnode.kubelet \
   -chardev "file,id=containerd,path=$d/containerd.log" -device virtserialport,bus=vs.0,chardev=containerd,name=guestnode.containerd \
@@ -214,7 +253,7 @@ qpid=$!
 echo "$qpid" >"$d/qemu.pid"
 setsid "$BED_DIR/bin/tcprelay" -listen "$ip:$KUBELET_PORT" -to "127.0.0.1:$port" </dev/null >>"$d/relay.log" 2>&1 9>&- &
 echo $! >"$d/relay.pid"
-log "$name: qemu pid $qpid (-smp $smp -m $mem), node IP $ip, kubelet via 127.0.0.1:$port, pods $cidr"
+log "$name: qemu pid $qpid (-smp $smp -m $mem), node IP $ip, kubelet via 127.0.0.1:$port, pods $cidr, rxe0 on $(link_ip "$idx") (link to guest index $peer)"
 
 ms() { echo $(($(date +%s%N) / 1000000 - start_ms)); }
 secs() { printf '%d.%01d' $(($1 / 1000)) $((($1 % 1000) / 100)); }
@@ -241,11 +280,14 @@ wait_until "$timeout_s" "rxe0 in the guest" grep -q 'RXE-READY' "$d/console.log"
 t_rxe=$(ms)
 wait_until "$timeout_s" "the node object" kubectl get node "$name"
 t_reg=$(ms)
-kubectl label node "$name" --overwrite \
-  nvidia.com/gpu.product=rdmasuite-soft-roce-bed \
-  network.nvidia.com/operator.mofed.wait=false \
-  feature.node.kubernetes.io/pci-15b3.present=true \
-  rdmasuite.io/bed=true rdmasuite.io/guest-node=true >/dev/null
+labels=("nvidia.com/gpu.product=${NODE_GPU[$row]}" "network.nvidia.com/operator.mofed.wait=${NODE_MOFEDWAIT[$row]}"
+  feature.node.kubernetes.io/pci-15b3.present=true rdmasuite.io/bed=true rdmasuite.io/guest-node=true)
+((NODE_NGPU[row] > 0)) && labels+=(nvidia.com/gpu.present=true)
+kubectl label node "$name" --overwrite "${labels[@]}" >/dev/null
+if ((NODE_NGPU[row] > 0)); then
+  kubectl patch node "$name" --subresource=status --type=merge \
+    -p "{\"status\":{\"capacity\":{\"nvidia.com/gpu\":\"${NODE_NGPU[$row]}\"}}}" >/dev/null
+fi
 wait_until "$((timeout_s - (SECONDS - t0)))" "node $name Ready" node_ready
 t_ready=$(ms)
 wait_until 120 "$RESOURCE=$RESOURCE_COUNT in $name's allocatable" allocatable
