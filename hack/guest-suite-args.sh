@@ -2,8 +2,9 @@
 # device, the shared-device-plugin variant (the guest has no Multus/SR-IOV),
 # the cross-node pairs (two guest nodes: each is client once) plus a
 # same-node pair per node, sizes and iterations a TCG guest moves in seconds,
-# and the resources a guest node advertises. Sourced by hack/demo.sh and
-# hack/test.sh.
+# the resources a guest node advertises, and no Network Operator (the guest
+# loads rdma_rxe itself: drivers managed outside Kubernetes). Sourced by
+# hack/demo.sh and hack/test.sh.
 GUEST_SUITE_ARGS=(--node-selector rdmasuite.io/guest-node=true --variants shared-dev --loopback
-  --bw-iters 300 --bw-sizes 64K,1M --bw-qps 2 --memlock-max 16M
-  --preflight-resources rdma/rdma_shared_device_a)
+  --bw-iters 100 --bw-sizes 64K,1M --bw-qps 2 --memlock-max 16M
+  --preflight-resources rdma/rdma_shared_device_a --network-operator=false)

@@ -102,9 +102,12 @@ step "warm bed up with two guest nodes (real Soft-RoCE devices, device plugin): 
 trap cleanup EXIT
 # The guest node table with rxe-node-2's containers at seed 002's 64 KiB
 # memlock: the memlock feature must fail there (and only there), while the
-# bandwidth pods, which hold IPC_LOCK, pass on both.
+# bandwidth pods, which hold IPC_LOCK, pass on both. rxe-node-2 also gets a
+# taint (PreferNoSchedule: the pinned suite pods still land there) to prove
+# the table's taints reach the node.
 guest_conf=$results/bed-guest-nodes.conf
-awk '$1 == "rxe-node-2" {$8 = "64K"} {print}' hack/bed-guest-nodes.conf >"$guest_conf"
+awk '$1 == "rxe-node-2" {$7 = "rdmasuite.io/staged=memlock:PreferNoSchedule"; $8 = "64K"} {print}' \
+  hack/bed-guest-nodes.conf >"$guest_conf"
 grep -q '^rxe-node-2 .* 64K$' "$guest_conf" || { echo "could not stage rxe-node-2's 64K memlock"; exit 1; }
 t=$SECONDS
 BED_GUEST_NODES="rxe-node-1 rxe-node-2" BED_GUEST_NODES_CONF=$guest_conf hack/bed.sh up
@@ -114,6 +117,8 @@ for g in rxe-node-1 rxe-node-2; do
   [[ $(kc get node "$g" -o 'jsonpath={.metadata.labels.nvidia\.com/gpu\.product}') == rdmasuite-soft-roce-bed ]] ||
     { echo "$g lacks the gpu.product label of $guest_conf"; exit 1; }
 done
+[[ $(kc get node rxe-node-2 -o 'jsonpath={.spec.taints[*].key}') == *rdmasuite.io/staged* ]] ||
+  { echo "rxe-node-2 lacks the taint of $guest_conf"; exit 1; }
 t=$SECONDS
 hack/guestnode/selftest.sh rxe-node-1 rxe-node-2
 guest_results=$results/guest

@@ -17,6 +17,7 @@ import (
 var (
 	flagPreflightRes = flag.String("preflight-resources", "rdma/rdma_shared_device_a,nvidia.com/hostdev,nvidia.com/gpu", "extended resources every selected node must advertise (allocatable > 0)")
 	flagNetOpNS      = flag.String("network-operator-namespace", "nvidia-network-operator", "namespace of the NVIDIA Network Operator (MOFED driver pods)")
+	flagNetOp        = flag.Bool("network-operator", true, "the cluster runs the NVIDIA Network Operator; false when RDMA drivers are managed outside Kubernetes (host MOFED / inbox): a missing NicClusterPolicy is then expected, not a check that could not run")
 	flagGPUOpNS      = flag.String("gpu-operator-namespaces", "gpu-operator,nvidia-gpu-operator", "namespaces of the NVIDIA GPU Operator")
 )
 
@@ -34,7 +35,8 @@ func TestPreflight(t *testing.T) {
 				t.Fatal(err)
 			}
 			state, err := doctor.Gather(ctx, kube, dyn, doctor.GatherOptions{NodeSelector: *flagNodeLabels,
-				Resources: splitList(*flagPreflightRes), NetworkOperatorNS: *flagNetOpNS, GPUOperatorNS: splitList(*flagGPUOpNS)})
+				Resources: splitList(*flagPreflightRes), NetworkOperatorNS: *flagNetOpNS, GPUOperatorNS: splitList(*flagGPUOpNS),
+				NoNetworkOperator: !*flagNetOp})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -29,6 +29,7 @@ func runDoctor(args []string, stdout io.Writer) error {
 	selector := fs.String("node-selector", "", "label selector for the nodes to check")
 	resources := fs.String("resources", "rdma/rdma_shared_device_a,nvidia.com/hostdev,nvidia.com/gpu", "extended resources every node must advertise")
 	netNS := fs.String("network-operator-namespace", "nvidia-network-operator", "Network Operator namespace")
+	netOp := fs.Bool("network-operator", true, "the cluster runs the NVIDIA Network Operator; false when RDMA drivers are managed outside Kubernetes (a missing NicClusterPolicy is then expected)")
 	gpuNS := fs.String("gpu-operator-namespaces", "gpu-operator,nvidia-gpu-operator", "GPU Operator namespaces")
 	out := fs.String("o", "", "also write the results JSON here")
 	if err := fs.Parse(args); err != nil {
@@ -54,7 +55,7 @@ func runDoctor(args []string, stdout io.Writer) error {
 	defer cancel()
 	start := time.Now()
 	state, err := doctor.Gather(ctx, cs, dyn, doctor.GatherOptions{NodeSelector: *selector, Resources: split(*resources),
-		NetworkOperatorNS: *netNS, GPUOperatorNS: split(*gpuNS)})
+		NetworkOperatorNS: *netNS, GPUOperatorNS: split(*gpuNS), NoNetworkOperator: !*netOp})
 	if err != nil {
 		return err
 	}

@@ -27,7 +27,7 @@ node_ip() { echo "10.250.0.$((20 + $1))"; }
 hostfwd_port() { echo "$((20250 + $1))"; }
 pod_cidr() { echo "10.244.$((20 + $1)).0/24"; }
 # The guest-to-guest link: index 2k-1 and 2k are peers; eth1's address (and
-# so rxe0's RoCE v2 GID) and the UDP port its qemu socket netdev binds.
+# so rxe0's RoCE v2 GID) and the TCP port index 2k-1's qemu listens on.
 peer_index() { echo "$(((($1 - 1) ^ 1) + 1))"; }
 link_ip() { echo "10.251.0.$((20 + $1))"; }
 link_port() { echo "$((20350 + $1))"; }

@@ -13,7 +13,7 @@
 # hack/bed-guest-nodes.conf): labels, the device plugin's shared count,
 # taints (registered at join) and the containers' memlock limit come from it.
 # Guests with indexes 2k-1 and 2k share a point-to-point link (eth1, a qemu
-# UDP socket pair on 127.0.0.1) that carries rxe0 and routes to each other's
+# socket netdev over TCP on 127.0.0.1) that carries rxe0 and routes to each other's
 # pod subnet, so pods on the two talk RoCE v2 node to node.
 #
 # Environment: GUESTNODE_SMP (vCPUs, default 2; bed.sh passes 1 when it boots
@@ -104,8 +104,18 @@ trap 'if ((ok == 0)); then failed; fi' EXIT
 trap 'exit 130' INT TERM
 if ss -Htln "sport = :$port" | grep -q .; then die "port 127.0.0.1:$port (hostfwd for $name) is in use"; fi
 if ss -Htln "src $ip" | grep -q .; then die "$ip:$KUBELET_PORT is already in use"; fi
-lport=$(link_port "$idx") peer=$(peer_index "$idx")
-if ss -Hauln "sport = :$lport" | grep -q .; then die "UDP 127.0.0.1:$lport (guest link of $name) is in use"; fi
+peer=$(peer_index "$idx")
+# The link is a TCP stream between the two qemus (the odd index listens, the
+# even one connects): TCP's flow control, not a UDP socket buffer that drops
+# a burst of RoCE frames and leaves rxe waiting out its retransmit timer.
+if ((idx % 2)); then
+  lport=$(link_port "$idx")
+  if ss -Htln "sport = :$lport" | grep -q .; then die "127.0.0.1:$lport (guest link of $name) is in use"; fi
+  link_netdev="socket,id=n1,listen=127.0.0.1:$lport"
+else
+  lport=$(link_port "$peer")
+  link_netdev="socket,id=n1,connect=127.0.0.1:$lport"
+fi
 
 # --- binaries and image -----------------------------------------------------------
 t_build=$SECONDS
@@ -228,6 +238,16 @@ cat "$base/base.cpio" "$d/node.cpio" >"$d/initrd"
 rm -rf "$x" "$d/node.cpio"
 
 # --- host side: node IP, qemu, relay -------------------------------------------------
+if ((idx % 2 == 0)); then
+  # Booted side by side (bed.sh): the listening peer's qemu may start a
+  # moment later.
+  for ((i = 0; i < 600; i++)); do
+    ss -Htln "sport = :$lport" | grep -q . && break
+    sleep 0.1
+  done
+  ss -Htln "sport = :$lport" | grep -q . ||
+    die "$name (guest index $idx) links to guest index $peer, which is not running (nothing listens on 127.0.0.1:$lport): bring that guest node up first or with it"
+fi
 ip addr replace "$ip/24" dev "$BED_LINK"
 echo "$ip/24 $BED_LINK" >"$d/hostaddr"
 : >"$d/console.log"
@@ -242,7 +262,7 @@ setsid qemu-system-x86_64 \
   -serial "file:$d/console.log" \
   -netdev "user,id=n0,net=10.0.2.0/24,host=10.0.2.2,hostfwd=tcp:127.0.0.1:$port-:$KUBELET_PORT" \
   -device virtio-net-pci,netdev=n0 \
-  -netdev "socket,id=n1,udp=127.0.0.1:$(link_port "$peer"),localaddr=127.0.0.1:$lport" \
+  -netdev "$link_netdev" \
   -device "virtio-net-pci,netdev=n1,host_mtu=9000,mac=$(link_mac "$idx")" \
   -device virtio-serial-pci,id=vs \
   -chardev "file,id=kubelet,path=$d/kubelet.log" -device virtserialport,bus=vs.0,chardev=kubelet,name=guestnode.kubelet \

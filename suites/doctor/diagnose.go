@@ -44,7 +44,11 @@ type State struct {
 	// Operator versions); nil when absent. PolicyErr says why it is absent.
 	Policy    *unstructured.Unstructured
 	PolicyErr string
-	Hosts     map[string]HostFacts
+	// NoNetworkOperator: the operator said RDMA drivers are managed outside
+	// Kubernetes (host MOFED or inbox), so a missing NicClusterPolicy is the
+	// expected state, not a check that could not run.
+	NoNetworkOperator bool
+	Hosts             map[string]HostFacts
 	// PodRoles tells which pods are which (see DefaultRoles).
 	Roles Roles
 }
@@ -147,7 +151,7 @@ func Diagnose(s State) []Finding {
 			out = append(out, newFinding(GPUOperatorCascade, p.Spec.NodeName, fmt.Sprintf("pod %s/%s: %s", p.Namespace, p.Name, st)))
 		}
 	}
-	if s.Policy == nil && s.PolicyErr != "" {
+	if s.Policy == nil && s.PolicyErr != "" && !s.NoNetworkOperator {
 		out = append(out, newFinding(NoNicClusterPolicy, "", s.PolicyErr))
 	}
 	out = append(out, s.hostFindings(unloadSet)...)

@@ -1,6 +1,7 @@
 package doctor
 
 import (
+	"github.com/rdmasuite/rdmasuite/reports"
 	"strings"
 	"testing"
 
@@ -70,6 +71,24 @@ func ids(fs []Finding) []string {
 func TestHealthyClusterHasNoFinding(t *testing.T) {
 	if fs := Diagnose(healthy()); len(fs) != 0 {
 		t.Fatalf("healthy cluster: %v", ids(fs))
+	}
+}
+
+// No NicClusterPolicy: a check that did not run (not-run), unless the
+// operator said the cluster manages RDMA drivers without the Network Operator.
+func TestMissingPolicyUnlessNoNetworkOperator(t *testing.T) {
+	s := healthy()
+	s.Policy, s.PolicyErr = nil, "the cluster has no NicClusterPolicy CRD"
+	fs := Diagnose(s)
+	if len(fs) != 1 || fs[0].ID != NoNicClusterPolicy || fs[0].Node != "" {
+		t.Fatalf("missing policy: %v", ids(fs))
+	}
+	if cs := Checks(s, fs, 0); cs[0].Status != reports.NotRun {
+		t.Fatalf("missing policy reported %s, want not-run", cs[0].Status)
+	}
+	s.NoNetworkOperator = true
+	if fs := Diagnose(s); len(fs) != 0 {
+		t.Fatalf("no Network Operator expected, yet: %v", ids(fs))
 	}
 }
 

@@ -28,13 +28,16 @@ type GatherOptions struct {
 	LogTailLines       int64
 	PerCallTimeout     time.Duration
 	IncludeUnscheduled bool
+	// NoNetworkOperator: the cluster does not use the NVIDIA Network
+	// Operator (see State.NoNetworkOperator).
+	NoNetworkOperator bool
 }
 
 // Gather reads the cluster state the doctor needs through the API: nodes,
 // operator pods with the logs of unhealthy ones (current and previous
 // container), and the NicClusterPolicy. Host facts are added by the caller.
 func Gather(ctx context.Context, cs kubernetes.Interface, dyn dynamic.Interface, o GatherOptions) (State, error) {
-	s := State{Resources: o.Resources, Logs: map[string]string{}, Roles: DefaultRoles}
+	s := State{Resources: o.Resources, Logs: map[string]string{}, Roles: DefaultRoles, NoNetworkOperator: o.NoNetworkOperator}
 	if len(o.GPUOperatorNS) > 0 {
 		s.Roles.GPUNamespaces = o.GPUOperatorNS
 	}
