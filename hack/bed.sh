@@ -371,7 +371,7 @@ do_up() {
   ((rc == 0)) || die "guest node bring-up failed (logs: $BED_DIR/guestnodes/*.failed)"
   echo "up" >"$BED_DIR/state"
   trap - EXIT INT TERM
-  log "up: ${#NODE_NAME[@]} nodes Ready in $((SECONDS - t1)) s after binaries (total $((SECONDS - t0)) s)"
+  log "up: ${#NODE_NAME[@]} host + ${#guests[@]} guest nodes Ready in $((SECONDS - t1)) s after binaries (total $((SECONDS - t0)) s)"
   echo "BED_UP_SECONDS=$((SECONDS - t1))" >"$BED_DIR/timings"
   echo "export KUBECONFIG=$BED_DIR/kubeconfig"
 }
@@ -413,7 +413,7 @@ do_down() {
       ip netns delete "$(basename "$f")" 2>/dev/null || { umount "$f" 2>/dev/null; rm -f "$f"; }
     fi
   done
-  for f in /sys/class/net/rsbr*; do [[ -e $f ]] && ip link delete "$(basename "$f")" 2>/dev/null; done
+  for f in /sys/class/net/rsbr* /sys/class/net/rsgt* /sys/class/net/rsgl*; do [[ -e $f ]] && ip link delete "$(basename "$f")" 2>/dev/null; done
   ip link delete "$BED_LINK" 2>/dev/null || true
   remove_iptables_chains
   remove_cgroups
@@ -487,7 +487,7 @@ do_leftovers() {
   [[ -n $(pgrep -f "$BED_DIR/" || true) ]] && left+="processes: $(pgrep -af "$BED_DIR/" | head -5)\n"
   awk -v p="$BED_DIR" 'index($2, p) == 1' /proc/mounts | grep -q . && left+="mounts under $BED_DIR\n"
   ip link show "$BED_LINK" >/dev/null 2>&1 && left+="link $BED_LINK\n"
-  ls /sys/class/net | grep -q '^rsbr' && left+="bridges: $(ls /sys/class/net | grep '^rsbr' | tr '\n' ' ')\n"
+  ls /sys/class/net | grep -qE '^rs(br|gl|gt)' && left+="bridges/taps: $(ls /sys/class/net | grep -E '^rs(br|gl|gt)' | tr '\n' ' ')\n"
   ls -d /sys/fs/cgroup/*/$CGROUP_PARENT >/dev/null 2>&1 && left+="cgroups: $(ls -d /sys/fs/cgroup/*/$CGROUP_PARENT | head -3 | tr '\n' ' ')\n"
   iptables -S 2>/dev/null | grep -qE '^-N (CNI-|KUBE-)' && left+="iptables chains\n"
   pgrep -f 'rdmasuite-guestnode-' >/dev/null && left+="guest nodes: $(pgrep -af rdmasuite-guestnode- | head -3)\n"

@@ -33,6 +33,13 @@ echo "binaries: $build_note"
 
 cleanup() {
   rc=$?
+  # Guest node logs (console, kubelet, containerd, plugin) outlive a failure:
+  # bed down removes their directories.
+  if ((rc)) && [[ -n ${results:-} ]] && compgen -G "$BED_DIR/guestnodes/*/*.log" >/dev/null; then
+    mkdir -p "$results/guestnodes"
+    cp -a "$BED_DIR"/guestnodes/*/ "$results/guestnodes/" 2>/dev/null || true
+    echo "guest node logs kept in $results/guestnodes"
+  fi
   hack/bed.sh down || true
   exit $rc
 }

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # down.sh NAME — removes guest node NAME: its pods and node object (when the
 # bed's apiserver still answers), qemu, the relay, the node IP on the bed
-# link and $BED_DIR/guestnodes/NAME. Safe to run twice or after a failed up.sh.
+# link, its tap on the guest link (and the link bridge with the last node)
+# and $BED_DIR/guestnodes/NAME. Safe to run twice or after a failed up.sh.
 set -euo pipefail
 # shellcheck source=lib.sh
 . "$(cd "$(dirname "$0")" && pwd)/lib.sh"
@@ -29,9 +30,14 @@ if [[ -f $d/hostaddr ]]; then
   read -r addr link <"$d/hostaddr"
   ip addr del "$addr" dev "$link" 2>/dev/null || true
 fi
+if [[ -f $d/tap ]]; then
+  ip link del "$(cat "$d/tap")" 2>/dev/null || true
+fi
 rm -rf "$d" "$d.failed"
-# The last guest node takes the directory (and its lock) with it.
+# The last guest node takes the directory (and its lock) and the link bridge
+# with it.
 if ! compgen -G "$GN_ROOT/*/" >/dev/null; then
+  ip link del "$LINK_BRIDGE" 2>/dev/null || true
   rm -f "$GN_ROOT/.lock"
   rmdir "$GN_ROOT" 2>/dev/null || true
 fi

@@ -26,14 +26,13 @@ check_name() {
 node_ip() { echo "10.250.0.$((20 + $1))"; }
 hostfwd_port() { echo "$((20250 + $1))"; }
 pod_cidr() { echo "10.244.$((20 + $1)).0/24"; }
-# The guest-to-guest link: index 2k-1 and 2k are peers; eth1's address (and
-# so rxe0's RoCE v2 GID) and the TCP port index 2k-1's qemu listens on.
-peer_index() { echo "$(((($1 - 1) ^ 1) + 1))"; }
+# The guest-to-guest link: a host bridge with one tap per guest (eth1 in the
+# guest; its address is rxe0's RoCE v2 GID). A tap, not a qemu socket
+# netdev: the UDP one dropped RoCE bursts in its socket buffer and the TCP
+# one stalled for good under load.
+LINK_BRIDGE=rsgl0
 link_ip() { echo "10.251.0.$((20 + $1))"; }
-link_port() { echo "$((20350 + $1))"; }
-# Each guest's eth1 needs its own MAC: qemu gives every guest the same
-# default, and rxe treats a destination MAC equal to its own as loopback and
-# never puts the packet on the wire (TCP still works, RoCE silently does not).
+link_tap() { echo "rsgt$1"; }
 link_mac() { printf '52:54:00:25:01:%02x\n' "$1"; }
 
 pid_alive() { [[ -f $1 ]] && kill -0 "$(cat "$1")" 2>/dev/null; }

@@ -12,9 +12,9 @@
 # NAME must have a line in the guest node table (BED_GUEST_NODES_CONF, default
 # hack/bed-guest-nodes.conf): labels, the device plugin's shared count,
 # taints (registered at join) and the containers' memlock limit come from it.
-# Guests with indexes 2k-1 and 2k share a point-to-point link (eth1, a qemu
-# socket netdev over TCP on 127.0.0.1) that carries rxe0 and routes to each other's
-# pod subnet, so pods on the two talk RoCE v2 node to node.
+# All guest nodes share one link (eth1: a tap each on the host bridge
+# rsgl0, MTU 9000) that carries rxe0 and routes to each other's pod
+# subnets, so pods on two guests talk RoCE v2 node to node.
 #
 # Environment: GUESTNODE_SMP (vCPUs, default 2; bed.sh passes 1 when it boots
 # two on a 2-core host), GUESTNODE_MEM_MB (2048), GUESTNODE_TIMEOUT (seconds
@@ -104,18 +104,8 @@ trap 'if ((ok == 0)); then failed; fi' EXIT
 trap 'exit 130' INT TERM
 if ss -Htln "sport = :$port" | grep -q .; then die "port 127.0.0.1:$port (hostfwd for $name) is in use"; fi
 if ss -Htln "src $ip" | grep -q .; then die "$ip:$KUBELET_PORT is already in use"; fi
-peer=$(peer_index "$idx")
-# The link is a TCP stream between the two qemus (the odd index listens, the
-# even one connects): TCP's flow control, not a UDP socket buffer that drops
-# a burst of RoCE frames and leaves rxe waiting out its retransmit timer.
-if ((idx % 2)); then
-  lport=$(link_port "$idx")
-  if ss -Htln "sport = :$lport" | grep -q .; then die "127.0.0.1:$lport (guest link of $name) is in use"; fi
-  link_netdev="socket,id=n1,listen=127.0.0.1:$lport"
-else
-  lport=$(link_port "$peer")
-  link_netdev="socket,id=n1,connect=127.0.0.1:$lport"
-fi
+tap=$(link_tap "$idx")
+[[ -e /sys/class/net/$tap ]] && die "tap $tap (guest link of $name) already exists"
 
 # --- binaries and image -----------------------------------------------------------
 t_build=$SECONDS
@@ -229,7 +219,7 @@ NODE_IP=$ip
 KUBELET_V=${KUBELET_V:-1}
 MEMLOCK_KB=$memlock_kb
 LINK_IP=$(link_ip "$idx")
-LINK_ROUTES="$(pod_cidr "$peer")@$(link_ip "$peer")"
+LINK_ROUTES="$(for j in 1 2 3 4 5 6 7 8; do ((j == idx)) || printf '%s@%s ' "$(pod_cidr "$j")" "$(link_ip "$j")"; done)"
 DEVICE_PLUGIN_ARGS="--resource-name $RESOURCE --shared-count $RESOURCE_COUNT --drivers rdma_rxe"
 EV
 find "$x" -type d -exec chmod 755 {} +
@@ -238,16 +228,16 @@ cat "$base/base.cpio" "$d/node.cpio" >"$d/initrd"
 rm -rf "$x" "$d/node.cpio"
 
 # --- host side: node IP, qemu, relay -------------------------------------------------
-if ((idx % 2 == 0)); then
-  # Booted side by side (bed.sh): the listening peer's qemu may start a
-  # moment later.
-  for ((i = 0; i < 600; i++)); do
-    ss -Htln "sport = :$lport" | grep -q . && break
-    sleep 0.1
-  done
-  ss -Htln "sport = :$lport" | grep -q . ||
-    die "$name (guest index $idx) links to guest index $peer, which is not running (nothing listens on 127.0.0.1:$lport): bring that guest node up first or with it"
+# The guest link: this node's tap on the shared host bridge (made by the
+# first guest node, removed with the last: down.sh).
+if [[ ! -e /sys/class/net/$LINK_BRIDGE ]]; then
+  ip link add "$LINK_BRIDGE" type bridge 2>/dev/null || [[ -e /sys/class/net/$LINK_BRIDGE ]] ||
+    die "cannot create the guest link bridge $LINK_BRIDGE"
 fi
+ip link set "$LINK_BRIDGE" up
+ip tuntap add dev "$tap" mode tap || die "cannot create tap $tap (is /dev/net/tun available?)"
+echo "$tap" >"$d/tap"
+ip link set "$tap" mtu 9000 master "$LINK_BRIDGE" up
 ip addr replace "$ip/24" dev "$BED_LINK"
 echo "$ip/24 $BED_LINK" >"$d/hostaddr"
 : >"$d/console.log"
@@ -262,7 +252,7 @@ setsid qemu-system-x86_64 \
   -serial "file:$d/console.log" \
   -netdev "user,id=n0,net=10.0.2.0/24,host=10.0.2.2,hostfwd=tcp:127.0.0.1:$port-:$KUBELET_PORT" \
   -device virtio-net-pci,netdev=n0 \
-  -netdev "$link_netdev" \
+  -netdev "tap,id=n1,ifname=$tap,script=no,downscript=no" \
   -device "virtio-net-pci,netdev=n1,host_mtu=9000,mac=$(link_mac "$idx")" \
   -device virtio-serial-pci,id=vs \
   -chardev "file,id=kubelet,path=$d/kubelet.log" -device virtserialport,bus=vs.0,chardev=kubelet,name=guestnode.kubelet \
@@ -273,7 +263,7 @@ qpid=$!
 echo "$qpid" >"$d/qemu.pid"
 setsid "$BED_DIR/bin/tcprelay" -listen "$ip:$KUBELET_PORT" -to "127.0.0.1:$port" </dev/null >>"$d/relay.log" 2>&1 9>&- &
 echo $! >"$d/relay.pid"
-log "$name: qemu pid $qpid (-smp $smp -m $mem), node IP $ip, kubelet via 127.0.0.1:$port, pods $cidr, rxe0 on $(link_ip "$idx") (link to guest index $peer)"
+log "$name: qemu pid $qpid (-smp $smp -m $mem), node IP $ip, kubelet via 127.0.0.1:$port, pods $cidr, rxe0 on $(link_ip "$idx") (eth1 = $tap on $LINK_BRIDGE)"
 
 ms() { echo $(($(date +%s%N) / 1000000 - start_ms)); }
 secs() { printf '%d.%01d' $(($1 / 1000)) $((($1 % 1000) / 100)); }
