@@ -36,8 +36,10 @@ cleanup() {
   # Guest node logs (console, kubelet, containerd, plugin) outlive a failure:
   # bed down removes their directories.
   if ((rc)) && [[ -n ${results:-} ]] && compgen -G "$BED_DIR/guestnodes/*/*.log" >/dev/null; then
-    mkdir -p "$results/guestnodes"
-    cp -a "$BED_DIR"/guestnodes/*/ "$results/guestnodes/" 2>/dev/null || true
+    for g in "$BED_DIR"/guestnodes/*/; do
+      mkdir -p "$results/guestnodes/$(basename "$g")"
+      cp -a "$g"*.log "$results/guestnodes/$(basename "$g")/" 2>/dev/null || true
+    done
     echo "guest node logs kept in $results/guestnodes"
   fi
   hack/bed.sh down || true
