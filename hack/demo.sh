@@ -19,7 +19,7 @@ go test -count=1 ./suites -args --kubeconfig="$BED_DIR/kubeconfig" --labels suit
   --report-dir="$results/smoke" >"$results.smoke.log" 2>&1 || { tail -30 "$results.smoke.log"; exit 1; }
 echo "demo: smoke features passed on every node"
 rc=0
-go test -count=1 ./suites -args --kubeconfig="$BED_DIR/kubeconfig" --labels suite=rdma,suite=doctor \
+go test -count=1 -timeout 30m ./suites -args --kubeconfig="$BED_DIR/kubeconfig" --labels suite=rdma,suite=doctor \
   --report-dir="$results" "${GUEST_SUITE_ARGS[@]}" >"$results.log" 2>&1 || rc=$?
 [[ -f $results/results.json ]] || { tail -30 "$results.log"; echo "demo: the suite wrote no results"; exit 1; }
 echo

@@ -131,7 +131,7 @@ done
 t=$SECONDS
 hack/guestnode/selftest.sh rxe-node-1 rxe-node-2
 guest_results=$results/guest
-go test -count=1 ./suites -args --kubeconfig="$BED_DIR/kubeconfig" --labels suite=rdma,suite=doctor \
+go test -count=1 -timeout 30m ./suites -args --kubeconfig="$BED_DIR/kubeconfig" --labels suite=rdma,suite=doctor \
   --report-dir="$guest_results" "${GUEST_SUITE_ARGS[@]}" >"$results/guest.log" 2>&1 ||
   { tail -40 "$results/guest.log"; echo "the guest node's RDMA/doctor features must pass"; exit 1; }
 go run ./hack/tools/expectresults -results "$guest_results/results.json" -expect hack/guest-expect.txt
