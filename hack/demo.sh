@@ -25,6 +25,5 @@ go test -count=1 -timeout 30m ./suites -args --kubeconfig="$BED_DIR/kubeconfig" 
 echo
 go run ./cmd/rdmasuite report "$results/results.json" --format markdown -o "$results/report.md"
 go run ./cmd/rdmasuite report "$results/results.json"
-grep -A6 'time per phase' "$results.log" || true
 echo "demo: suite log $results.log; Markdown report $results/report.md; $((SECONDS - t0)) s"
 exit $rc

@@ -60,7 +60,32 @@ func Table(w io.Writer, r Run) error {
 			return err
 		}
 	}
-	return t.Render()
+	if err := t.Render(); err != nil {
+		return err
+	}
+	PhasesText(w, r.Phases)
+	return nil
+}
+
+// PhasesText prints where a run's time went, one line per phase, sorted.
+func PhasesText(w io.Writer, m map[string]Phase) {
+	if len(m) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "time per phase (summed over pods/pairs; max of one):")
+	for _, n := range phaseNames(m) {
+		p := m[n]
+		fmt.Fprintf(w, "  %-12s %3d × total %7.2f s  max %6.2f s\n", n, p.Count, p.TotalSec, p.MaxSec)
+	}
+}
+
+func phaseNames(m map[string]Phase) []string {
+	names := make([]string, 0, len(m))
+	for k := range m {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	return names
 }
 
 func summaryText(r Run) string {
@@ -106,6 +131,13 @@ func Markdown(w io.Writer, r Run) error {
 			failed = true
 		}
 		fmt.Fprintf(w, "\n### %s %s (%s)\n\n```\n%s\n```\n", c.ID, c.Variant, strings.Join(c.Nodes, ", "), strings.Join(c.Evidence, "\n"))
+	}
+	if len(r.Phases) > 0 {
+		fmt.Fprintf(w, "\n## Time per phase\n\n| phase | count | total s | max s |\n|---|---|---|---|\n")
+		for _, n := range phaseNames(r.Phases) {
+			p := r.Phases[n]
+			fmt.Fprintf(w, "| %s | %d | %.2f | %.2f |\n", n, p.Count, p.TotalSec, p.MaxSec)
+		}
 	}
 	return nil
 }

@@ -19,7 +19,8 @@ func sampleRun(writeGbps float64, status Status) Run {
 				Measured:  []Measurement{{Name: "write_1MiB_avg", Port: "mlx5_0/1", Value: writeGbps, Unit: "Gb/s", Threshold: th}},
 				Diagnosis: "below floor", Fix: "check link", Evidence: []string{"rdmaprobe bw client …"}},
 			{ID: "memlock", Nodes: []string{"node-1"}, Status: NotRun, Reason: "no RDMA device visible in pod"},
-		}}
+		},
+		Phases: map[string]Phase{"pod start": {Count: 4, TotalSec: 9.5, MaxSec: 3.25}, "measurement": {Count: 2, TotalSec: 10, MaxSec: 5}}}
 }
 
 func TestWriteReadRoundTrip(t *testing.T) {
@@ -45,7 +46,8 @@ func TestRenderers(t *testing.T) {
 	if err := Table(&tb, r); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"FAIL", "bandwidth/write", "write_1MiB_avg=150 Gb/s (>= 180 Gb/s)", "fix: check link", "NOT-RUN", "NOT PASSED"} {
+	for _, want := range []string{"FAIL", "bandwidth/write", "write_1MiB_avg=150 Gb/s (>= 180 Gb/s)", "fix: check link", "NOT-RUN", "NOT PASSED",
+		"measurement    2 × total   10.00 s", "pod start      4 × total    9.50 s  max   3.25 s"} {
 		if !strings.Contains(tb.String(), want) {
 			t.Errorf("table lacks %q:\n%s", want, tb.String())
 		}
@@ -53,7 +55,8 @@ func TestRenderers(t *testing.T) {
 	if err := Markdown(&mdb, r); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(mdb.String(), "| ❌ fail | bandwidth/write |") || !strings.Contains(mdb.String(), "## Evidence") {
+	if !strings.Contains(mdb.String(), "| ❌ fail | bandwidth/write |") || !strings.Contains(mdb.String(), "## Evidence") ||
+		!strings.Contains(mdb.String(), "| pod start | 4 | 9.50 | 3.25 |") {
 		t.Errorf("markdown:\n%s", mdb.String())
 	}
 	if err := JUnit(&jb, r); err != nil {

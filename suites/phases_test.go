@@ -3,7 +3,6 @@ package suites
 import (
 	"fmt"
 	"io"
-	"sort"
 	"sync"
 	"time"
 
@@ -50,17 +49,8 @@ func phaseSnapshot() map[string]reports.Phase {
 }
 
 func printPhases(w io.Writer, m map[string]reports.Phase) {
-	if len(m) == 0 {
-		return
+	if len(m) > 0 {
+		fmt.Fprint(w, "rdmasuite: ")
 	}
-	names := make([]string, 0, len(m))
-	for k := range m {
-		names = append(names, k)
-	}
-	sort.Strings(names)
-	fmt.Fprintln(w, "rdmasuite: time per phase (summed over pods/pairs; max of one):")
-	for _, n := range names {
-		p := m[n]
-		fmt.Fprintf(w, "  %-12s %3d × total %7.2f s  max %6.2f s\n", n, p.Count, p.TotalSec, p.MaxSec)
-	}
+	reports.PhasesText(w, m)
 }
