@@ -14,8 +14,23 @@ OPS=${OPS:-"write read"}
 SIZES=${SIZES:-"65536 1048576"}
 echo "perftest: $(ib_write_bw --version 2>&1 | head -1)"
 
+# Retransmission-related rxe counters of both devices, summed: a run that hit
+# rxe's retransmit timer (67 ms at timeout 14) loses that time, so a ratio
+# is only fair between runs with the same count.
+retries() {
+  s=0
+  for d in rxe0 rxe1; do
+    for c in completer_retry_err rcvd_seq_err duplicate_request out_of_seq_request; do
+      v=$(cat /sys/class/infiniband/$d/ports/1/hw_counters/$c 2>/dev/null || echo 0)
+      s=$((s + v))
+    done
+  done
+  echo "$s"
+}
+
 # perftest reference (RoCE v2 IPv4 GID is index 1 on this guest)
 run_perftest() {
+  r0=$(retries)
   ib_${op}_bw -d rxe0 -x 1 -F -s "$size" -n "$iters" -q "$qps" -Q "$cqmod" >pt-srv.txt 2>&1 &
   srv=$!
   sleep 1
@@ -23,6 +38,7 @@ run_perftest() {
   wait $srv
   avg=$(awk -v s="$size" '$1 == s && NF >= 5 {print $4}' pt-cli.txt | tail -1)
   echo "RESULT perftest $op $size $qps $cqmod $rep ${avg:-NaN}"
+  echo "RETRIES perftest $op $size $qps $cqmod $rep $(($(retries) - r0))"
   [ "$rep" = 1 ] && sed 's/^/PERFTEST-OUT /' pt-cli.txt
   [ -n "$avg" ] || tail -5 pt-cli.txt
 }
@@ -30,6 +46,7 @@ run_perftest() {
 # ours, same devices, sizes, iterations, QPs; the server gets the same 1 s
 # head start perftest's server gets.
 run_ours() {
+  r0=$(retries)
   ./rdmaprobe bw server --device rxe0 --port 18516 --timeout 60s >rp-srv.json 2>&1 &
   srv=$!
   sleep 1
@@ -38,6 +55,7 @@ run_ours() {
   wait $srv
   avg=$(sed -n 's/.*"total":{[^}]*"bwAvgMBps":\([0-9.e+-]*\).*/\1/p' rp-cli.json | tail -1)
   echo "RESULT rdmaprobe $op $size $qps $cqmod $rep ${avg:-NaN}"
+  echo "RETRIES rdmaprobe $op $size $qps $cqmod $rep $(($(retries) - r0))"
   [ -n "$avg" ] || tail -5 rp-cli.json rp-cli.err
 }
 for rep in $(seq 1 "$REPS"); do

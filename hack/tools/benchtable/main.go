@@ -1,5 +1,8 @@
-// Command benchtable reads the RESULT lines of hack/guest-bench.sh and prints
-// perftest vs rdmaprobe per op/size/QPs with medians and the ratio. It exits
+// Command benchtable reads the RESULT and RETRIES lines of
+// hack/guest-bench.sh and prints perftest vs rdmaprobe per op/size/QPs with
+// medians, the ratio, and the median count of rxe retransmission events per
+// run for each tool (rxe under TCG times out spuriously; a run that did pays
+// up to 67 ms a time, which is most of the run-to-run spread). It exits
 // non-zero when a run produced no number.
 package main
 
@@ -23,17 +26,28 @@ type key struct {
 
 func main() {
 	runs := map[key]map[string][]float64{}
+	retries := map[key]map[string][]float64{}
 	missing := 0
 	sc := bufio.NewScanner(os.Stdin)
 	for sc.Scan() {
 		f := strings.Fields(sc.Text())
-		if len(f) != 8 || f[0] != "RESULT" {
+		if len(f) != 8 || (f[0] != "RESULT" && f[0] != "RETRIES") {
 			continue
 		}
 		b, _ := strconv.Atoi(f[3])
 		q, _ := strconv.Atoi(f[4])
 		m, _ := strconv.Atoi(f[5])
 		v, err := strconv.ParseFloat(f[7], 64)
+		if f[0] == "RETRIES" {
+			k := key{f[2], b, q, m}
+			if retries[k] == nil {
+				retries[k] = map[string][]float64{}
+			}
+			if err == nil {
+				retries[k][f[1]] = append(retries[k][f[1]], v)
+			}
+			continue
+		}
 		if err != nil || v <= 0 {
 			missing++
 			continue
@@ -63,7 +77,7 @@ func main() {
 	// Header auto-format would turn "Gb/s" into "GB / S".
 	table := tablewriter.NewTable(os.Stdout, tablewriter.WithConfig(
 		tablewriter.NewConfigBuilder().WithHeaderAutoFormat(tw.Off).Build()))
-	table.Header("op", "bytes", "qps", "cq-mod", "runs", "perftest MB/s (median)", "rdmaprobe MB/s (median)", "ratio ours/perftest")
+	table.Header("op", "bytes", "qps", "cq-mod", "runs", "perftest MB/s (median)", "rdmaprobe MB/s (median)", "ratio ours/perftest", "rxe retries perftest/ours (median)")
 	for _, k := range keys {
 		pt, _ := stats.Median(runs[k]["perftest"])
 		rp, _ := stats.Median(runs[k]["rdmaprobe"])
@@ -73,7 +87,7 @@ func main() {
 		}
 		_ = table.Append(k.op, strconv.Itoa(k.bytes), strconv.Itoa(k.qps), strconv.Itoa(k.cqMod),
 			fmt.Sprintf("%d/%d", len(runs[k]["perftest"]), len(runs[k]["rdmaprobe"])),
-			fmt.Sprintf("%.2f", pt), fmt.Sprintf("%.2f", rp), ratio)
+			fmt.Sprintf("%.2f", pt), fmt.Sprintf("%.2f", rp), ratio, retriesText(retries[k]))
 	}
 	if err := table.Render(); err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -83,4 +97,13 @@ func main() {
 		fmt.Fprintf(os.Stderr, "benchtable: %d runs produced no bandwidth figure\n", missing)
 		os.Exit(1)
 	}
+}
+
+func retriesText(m map[string][]float64) string {
+	if len(m["perftest"]) == 0 || len(m["rdmaprobe"]) == 0 {
+		return "n/a"
+	}
+	pt, _ := stats.Median(m["perftest"])
+	rp, _ := stats.Median(m["rdmaprobe"])
+	return fmt.Sprintf("%.0f / %.0f", pt, rp)
 }
