@@ -31,10 +31,10 @@ retries() {
 # perftest reference (RoCE v2 IPv4 GID is index 1 on this guest)
 run_perftest() {
   r0=$(retries)
-  ib_${op}_bw -d rxe0 -x 1 -F -s "$size" -n "$iters" -q "$qps" -Q "$cqmod" >pt-srv.txt 2>&1 &
+  ib_${op}_bw $PERFTEST_FLAGS -d rxe0 -x 1 -F -s "$size" -n "$iters" -q "$qps" -Q "$cqmod" >pt-srv.txt 2>&1 &
   srv=$!
   sleep 1
-  ib_${op}_bw -d rxe1 -x 1 -F -s "$size" -n "$iters" -q "$qps" -Q "$cqmod" "$RXE0_IP" >pt-cli.txt 2>&1
+  ib_${op}_bw $PERFTEST_FLAGS -d rxe1 -x 1 -F -s "$size" -n "$iters" -q "$qps" -Q "$cqmod" "$RXE0_IP" >pt-cli.txt 2>&1
   wait $srv
   avg=$(awk -v s="$size" '$1 == s && NF >= 5 {print $4}' pt-cli.txt | tail -1)
   echo "RESULT perftest $op $size $qps $cqmod $rep ${avg:-NaN}"
