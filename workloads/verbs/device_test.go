@@ -97,6 +97,11 @@ func TestMRLifecycleIdempotent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// rdma-core's rxe provider has extended QPs: the C loop must post the
+	// way perftest 6.x does (ibv_wr_*), not fall back to ibv_post_send.
+	if !qp.Extended() {
+		t.Fatal("rxe QP created without the extended-QP API")
+	}
 	for _, c := range []interface{ Close() error }{qp, qp, cq, cq, pd, pd, ctx, ctx} {
 		if err := c.Close(); err != nil {
 			t.Fatal(err)

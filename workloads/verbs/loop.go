@@ -9,7 +9,7 @@ package verbs
 
 struct rs_loop_params {
 	struct ibv_cq *cq;
-	int nqp, opcode, inl, tx_depth, cq_mod;
+	int nqp, opcode, inl, tx_depth, cq_mod, ex;
 	uint32_t lkey, size;
 	uint64_t laddr, slot;
 	int64_t iters;     // per QP; ignored when deadline > 0
@@ -25,11 +25,12 @@ struct rs_loop_out {
 	int64_t err_seq;
 };
 
-// rs_loop is perftest's run_iter_bw, op for op, with bw.run's rules (the Go
-// reference in workloads/bw/engine.go, which the unit tests pin down): keep
-// up to tx_depth operations outstanding per QP, signal every cq_mod-th post
-// and the last, poll 16 completions at a time, stamp each post and each
-// completion with the cycle counter. It is in C because a cgo call per post
+// rs_loop is perftest's run_iter_bw, op for op, with bw.RunLoop's rules (the
+// Go reference in workloads/bw/engine.go, which the unit tests pin down):
+// keep up to tx_depth operations outstanding per QP, signal every cq_mod-th
+// post and the last, poll 16 completions at a time, stamp each post and each
+// completion with the cycle counter. Posts go through the extended-QP API
+// (ibv_wr_*) when the QPs have it, as perftest 6.x's do by default. It is in C because a cgo call per post
 // costs more than the post itself on a software device: the Go runtime takes
 // the P away from a thread that stays in a C call longer than 20 µs and has
 // to get it back afterwards, once per operation.
@@ -62,7 +63,25 @@ static int rs_loop(struct ibv_qp **qps, uint64_t *raddr, uint32_t *rkey, int64_t
 				wr.wr.rdma.remote_addr = raddr[q];
 				wr.wr.rdma.rkey = rkey[q];
 				uint64_t t = rs_cycles();
-				int rc = ibv_post_send(qps[q], &wr, &bad);
+				int rc;
+				if (p->ex) {
+					// The extended-QP API, perftest 6.x's default.
+					struct ibv_qp_ex *qx = ibv_qp_to_qp_ex(qps[q]);
+					ibv_wr_start(qx);
+					qx->wr_id = wr.wr_id;
+					qx->wr_flags = wr.send_flags;
+					if (p->opcode == IBV_WR_RDMA_READ)
+						ibv_wr_rdma_read(qx, rkey[q], raddr[q]);
+					else
+						ibv_wr_rdma_write(qx, rkey[q], raddr[q]);
+					if (p->inl)
+						ibv_wr_set_inline_data(qx, (void *)(uintptr_t)sge.addr, sge.length);
+					else
+						ibv_wr_set_sge(qx, sge.lkey, sge.addr, sge.length);
+					rc = ibv_wr_complete(qx);
+				} else {
+					rc = ibv_post_send(qps[q], &wr, &bad);
+				}
 				if (rc) {
 					o->err_kind = 1; o->err_code = rc; o->err_qp = q; o->err_seq = scnt[q]; o->done = done;
 					return -1;
@@ -177,7 +196,7 @@ func RunLoop(s LoopSpec) (LoopResult, error) {
 	}
 	p := C.struct_rs_loop_params{
 		cq: s.CQ.cq, nqp: C.int(n), opcode: C.int(s.Op), inl: cbool(s.Inline),
-		tx_depth: C.int(s.TxDepth), cq_mod: C.int(s.CQMod),
+		tx_depth: C.int(s.TxDepth), cq_mod: C.int(s.CQMod), ex: cbool(allEx(s.QPs)),
 		lkey: s.MR.mr.lkey, size: C.uint32_t(s.Size),
 		laddr: C.uint64_t(uintptr(s.MR.buf)), slot: C.uint64_t(s.Slot),
 		iters: C.int64_t(s.Iters), deadline: C.uint64_t(s.Deadline), cap: cp,
@@ -219,4 +238,13 @@ func sum(v []C.int64_t) int64 {
 		t += int64(x)
 	}
 	return t
+}
+
+func allEx(qps []*QP) bool {
+	for _, q := range qps {
+		if !q.ex {
+			return false
+		}
+	}
+	return true
 }

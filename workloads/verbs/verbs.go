@@ -79,6 +79,27 @@ static int rs_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *a, int mask) {
 
 #include "cycles.h"
 
+// rs_create_rc_qp_ex creates an RC QP that can also be posted to through
+// the extended-QP API (ibv_wr_*), which perftest 6.x uses by default.
+static struct ibv_qp *rs_create_rc_qp_ex(struct ibv_context *ctx, struct ibv_pd *pd, struct ibv_cq *cq,
+                                         uint32_t send_wr, uint32_t recv_wr, uint32_t inl) {
+	struct ibv_qp_init_attr_ex a;
+	memset(&a, 0, sizeof(a));
+	a.send_cq = cq;
+	a.recv_cq = cq;
+	a.qp_type = IBV_QPT_RC;
+	a.cap.max_send_wr = send_wr;
+	a.cap.max_recv_wr = recv_wr;
+	a.cap.max_send_sge = 1;
+	a.cap.max_recv_sge = 1;
+	a.cap.max_inline_data = inl;
+	a.sq_sig_all = 0;
+	a.pd = pd;
+	a.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+	a.send_ops_flags = IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_READ | IBV_QP_EX_WITH_SEND;
+	return ibv_create_qp_ex(ctx, &a);
+}
+
 static void *rs_alloc(size_t size) {
 	void *p = NULL;
 	if (posix_memalign(&p, 4096, size) != 0) return NULL;
@@ -475,6 +496,9 @@ type QP struct {
 	qp  *C.struct_ibv_qp
 	pd  *PD
 	PSN uint32
+	// ex: created with ibv_create_qp_ex, so the C loop posts through
+	// ibv_wr_* as perftest does; else through ibv_post_send.
+	ex bool
 }
 
 // CreateRCQP creates an RC QP whose send and receive completions go to cq.
@@ -489,12 +513,19 @@ func (p *PD) CreateRCQP(cq *CQ, caps QPCaps, psn uint32) (*QP, error) {
 	// Only signalled WRs generate completions: the CQ-moderation scheme
 	// perftest uses, so the CQ is not the bottleneck.
 	a.sq_sig_all = 0
+	// The extended QP first; a provider without it gets a plain one.
+	if qp := C.rs_create_rc_qp_ex(p.ctx.ctx, p.pd, cq.cq, a.cap.max_send_wr, a.cap.max_recv_wr, a.cap.max_inline_data); qp != nil {
+		return &QP{qp: qp, pd: p, PSN: psn & 0xffffff, ex: true}, nil
+	}
 	qp, err := C.ibv_create_qp(p.pd, &a)
 	if qp == nil {
 		return nil, callErr(fmt.Sprintf("ibv_create_qp(RC, send %d, recv %d)", caps.SendDepth, caps.RecvDepth), err)
 	}
 	return &QP{qp: qp, pd: p, PSN: psn & 0xffffff}, nil
 }
+
+// Extended reports whether the QP takes ibv_wr_* posts (ibv_create_qp_ex).
+func (q *QP) Extended() bool { return q.ex }
 
 // QPN is the queue pair number the peer addresses.
 func (q *QP) QPN() uint32 { return uint32(q.qp.qp_num) }
