@@ -1,10 +1,13 @@
 # Suite flags for the bed's guest node(s): only nodes with a real verbs
 # device, the shared-device-plugin variant (the guest has no Multus/SR-IOV),
 # the cross-node pairs (two guest nodes: each is client once) plus a
-# same-node pair per node, sizes and iterations a TCG guest moves in seconds,
+# same-node pair per node, sizes and iterations a TCG guest moves in seconds
+# (64 KiB only: under minutes of 1 MiB traffic the guests' virtio-net eth1
+# TX queue has stalled for good, "NETDEV WATCHDOG: eth1 … transmit queue 0
+# timed out", twice in five runs),
 # the resources a guest node advertises, and no Network Operator (the guest
 # loads rdma_rxe itself: drivers managed outside Kubernetes). Sourced by
 # hack/demo.sh and hack/test.sh.
 GUEST_SUITE_ARGS=(--node-selector rdmasuite.io/guest-node=true --variants shared-dev --loopback
-  --bw-iters 100 --bw-sizes 64K,1M --bw-qps 2 --memlock-max 16M
+  --bw-iters 100 --bw-sizes 64K --bw-qps 2 --memlock-max 16M
   --preflight-resources rdma/rdma_shared_device_a --network-operator=false)
