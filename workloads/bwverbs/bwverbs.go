@@ -234,13 +234,20 @@ func (r *resources) Connect(remote []bw.QPInfo) error {
 }
 
 func (r *resources) Post(qp int, op bw.Op, size int, id uint64, signaled bool) error {
-	vop := verbs.OpWrite
-	if op == bw.OpRead {
-		vop = verbs.OpRead
-	}
 	rem := r.remote[qp]
-	return r.qps[qp].Post(vop, r.mr, qp*r.slot, size, rem.Addr, rem.RKey, id, signaled, op == bw.OpWrite && size <= r.inline)
+	return r.qps[qp].Post(verbsOp(op), r.mr, qp*r.slot, size, rem.Addr, rem.RKey, id, signaled, r.inlined(op, size))
 }
+
+func verbsOp(op bw.Op) verbs.Op {
+	if op == bw.OpRead {
+		return verbs.OpRead
+	}
+	return verbs.OpWrite
+}
+
+// inlined says whether a post of size bytes carries its payload inline
+// (writes up to the QP's inline limit).
+func (r *resources) inlined(op bw.Op, size int) bool { return op == bw.OpWrite && size <= r.inline }
 
 func (r *resources) Poll(wcs []bw.Completion) (int, error) {
 	n, err := r.cq.Poll(r.wcs[:min(len(wcs), len(r.wcs))])
@@ -263,12 +270,8 @@ func (r *resources) Loop(p bw.Params, size int, record bool) (posted, completed 
 	if scale <= 0 || r.goLoop {
 		return bw.RunLoop(r, p, size, Clock(), record)
 	}
-	spec := verbs.LoopSpec{QPs: r.qps, CQ: r.cq, MR: r.mr, Slot: r.slot, Size: size,
-		Inline: p.Op == bw.OpWrite && size <= r.inline, Iters: p.Iters, TxDepth: p.TxDepth, CQMod: p.CQMod, Record: record}
-	spec.Op = verbs.OpWrite
-	if p.Op == bw.OpRead {
-		spec.Op = verbs.OpRead
-	}
+	spec := verbs.LoopSpec{QPs: r.qps, CQ: r.cq, MR: r.mr, Op: verbsOp(p.Op), Slot: r.slot, Size: size,
+		Inline: r.inlined(p.Op, size), Iters: p.Iters, TxDepth: p.TxDepth, CQMod: p.CQMod, Record: record}
 	for _, rem := range r.remote {
 		spec.Targets = append(spec.Targets, verbs.LoopTarget{Addr: rem.Addr, RKey: rem.RKey})
 	}

@@ -38,25 +38,17 @@ func main() {
 		q, _ := strconv.Atoi(f[4])
 		m, _ := strconv.Atoi(f[5])
 		v, err := strconv.ParseFloat(f[7], 64)
-		if f[0] == "RETRIES" {
-			k := key{f[2], b, q, m}
-			if retries[k] == nil {
-				retries[k] = map[string][]float64{}
-			}
-			if err == nil {
-				retries[k][f[1]] = append(retries[k][f[1]], v)
-			}
-			continue
-		}
-		if err != nil || v <= 0 {
-			missing++
-			continue
-		}
 		k := key{f[2], b, q, m}
-		if runs[k] == nil {
-			runs[k] = map[string][]float64{}
+		switch {
+		case f[0] == "RETRIES":
+			if err == nil {
+				add(retries, k, f[1], v)
+			}
+		case err != nil || v <= 0:
+			missing++
+		default:
+			add(runs, k, f[1], v)
 		}
-		runs[k][f[1]] = append(runs[k][f[1]], v)
 	}
 	keys := make([]key, 0, len(runs))
 	for k := range runs {
@@ -97,6 +89,14 @@ func main() {
 		fmt.Fprintf(os.Stderr, "benchtable: %d runs produced no bandwidth figure\n", missing)
 		os.Exit(1)
 	}
+}
+
+// add appends v to the samples of tool at k.
+func add(m map[key]map[string][]float64, k key, tool string, v float64) {
+	if m[k] == nil {
+		m[k] = map[string][]float64{}
+	}
+	m[k][tool] = append(m[k][tool], v)
 }
 
 func retriesText(m map[string][]float64) string {
