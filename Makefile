@@ -24,12 +24,15 @@ rdmasuite:
 	go build -ldflags '$(LDFLAGS)' -o $(BIN_DIR)/rdmasuite ./cmd/rdmasuite
 
 lint:
-	@out=$$(gofmt -l $$(git ls-files '*.go') 2>&1); if [[ -n $$out ]]; then echo "gofmt needed: $$out"; exit 1; fi
+	@out=$$(gofmt -l $$(git ls-files -co --exclude-standard '*.go') 2>&1); if [[ -n $$out ]]; then echo "gofmt needed: $$out"; exit 1; fi
 	go vet ./...
+	cd hack && go vet ./...
+	@echo "runner builds without cgo:" && CGO_ENABLED=0 go build ./internal/... ./suites/... ./reports/... ./thresholds/... ./cmd/rdmasuite
 
 # Unit tests: everything but the suites package, which needs a cluster.
 unit:
 	go test -count=1 $$(go list ./... | grep -v '/suites$$')
+	cd hack && go test -count=1 ./...
 
 # The smoke features against the running bed.
 e2e:

@@ -90,9 +90,9 @@ step_deps() {
 step_images() {
   local img=$BED_DIR/images bin=$BED_DIR/bin
   mkdir -p "$img" "$bin"
-  (cd "$repo" && CGO_ENABLED=0 go build -o "$bin/pause" ./hack/tools/pause &&
-    go build -o "$bin/mkimage" ./hack/tools/mkimage &&
-    go build -o "$bin/basespec" ./hack/tools/basespec &&
+  (cd "$repo/hack" && CGO_ENABLED=0 go build -o "$bin/pause" ./tools/pause &&
+    go build -o "$bin/mkimage" ./tools/mkimage &&
+    go build -o "$bin/basespec" ./tools/basespec &&
     make -s --no-print-directory -C "$repo" rdmaprobe BIN_DIR="$bin")
   "$bin/mkimage" -tag "rdmasuite/pause:$IMAGE_TAG" -o "$img/pause.tar" -entrypoint /pause "$bin/pause=/pause"
   # shellcheck disable=SC2046

@@ -13,4 +13,4 @@ make -s rdmaprobe BIN_DIR="$out"
 cp hack/guest-bench.sh "$out/"
 hack/guest/run.sh -t 900 -f "$out/rdmaprobe" -f "$out/guest-bench.sh" -- \
   "REPS=${REPS:-3} QPS_LIST='${QPS_LIST:-1}' CQMODS='${CQMODS:-1 100}' OPS='${OPS:-write read}' SIZES='${SIZES:-65536 1048576}' OURS_FLAGS='${OURS_FLAGS:-}' PERFTEST_FLAGS='${PERFTEST_FLAGS:-}' sh guest-bench.sh" | tee "$out/raw.txt"
-go run ./hack/tools/benchtable <"$out/raw.txt"
+hack/tool.sh benchtable <"$out/raw.txt"

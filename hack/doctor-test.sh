@@ -37,7 +37,7 @@ doctor() { # expectation-file [suite flags]
   t=$SECONDS
   (cd suites && "$out/suites.test" --kubeconfig="$BED_DIR/kubeconfig" --labels suite=doctor \
     --report-dir="$out/$name" "$@" >"$out/$name.log" 2>&1) || true
-  go run ./hack/tools/expectresults -results "$out/$name/results.json" -expect "$exp" ||
+  hack/tool.sh expectresults -results "$out/$name/results.json" -expect "$exp" ||
     { tail -30 "$out/$name.log"; exit 1; }
   echo "doctor on '$name': $((SECONDS - t)) s"
 }

@@ -73,7 +73,7 @@ if go test -count=1 ./suites -args --kubeconfig="$BED_DIR/kubeconfig" --labels s
 fi
 rdma_s=$((SECONDS - t))
 grep -E '^(rdmasuite:|│|┌|└|├)' "$results/suite.log" || true
-go run ./hack/tools/expectresults -results "$results/results.json" -expect hack/bed-expect.txt
+hack/tool.sh expectresults -results "$results/results.json" -expect hack/bed-expect.txt
 go run ./cmd/rdmasuite report "$results/results.json" --format junit -o "$results/junit.xml"
 go run ./cmd/rdmasuite report "$results/results.json" --format markdown -o "$results/report.md"
 go run ./cmd/rdmasuite report "$results/results.json" --baseline "$results/results.json" >/dev/null
@@ -138,7 +138,7 @@ if go test -count=1 -timeout 30m ./suites -args --kubeconfig="$BED_DIR/kubeconfi
   echo "the guest suite passed although rxe-node-2's memlock is 64 KiB: it must fail there"; exit 1
 fi
 [[ -f $guest_results/results.json ]] || { tail -40 "$results/guest.log"; echo "the guest suite wrote no results"; exit 1; }
-go run ./hack/tools/expectresults -results "$guest_results/results.json" -expect hack/guest-expect.txt ||
+hack/tool.sh expectresults -results "$guest_results/results.json" -expect hack/guest-expect.txt ||
   { tail -40 "$results/guest.log"; exit 1; }
 go run ./cmd/rdmasuite report "$guest_results/results.json" | cut -c1-200
 guest_s=$((SECONDS - t))

@@ -38,6 +38,10 @@ type Run struct {
 	// Phases is where the run's time went (pod start, exchange, measurement,
 	// collection), summed over pods/pairs.
 	Phases map[string]Phase `json:"phases,omitempty"`
+	// AllowNotRun lists the check ids (or id prefixes ending in "/") the
+	// operator allowed to be not-run (--allow-not-run); any other not-run
+	// check fails the run.
+	AllowNotRun []string `json:"allowNotRun,omitempty"`
 }
 
 // Phase is the time spent in one phase of the run.
@@ -65,10 +69,12 @@ type Node struct {
 
 // Check is one verdict with its evidence.
 type Check struct {
-	ID        string        `json:"id"` // stable, e.g. bandwidth/write/shared-dev
-	Title     string        `json:"title"`
-	Nodes     []string      `json:"nodes"`
-	Variant   string        `json:"variant,omitempty"` // shared-dev, hostdev
+	ID      string   `json:"id"` // stable, e.g. bandwidth/write/shared-dev
+	Title   string   `json:"title"`
+	Nodes   []string `json:"nodes"`
+	Variant string   `json:"variant,omitempty"` // shared-dev, hostdev
+	// Rail names the port(s) a per-rail check covers, e.g. "mlx5_0/1→mlx5_0/1".
+	Rail      string        `json:"rail,omitempty"`
 	Status    Status        `json:"status"`
 	Measured  []Measurement `json:"measured,omitempty"`
 	Evidence  []string      `json:"evidence,omitempty"`
@@ -80,7 +86,10 @@ type Check struct {
 
 // Measurement is one number and the threshold it was judged against.
 type Measurement struct {
-	Name      string     `json:"name"` // e.g. write_64KiB_avg
+	Name string `json:"name"` // e.g. write_64KiB_avg
+	// Node the value belongs to (the measuring side); with Port it is what
+	// a baseline diff matches on, whatever the pairing.
+	Node      string     `json:"node,omitempty"`
 	Port      string     `json:"port,omitempty"`
 	Value     float64    `json:"value"`
 	Unit      string     `json:"unit"`
@@ -107,6 +116,9 @@ func (c Check) Key() string {
 	k := c.ID
 	if c.Variant != "" {
 		k += "[" + c.Variant + "]"
+	}
+	if c.Rail != "" {
+		k += "{" + c.Rail + "}"
 	}
 	for _, n := range c.Nodes {
 		k += " " + n

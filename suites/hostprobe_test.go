@@ -9,8 +9,8 @@ import (
 	"testing"
 
 	"github.com/rdmasuite/rdmasuite/reports"
-	"github.com/rdmasuite/rdmasuite/suites/doctor"
-	"github.com/rdmasuite/rdmasuite/suites/podrun"
+	"github.com/rdmasuite/rdmasuite/internal/doctor"
+	"github.com/rdmasuite/rdmasuite/internal/podrun"
 	"github.com/rdmasuite/rdmasuite/workloads/node"
 	"github.com/rdmasuite/rdmasuite/workloads/probeout"
 )

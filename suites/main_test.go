@@ -23,7 +23,7 @@ import (
 	"sigs.k8s.io/e2e-framework/pkg/env"
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
 
-	"github.com/rdmasuite/rdmasuite/suites/cluster"
+	"github.com/rdmasuite/rdmasuite/internal/cluster"
 )
 
 // Suite-wide flags (after -args). e2e-framework's own flags (--kubeconfig,

@@ -7,8 +7,8 @@ import (
 	"testing"
 
 	"github.com/rdmasuite/rdmasuite/reports"
-	"github.com/rdmasuite/rdmasuite/suites/podrun"
-	"github.com/rdmasuite/rdmasuite/suites/verdict"
+	"github.com/rdmasuite/rdmasuite/internal/podrun"
+	"github.com/rdmasuite/rdmasuite/internal/verdict"
 )
 
 func TestMemlock(t *testing.T) {

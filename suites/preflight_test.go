@@ -11,7 +11,7 @@ import (
 	"sigs.k8s.io/e2e-framework/pkg/features"
 
 	"github.com/rdmasuite/rdmasuite/reports"
-	"github.com/rdmasuite/rdmasuite/suites/doctor"
+	"github.com/rdmasuite/rdmasuite/internal/doctor"
 )
 
 var (

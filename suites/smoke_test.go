@@ -12,8 +12,8 @@ import (
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
 	"sigs.k8s.io/e2e-framework/pkg/features"
 
-	clusterpkg "github.com/rdmasuite/rdmasuite/suites/cluster"
-	"github.com/rdmasuite/rdmasuite/suites/podrun"
+	clusterpkg "github.com/rdmasuite/rdmasuite/internal/cluster"
+	"github.com/rdmasuite/rdmasuite/internal/podrun"
 	"github.com/rdmasuite/rdmasuite/workloads/podenv"
 	"github.com/rdmasuite/rdmasuite/workloads/probeout"
 	"github.com/rdmasuite/rdmasuite/workloads/tcpcheck"

@@ -15,7 +15,7 @@ import (
 	"sigs.k8s.io/e2e-framework/pkg/features"
 
 	"github.com/rdmasuite/rdmasuite/reports"
-	"github.com/rdmasuite/rdmasuite/suites/podrun"
+	"github.com/rdmasuite/rdmasuite/internal/podrun"
 )
 
 // variant is how pods get their RDMA device in one of the field's two setups.

@@ -13,8 +13,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/rdmasuite/rdmasuite/reports"
-	"github.com/rdmasuite/rdmasuite/suites/cluster"
-	"github.com/rdmasuite/rdmasuite/suites/doctor"
+	"github.com/rdmasuite/rdmasuite/internal/cluster"
+	"github.com/rdmasuite/rdmasuite/internal/doctor"
 )
 
 // errFindings makes `rdmasuite doctor` exit 3 when something was found.

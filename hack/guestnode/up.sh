@@ -112,7 +112,7 @@ t_build=$SECONDS
 base=$("$here/build.sh")
 mkdir -p "$BED_DIR/bin"
 (cd "$repo/hack/tools/rdma-device-plugin" && CGO_ENABLED=0 go build -trimpath -ldflags=-s -o "$BED_DIR/bin/rdma-device-plugin" .)
-(cd "$repo" && CGO_ENABLED=0 go build -trimpath -ldflags=-s -o "$BED_DIR/bin/tcprelay" ./hack/tools/tcprelay)
+(cd "$repo/hack" && CGO_ENABLED=0 go build -trimpath -ldflags=-s -o "$BED_DIR/bin/tcprelay" ./tools/tcprelay)
 log "image and binaries ready in $((SECONDS - t_build)) s ($base)"
 # Index, directory and the shared builds are settled: another guest node can
 # come up beside this one from here on.

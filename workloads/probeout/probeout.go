@@ -12,27 +12,75 @@ import (
 
 // Schema is bumped whenever a field of an envelope or a probe result changes
 // meaning; readers refuse envelopes with a different schema.
-const Schema = 1
+const Schema = 2
 
 // Version of the probe binary; set at build time with
 // -ldflags "-X github.com/rdmasuite/rdmasuite/workloads/probeout.Version=…".
 var Version = "dev"
 
-// Envelope wraps one probe result.
+// Envelope wraps one probe result. Error is set when the probe could not
+// produce (all of) its result; the result then holds what it did measure.
 type Envelope struct {
 	Schema  int             `json:"schema"`
 	Probe   string          `json:"probe"`
 	Version string          `json:"version"`
 	Result  json.RawMessage `json:"result"`
+	Error   *Error          `json:"error,omitempty"`
+}
+
+// Kind classifies why a probe (or one rail of it) produced no measurement.
+// Runners decide on kinds, never on message substrings.
+type Kind string
+
+const (
+	KindNoDevice  Kind = "no-device" // no RDMA device visible in the pod
+	KindNoNetdev  Kind = "no-netdev" // the named interface has no RDMA device behind it
+	KindLinkDown  Kind = "link-down" // the port is not ACTIVE
+	KindMemlock   Kind = "memlock"   // memory registration refused (RLIMIT_MEMLOCK, ENOMEM)
+	KindTransport Kind = "transport" // a work completion failed (retry exceeded, remote access, flush)
+	KindPeer      Kind = "peer"      // the other side failed; its own output names why
+	KindTimeout   Kind = "timeout"   // the peer never connected, or a run did not finish in time
+	KindUsage     Kind = "usage"     // bad flags or arguments
+	KindInternal  Kind = "internal"  // anything else
+)
+
+// Kinds lists every valid kind (for validation and tests).
+var Kinds = []Kind{KindNoDevice, KindNoNetdev, KindLinkDown, KindMemlock, KindTransport, KindPeer, KindTimeout, KindUsage, KindInternal}
+
+// Error is a typed probe error.
+type Error struct {
+	Kind    Kind   `json:"kind"`
+	Message string `json:"message"`
+}
+
+func (e *Error) Error() string { return string(e.Kind) + ": " + e.Message }
+
+// Valid reports whether the kind is one this schema defines.
+func (e *Error) Valid() bool {
+	for _, k := range Kinds {
+		if e.Kind == k {
+			return true
+		}
+	}
+	return false
+}
+
+// Errorf builds a typed error.
+func Errorf(kind Kind, format string, args ...any) *Error {
+	return &Error{Kind: kind, Message: fmt.Sprintf(format, args...)}
 }
 
 // Write prints v as the result of probe on one line of JSON.
-func Write(w io.Writer, probe string, v any) error {
+func Write(w io.Writer, probe string, v any) error { return WriteError(w, probe, v, nil) }
+
+// WriteError prints v (what was measured) with the typed error that stopped
+// the probe, if any.
+func WriteError(w io.Writer, probe string, v any, perr *Error) error {
 	raw, err := json.Marshal(v)
 	if err != nil {
 		return fmt.Errorf("encode %s result: %w", probe, err)
 	}
-	line, err := json.Marshal(Envelope{Schema: Schema, Probe: probe, Version: Version, Result: raw})
+	line, err := json.Marshal(Envelope{Schema: Schema, Probe: probe, Version: Version, Result: raw, Error: perr})
 	if err != nil {
 		return err
 	}
@@ -44,6 +92,27 @@ func Write(w io.Writer, probe string, v any) error {
 // carry other lines, e.g. warnings from libraries) and decodes its result
 // into v.
 func Parse(output, probe string, v any) error {
+	_, err := ParseError(output, probe, v)
+	return err
+}
+
+// ParseError is Parse that also returns the envelope's typed error. An
+// error of an unknown kind is a parse error: the reader cannot judge it.
+func ParseError(output, probe string, v any) (*Error, error) {
+	env, err := find(output, probe)
+	if err != nil {
+		return nil, err
+	}
+	if err := json.Unmarshal(env.Result, v); err != nil {
+		return nil, fmt.Errorf("decode %s result: %w", probe, err)
+	}
+	if env.Error != nil && !env.Error.Valid() {
+		return nil, fmt.Errorf("%s result carries an error of unknown kind %q (%s): use the rdmaprobe image built from the same release", probe, env.Error.Kind, env.Error.Message)
+	}
+	return env.Error, nil
+}
+
+func find(output, probe string) (Envelope, error) {
 	lines := strings.Split(strings.TrimSpace(output), "\n")
 	for i := len(lines) - 1; i >= 0; i-- {
 		line := strings.TrimSpace(lines[i])
@@ -55,14 +124,11 @@ func Parse(output, probe string, v any) error {
 			continue
 		}
 		if env.Schema != Schema {
-			return fmt.Errorf("%s result has schema %d, this suite reads schema %d: use the rdmaprobe image built from the same release", probe, env.Schema, Schema)
+			return env, fmt.Errorf("%s result has schema %d, this suite reads schema %d: use the rdmaprobe image built from the same release", probe, env.Schema, Schema)
 		}
-		if err := json.Unmarshal(env.Result, v); err != nil {
-			return fmt.Errorf("decode %s result: %w", probe, err)
-		}
-		return nil
+		return env, nil
 	}
-	return fmt.Errorf("no %q result in probe output (%d bytes): %s", probe, len(output), tail(output, 400))
+	return Envelope{}, fmt.Errorf("no %q result in probe output (%d bytes): %s", probe, len(output), tail(output, 400))
 }
 
 func tail(s string, n int) string {

@@ -19,7 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/rdmasuite/rdmasuite/suites/cluster"
+	"github.com/rdmasuite/rdmasuite/internal/cluster"
 )
 
 // Spec describes one probe pod.

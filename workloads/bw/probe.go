@@ -1,0 +1,59 @@
+package bw
+
+import (
+	"strconv"
+
+	"github.com/rdmasuite/rdmasuite/workloads/probeout"
+)
+
+// ProbeName is the envelope name of `rdmaprobe bw`.
+const ProbeName = "bw"
+
+// Rail modes: how a client's rails are paired with the server's.
+const (
+	RailsSame  = "same"  // client rail i ↔ server rail i (the default: one rail, one switch plane)
+	RailsCross = "cross" // every client rail ↔ every server rail
+)
+
+// ProbeOutput is what `rdmaprobe bw` prints, on the client and the server
+// alike: the one type both the probe and the runner use. Requested is what
+// the side was asked to cover; Rails holds one entry per (local rail, peer
+// rail) session set, each with its runs (one per op) or its typed error.
+// A rail that was asked for and has neither a run per op nor an error is
+// missing, and the runner fails it.
+type ProbeOutput struct {
+	Role      string       `json:"role"` // client or server
+	Requested Requested    `json:"requested"`
+	Found     []Rail       `json:"found"` // every device/port the pod sees (or the one it was told to use)
+	Rails     []RailResult `json:"rails"`
+}
+
+// Requested is the coverage a side was asked for.
+type Requested struct {
+	Ops      []Op   `json:"ops"`
+	Sizes    []int  `json:"sizes"`
+	RailMode string `json:"railMode"`           // RailsSame or RailsCross
+	Parallel bool   `json:"parallel,omitempty"` // rails measured at the same time
+}
+
+// Rail is one device port.
+type Rail struct {
+	Index     int     `json:"index"` // position in the side's sorted rail list
+	Device    string  `json:"device"`
+	Port      int     `json:"port"`
+	State     string  `json:"state"` // ACTIVE, DOWN, … as ibstat prints it
+	LinkLayer string  `json:"linkLayer,omitempty"`
+	RateGbps  float64 `json:"rateGbps,omitempty"`
+	Netdev    string  `json:"netdev,omitempty"`
+}
+
+// Name is device/port, the way reports name a port.
+func (r Rail) Name() string { return r.Device + "/" + strconv.Itoa(r.Port) }
+
+// RailResult is one local rail measured against one peer rail.
+type RailResult struct {
+	Local Rail            `json:"local"`
+	Peer  *Rail           `json:"peer,omitempty"`
+	Runs  []Report        `json:"runs"` // one per op, in request order; a run may hold fewer sizes than requested
+	Error *probeout.Error `json:"error,omitempty"`
+}
