@@ -5,10 +5,13 @@ package reports
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"time"
 )
 
@@ -135,15 +138,116 @@ func (r Run) Summary() map[Status]int {
 	return m
 }
 
-// Passed is true when every check passed; not-run checks make a run not
-// passed (nothing is assumed).
-func (r Run) Passed() bool {
+// Allowed reports whether c is a not-run check the operator allowed
+// (Run.AllowNotRun: an exact check id, or a prefix ending in "/"). Only a
+// not-run check can be allowed: nothing excuses a fail or an error.
+func (r Run) Allowed(c Check) bool {
+	if c.Status != NotRun {
+		return false
+	}
+	for _, a := range r.AllowNotRun {
+		if a == c.ID || (strings.HasSuffix(a, "/") && strings.HasPrefix(c.ID, a)) {
+			return true
+		}
+	}
+	return false
+}
+
+// AllowedNotRun counts the allowed not-run checks.
+func (r Run) AllowedNotRun() int {
+	n := 0
 	for _, c := range r.Checks {
-		if c.Status != Pass {
+		if r.Allowed(c) {
+			n++
+		}
+	}
+	return n
+}
+
+// Passed is true when every check passed or is an allowed not-run, and at
+// least one check passed: a run with no checks, or where every check is
+// not-run, measured nothing and is not passed.
+func (r Run) Passed() bool {
+	passed := 0
+	for _, c := range r.Checks {
+		switch {
+		case c.Status == Pass:
+			passed++
+		case r.Allowed(c):
+		default:
 			return false
 		}
 	}
-	return len(r.Checks) > 0
+	return passed > 0
+}
+
+// Exit codes, one meaning for every rdmasuite command and the suite's
+// summary (README "Exit codes").
+const (
+	// ExitPassed: every check passed (or is an allowed not-run) and at
+	// least one was measured.
+	ExitPassed = 0
+	// ExitChecksFailed: a check failed or errored, a not-run check was not
+	// allowed, or nothing was measured (every check not-run).
+	ExitChecksFailed = 1
+	// ExitBroken: the suite or its input broke: no check at all, an
+	// unreadable or invalid results file, bad flags.
+	ExitBroken = 2
+	// ExitRegression: the checks passed but the baseline diff found a
+	// regression (a failed check wins: 1, not 3).
+	ExitRegression = 3
+)
+
+// ExitCode is the run's exit code on its own: ExitPassed, ExitChecksFailed,
+// or ExitBroken for a run with zero checks. The baseline diff adds
+// ExitRegression (see DiffResult).
+func (r Run) ExitCode() int {
+	switch {
+	case len(r.Checks) == 0:
+		return ExitBroken
+	case r.Passed():
+		return ExitPassed
+	}
+	return ExitChecksFailed
+}
+
+// ParseStatus accepts exactly pass, fail, error and not-run.
+func ParseStatus(s string) (Status, error) {
+	switch st := Status(s); st {
+	case Pass, Fail, Error, NotRun:
+		return st, nil
+	}
+	return "", fmt.Errorf("status %q is not valid: want pass, fail, error or not-run", s)
+}
+
+// Validate checks what JSON alone does not: every check has a known status,
+// every measurement a finite value, every threshold an op of >= or <= and a
+// finite value. Read and Write call it.
+func (r Run) Validate() error {
+	var errs []string
+	for i, c := range r.Checks {
+		where := fmt.Sprintf("check %q (#%d)", c.ID, i+1)
+		if _, err := ParseStatus(string(c.Status)); err != nil {
+			errs = append(errs, fmt.Sprintf("%s: %v", where, err))
+		}
+		for _, m := range c.Measured {
+			if math.IsNaN(m.Value) || math.IsInf(m.Value, 0) {
+				errs = append(errs, fmt.Sprintf("%s: measurement %s = %v is not a number", where, m.Name, m.Value))
+			}
+			if t := m.Threshold; t != nil {
+				if t.Op != ">=" && t.Op != "<=" {
+					errs = append(errs, fmt.Sprintf("%s: measurement %s: threshold op %q is not valid: want >= or <=", where, m.Name, t.Op))
+				}
+				if math.IsNaN(t.Value) || math.IsInf(t.Value, 0) {
+					errs = append(errs, fmt.Sprintf("%s: measurement %s: threshold %v is not a number", where, m.Name, t.Value))
+				}
+			}
+		}
+	}
+	if len(errs) > 0 {
+		return errors.New(strings.Join(errs, "; "))
+	}
+	return nil
 }
 
 // Sort orders checks by id, variant and nodes, so reports and diffs are stable.
@@ -156,6 +260,9 @@ func (r *Run) Sort() {
 // a crash never leaves half a report for a nightly job to read.
 func Write(path string, r Run) error {
 	r.Schema = Schema
+	if err := r.Validate(); err != nil {
+		return fmt.Errorf("%s: not written: %w", path, err)
+	}
 	r.Sort()
 	b, err := json.MarshalIndent(r, "", "  ")
 	if err != nil {
@@ -180,7 +287,9 @@ func Write(path string, r Run) error {
 	return os.Rename(tmp.Name(), path)
 }
 
-// Read loads a results file and checks its schema.
+// Read loads a results file and checks its schema and contents (Validate):
+// a check with an empty or unknown status, or a value that is not a
+// number, makes the whole file invalid.
 func Read(path string) (Run, error) {
 	var r Run
 	b, err := os.ReadFile(path)
@@ -192,6 +301,9 @@ func Read(path string) (Run, error) {
 	}
 	if r.Schema != Schema {
 		return r, fmt.Errorf("%s: schema %q, this rdmasuite reads %q", path, r.Schema, Schema)
+	}
+	if err := r.Validate(); err != nil {
+		return r, fmt.Errorf("%s: invalid results: %w", path, err)
 	}
 	return r, nil
 }

@@ -27,12 +27,31 @@ func measuredText(c Check) string {
 		if m.Port != "" {
 			s = m.Port + " " + s
 		}
+		if m.Node != "" && (len(c.Nodes) == 0 || m.Node != c.Nodes[0]) {
+			s = m.Node + " " + s
+		}
 		if t := m.Threshold; t != nil {
 			s += fmt.Sprintf(" (%s %s)", t.Op, fmtVal(t.Value, m.Unit))
 		}
 		parts = append(parts, s)
 	}
 	return strings.Join(parts, "; ")
+}
+
+// checkLabel is the check id with its rail, when it has one.
+func checkLabel(c Check) string {
+	if c.Rail != "" {
+		return c.ID + " {" + c.Rail + "}"
+	}
+	return c.ID
+}
+
+func statusText(r Run, c Check) string {
+	s := strings.ToUpper(string(c.Status))
+	if r.Allowed(c) {
+		s += " (ALLOWED)"
+	}
+	return s
 }
 
 func verdictText(c Check) string {
@@ -51,11 +70,11 @@ func verdictText(c Check) string {
 
 // Table renders the run for a terminal.
 func Table(w io.Writer, r Run) error {
-	fmt.Fprintf(w, "rdmasuite run %s on %s (%s): %s\n", r.RunID, r.Cluster.Server, r.Cluster.Version, summaryText(r))
+	fmt.Fprintf(w, "rdmasuite run %s on %s (%s): %s\n", r.RunID, r.Cluster.Server, r.Cluster.Version, SummaryText(r))
 	t := newTable(w)
 	t.Header("status", "check", "variant", "nodes", "measured", "diagnosis / fix")
 	for _, c := range r.Checks {
-		if err := t.Append(strings.ToUpper(string(c.Status)), c.ID, c.Variant, strings.Join(c.Nodes, ","),
+		if err := t.Append(statusText(r, c), checkLabel(c), c.Variant, strings.Join(c.Nodes, ","),
 			measuredText(c), truncate(verdictText(c), 160)); err != nil {
 			return err
 		}
@@ -88,13 +107,22 @@ func phaseNames(m map[string]Phase) []string {
 	return names
 }
 
-func summaryText(r Run) string {
+// SummaryText is the one-line verdict every renderer prints: PASSED or NOT
+// PASSED, why when nothing was measured, and the counts by status with the
+// allowed not-runs apart.
+func SummaryText(r Run) string {
+	if len(r.Checks) == 0 {
+		return "NOT PASSED — no check ran (the results hold no checks)"
+	}
 	s := r.Summary()
 	verdict := "PASSED"
 	if !r.Passed() {
 		verdict = "NOT PASSED"
 	}
-	return fmt.Sprintf("%s — %d pass, %d fail, %d error, %d not run", verdict, s[Pass], s[Fail], s[Error], s[NotRun])
+	if s[NotRun] == len(r.Checks) {
+		verdict += " — nothing was measured (every check not run)"
+	}
+	return fmt.Sprintf("%s — %d pass, %d fail, %d error, %d not run (%d allowed)", verdict, s[Pass], s[Fail], s[Error], s[NotRun], r.AllowedNotRun())
 }
 
 func truncate(s string, n int) string {
@@ -108,7 +136,7 @@ func truncate(s string, n int) string {
 func Markdown(w io.Writer, r Run) error {
 	fmt.Fprintf(w, "# rdmasuite acceptance report\n\nRun `%s` against `%s` (%s), %s → %s.\n\n**%s**\n\n",
 		r.RunID, r.Cluster.Server, r.Cluster.Version, r.Started.Format("2006-01-02 15:04:05Z07:00"),
-		r.Finished.Format("15:04:05"), summaryText(r))
+		r.Finished.Format("15:04:05"), SummaryText(r))
 	if len(r.Nodes) > 0 {
 		fmt.Fprintf(w, "## Nodes\n\n| node | SKU | kubelet | kernel |\n|---|---|---|---|\n")
 		for _, n := range r.Nodes {
@@ -118,7 +146,11 @@ func Markdown(w io.Writer, r Run) error {
 	}
 	fmt.Fprintf(w, "## Checks\n\n| status | check | variant | nodes | measured | diagnosis / fix |\n|---|---|---|---|---|---|\n")
 	for _, c := range r.Checks {
-		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s |\n", statusBadge(c.Status), md(c.ID), md(c.Variant),
+		badge := statusBadge(c.Status)
+		if r.Allowed(c) {
+			badge += " (allowed)"
+		}
+		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s |\n", badge, md(checkLabel(c)), md(c.Variant),
 			md(strings.Join(c.Nodes, ", ")), md(measuredText(c)), md(verdictText(c)))
 	}
 	failed := false
@@ -130,7 +162,7 @@ func Markdown(w io.Writer, r Run) error {
 			fmt.Fprintf(w, "\n## Evidence\n")
 			failed = true
 		}
-		fmt.Fprintf(w, "\n### %s %s (%s)\n\n```\n%s\n```\n", c.ID, c.Variant, strings.Join(c.Nodes, ", "), strings.Join(c.Evidence, "\n"))
+		fmt.Fprintf(w, "\n### %s %s (%s)\n\n```\n%s\n```\n", checkLabel(c), c.Variant, strings.Join(c.Nodes, ", "), strings.Join(c.Evidence, "\n"))
 	}
 	if len(r.Phases) > 0 {
 		fmt.Fprintf(w, "\n## Time per phase\n\n| phase | count | total s | max s |\n|---|---|---|---|\n")
@@ -184,25 +216,70 @@ type junitMessage struct {
 }
 
 // JUnit renders one test case per check: fail → failure, error → error,
-// not-run → skipped with its reason (CI shows it as skipped, never passed).
-func JUnit(w io.Writer, r Run) error {
-	s := junitSuite{Name: "rdmasuite " + r.RunID, Tests: len(r.Checks)}
+// an allowed not-run → skipped with its reason, a not-run the operator did
+// not allow → failure. A run with no check, or where every check is
+// not-run, gets a failing "rdmasuite/run" case: CI never reads it as green.
+func JUnit(w io.Writer, r Run) error { return junit(w, r, nil) }
+
+// JUnitWithDiff is JUnit plus one "rdmasuite/baseline" case for the
+// baseline diff: a failure when it found regressions (the diff table is its
+// body), else a passing case carrying the table (or the no-common-nodes
+// notice) as its output.
+func JUnitWithDiff(w io.Writer, r Run, d DiffResult) error { return junit(w, r, &d) }
+
+func junit(w io.Writer, r Run, diff *DiffResult) error {
+	s := junitSuite{Name: "rdmasuite " + r.RunID}
 	for _, c := range r.Checks {
-		jc := junitCase{Name: strings.TrimSpace(c.ID + " " + c.Variant + " " + strings.Join(c.Nodes, ",")),
-			ClassName: "rdmasuite." + strings.SplitN(c.ID, "/", 2)[0], Time: c.Duration, SystemOut: measuredText(c)}
+		name := c.ID
+		for _, p := range []string{c.Variant, c.Rail, strings.Join(c.Nodes, ",")} {
+			if p != "" {
+				name += " " + p
+			}
+		}
+		jc := junitCase{Name: name, ClassName: "rdmasuite." + strings.SplitN(c.ID, "/", 2)[0], Time: c.Duration, SystemOut: measuredText(c)}
 		body := strings.Join(c.Evidence, "\n")
-		switch c.Status {
-		case Fail:
-			s.Failures++
+		switch {
+		case c.Status == Fail:
 			jc.Failure = &junitMessage{Message: verdictText(c), Body: body}
-		case Error:
-			s.Errors++
+		case c.Status == Error:
 			jc.Error = &junitMessage{Message: c.Reason, Body: body}
-		case NotRun:
-			s.Skipped++
+		case r.Allowed(c):
 			jc.Skipped = &junitMessage{Message: c.Reason}
+		case c.Status == NotRun:
+			jc.Failure = &junitMessage{Message: fmt.Sprintf("not run: %s (not allowed; pass --allow-not-run=%s to accept)", c.Reason, c.ID), Body: body}
 		}
 		s.Cases = append(s.Cases, jc)
+	}
+	runCase := func(msg string) {
+		s.Cases = append(s.Cases, junitCase{Name: "rdmasuite/run", ClassName: "rdmasuite", Failure: &junitMessage{Message: msg, Body: SummaryText(r)}})
+	}
+	switch n := len(r.Checks); {
+	case n == 0:
+		runCase("no check ran: the results hold no checks")
+	case r.Summary()[NotRun] == n:
+		runCase(fmt.Sprintf("nothing was measured: all %d checks are not-run", n))
+	}
+	if diff != nil {
+		var tb strings.Builder
+		if err := DiffTable(&tb, *diff); err != nil {
+			return err
+		}
+		jc := junitCase{Name: "rdmasuite/baseline", ClassName: "rdmasuite", SystemOut: tb.String()}
+		if n := diff.Regressions(); n > 0 {
+			jc.Failure = &junitMessage{Message: fmt.Sprintf("%d regression(s) against the baseline", n), Body: tb.String()}
+		}
+		s.Cases = append(s.Cases, jc)
+	}
+	for _, c := range s.Cases {
+		s.Tests++
+		switch {
+		case c.Failure != nil:
+			s.Failures++
+		case c.Error != nil:
+			s.Errors++
+		case c.Skipped != nil:
+			s.Skipped++
+		}
 	}
 	if _, err := io.WriteString(w, xml.Header); err != nil {
 		return err
@@ -214,110 +291,6 @@ func JUnit(w io.Writer, r Run) error {
 	}
 	_, err := io.WriteString(w, "\n")
 	return err
-}
-
-// Delta is one measurement compared with the baseline.
-type Delta struct {
-	Check      string
-	Port       string
-	Name       string
-	Unit       string
-	Base, Now  float64
-	Pct        float64
-	Regression bool
-	Note       string
-}
-
-// Diff compares run against base: per check (id, variant, nodes) and
-// measurement (name, port). A measurement that fell by more than tolerance
-// (a fraction, e.g. 0.05), a check that went from pass to anything else, or a
-// measurement that disappeared is a regression. Lower-is-better metrics are
-// those judged with "<=".
-func Diff(base, run Run, tolerance float64) []Delta {
-	type mkey struct{ check, port, name string }
-	baseM := map[mkey]Measurement{}
-	baseStatus := map[string]Status{}
-	for _, c := range base.Checks {
-		baseStatus[c.Key()] = c.Status
-		for _, m := range c.Measured {
-			baseM[mkey{c.Key(), m.Port, m.Name}] = m
-		}
-	}
-	var out []Delta
-	seen := map[mkey]bool{}
-	for _, c := range run.Checks {
-		if bs, ok := baseStatus[c.Key()]; ok && bs == Pass && c.Status != Pass {
-			out = append(out, Delta{Check: c.Key(), Regression: true, Note: fmt.Sprintf("status %s → %s", bs, c.Status)})
-		}
-		for _, m := range c.Measured {
-			k := mkey{c.Key(), m.Port, m.Name}
-			seen[k] = true
-			b, ok := baseM[k]
-			if !ok {
-				out = append(out, Delta{Check: c.Key(), Port: m.Port, Name: m.Name, Unit: m.Unit, Now: m.Value, Note: "new"})
-				continue
-			}
-			d := Delta{Check: c.Key(), Port: m.Port, Name: m.Name, Unit: m.Unit, Base: b.Value, Now: m.Value}
-			if b.Value != 0 {
-				d.Pct = (m.Value - b.Value) / b.Value * 100
-			}
-			lowerBetter := m.Threshold != nil && m.Threshold.Op == "<="
-			worse := d.Pct < -tolerance*100
-			if lowerBetter {
-				worse = d.Pct > tolerance*100
-			}
-			d.Regression = worse
-			out = append(out, d)
-		}
-	}
-	for k, m := range baseM {
-		if !seen[k] {
-			out = append(out, Delta{Check: k.check, Port: k.port, Name: k.name, Unit: m.Unit, Base: m.Value, Regression: true, Note: "missing in this run"})
-		}
-	}
-	sort.SliceStable(out, func(i, j int) bool {
-		if out[i].Check != out[j].Check {
-			return out[i].Check < out[j].Check
-		}
-		return out[i].Name < out[j].Name
-	})
-	return out
-}
-
-// DiffTable renders a baseline diff.
-func DiffTable(w io.Writer, deltas []Delta) error {
-	t := newTable(w)
-	t.Header("check", "port", "measurement", "baseline", "now", "change", "verdict")
-	regressions := 0
-	for _, d := range deltas {
-		verdict := "ok"
-		if d.Regression {
-			verdict = "REGRESSION"
-			regressions++
-		}
-		if d.Note != "" {
-			verdict += " (" + d.Note + ")"
-		}
-		change := ""
-		if d.Base != 0 && d.Name != "" {
-			change = fmt.Sprintf("%+.1f%%", d.Pct)
-		}
-		base, now := "-", "-"
-		if d.Base != 0 {
-			base = fmtVal(d.Base, d.Unit)
-		}
-		if d.Now != 0 {
-			now = fmtVal(d.Now, d.Unit)
-		}
-		if err := t.Append(d.Check, d.Port, d.Name, base, now, change, verdict); err != nil {
-			return err
-		}
-	}
-	if err := t.Render(); err != nil {
-		return err
-	}
-	fmt.Fprintf(w, "%d regression(s) against the baseline\n", regressions)
-	return nil
 }
 
 // fmtVal prints a value with its unit; byte counts in binary units, -1

@@ -1,6 +1,9 @@
 package thresholds
 
 import (
+	"os/exec"
+	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 )
@@ -73,25 +76,36 @@ func TestParseErrorsCarryFileLine(t *testing.T) {
 	}
 }
 
-func TestBandwidthFloorAndJudge(t *testing.T) {
+func TestBandwidthFloor(t *testing.T) {
 	s, _ := Load("")
 	k, _ := s.Lookup("A100/HDR-200")
-	th, err := k.BandwidthFloor("write")
-	if err != nil || th.Value != 180 || th.Op != ">=" || !strings.Contains(th.Source, "90%") {
-		t.Fatalf("%+v %v", th, err)
-	}
-	v := 185.0
-	if _, st, _ := Judge("write_1MiB_avg", "Gb/s", "mlx5_0/1", &v, th); st != "pass" {
-		t.Fatal("185 ≥ 180 failed")
-	}
-	low := 96.0 // HDR port that trained at EDR speed
-	if _, st, why := Judge("write_1MiB_avg", "Gb/s", "mlx5_0/1", &low, th); st != "fail" || !strings.Contains(why, "threshold >= 180") {
-		t.Fatalf("%s %s", st, why)
-	}
-	if _, st, why := Judge("write_1MiB_avg", "Gb/s", "mlx5_0/1", nil, th); st != "fail" || !strings.Contains(why, "missing measurement") {
-		t.Fatalf("missing measurement must fail closed: %s %s", st, why)
+	b, err := k.BandwidthFloor("write")
+	if err != nil || b.Value != 180 || b.Op != ">=" || !strings.Contains(b.Source, "90%") {
+		t.Fatalf("%+v %v", b, err)
 	}
 	if _, err := k.BandwidthFloor("atomic"); err == nil {
 		t.Fatal("unknown metric accepted")
+	}
+	if m := k.MinMemlock(); m.Op != ">=" || m.Value < 4096 || !strings.HasPrefix(m.Source, "A100/HDR-200: ") {
+		t.Fatalf("memlock bound %+v", m)
+	}
+	var _ Bound = b // the floor is thresholds' own type, not the report model's
+}
+
+// TestNoReportsImport keeps the loader free of the renderer: thresholds must
+// not depend on reports (or, through it, on tablewriter).
+func TestNoReportsImport(t *testing.T) {
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		goBin = filepath.Join(runtime.GOROOT(), "bin", "go")
+	}
+	out, err := exec.Command(goBin, "list", "-deps", ".").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list -deps: %v\n%s", err, out)
+	}
+	for _, dep := range strings.Fields(string(out)) {
+		if dep == "github.com/rdmasuite/rdmasuite/reports" || strings.HasPrefix(dep, "github.com/olekukonko/tablewriter") {
+			t.Errorf("thresholds depends on %s: keep the report model and renderers out of it", dep)
+		}
 	}
 }

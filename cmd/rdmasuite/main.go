@@ -17,41 +17,70 @@ import (
 )
 
 const usage = `usage:
-  rdmasuite report RESULTS.json [--format table|markdown|junit] [--baseline OLDER.json] [--tolerance 0.05] [-o FILE]
-  rdmasuite doctor [--kubeconfig F] [--node-selector S] [-o results.json]   known failure modes, API level (exit 3 if any)
+  rdmasuite report RESULTS.json [--format table|markdown|junit] [--baseline OLDER.json] [--tolerance 0.05]
+                   [--allow-not-run ID,PREFIX/] [-o FILE]
+  rdmasuite doctor [--kubeconfig F] [--node-selector S] [-o results.json]   known failure modes, API level (exit 1 if any)
   rdmasuite thresholds check [FILE]     validate a thresholds file (default: the built-in one)
   rdmasuite thresholds list [FILE]      list SKUs and their floors
-  rdmasuite version`
+  rdmasuite version
 
-// errRegression makes `report --baseline` exit 3, so CI can gate on it.
-var errRegression = errors.New("regressions against the baseline")
+exit codes: 0 passed; 1 a check failed, errored or was not run (unallowed), or nothing
+was measured (doctor: findings); 2 the suite or its input broke (no checks, unreadable or
+invalid results, bad flags); 3 the checks passed but regressed against --baseline`
 
-func main() {
-	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, usage)
-		os.Exit(2)
+// exitError is an error that stands for an exit code other than
+// reports.ExitBroken (what any other error means).
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Unwrap() error { return e.err }
+
+// exitCode maps a command's error to the exit code (README "Exit codes"):
+// nil → 0; a run that did not pass → 1 (doctor's findings too); a baseline
+// regression → 3; anything else (unreadable or invalid input, bad flags,
+// an unreachable cluster) → 2.
+func exitCode(err error) int {
+	var e *exitError
+	switch {
+	case err == nil:
+		return reports.ExitPassed
+	case errors.As(err, &e):
+		return e.code
+	case errors.Is(err, errFindings):
+		return reports.ExitChecksFailed
+	}
+	return reports.ExitBroken
+}
+
+func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
+
+// run is main without the exit, for tests.
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) < 1 {
+		fmt.Fprintln(stderr, usage)
+		return reports.ExitBroken
 	}
 	var err error
-	switch os.Args[1] {
+	switch args[0] {
 	case "report":
-		err = runReport(os.Args[2:], os.Stdout)
+		err = runReport(args[1:], stdout)
 	case "thresholds":
-		err = runThresholds(os.Args[2:], os.Stdout)
+		err = runThresholds(args[1:], stdout)
 	case "doctor":
-		err = runDoctor(os.Args[2:], os.Stdout)
+		err = runDoctor(args[1:], stdout)
 	case "version":
-		fmt.Println("rdmasuite", probeout.Version)
+		fmt.Fprintln(stdout, "rdmasuite", probeout.Version)
 	default:
-		fmt.Fprintf(os.Stderr, "rdmasuite: unknown command %q\n%s\n", os.Args[1], usage)
-		os.Exit(2)
+		fmt.Fprintf(stderr, "rdmasuite: unknown command %q\n%s\n", args[0], usage)
+		return reports.ExitBroken
 	}
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "rdmasuite %s: %v\n", os.Args[1], err)
-		if errors.Is(err, errRegression) || errors.Is(err, errFindings) {
-			os.Exit(3)
-		}
-		os.Exit(1)
+		fmt.Fprintf(stderr, "rdmasuite %s: %v\n", args[0], err)
 	}
+	return exitCode(err)
 }
 
 // splitArgs lets flags follow positional arguments (rdmasuite report x.json --format markdown).
@@ -70,12 +99,30 @@ func splitArgs(fs *flag.FlagSet, args []string) ([]string, error) {
 	return pos, nil
 }
 
+// listFlag is a repeatable, comma-separated flag.
+type listFlag []string
+
+func (l *listFlag) String() string { return strings.Join(*l, ",") }
+func (l *listFlag) Set(v string) error {
+	for _, p := range strings.Split(v, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			*l = append(*l, p)
+		}
+	}
+	return nil
+}
+
+// runReport renders a results file and returns nil only when the run
+// passed (and, with --baseline, nothing regressed); the rendering is
+// written whatever the verdict. See exitCode for what its errors mean.
 func runReport(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("report", flag.ContinueOnError)
 	format := fs.String("format", "table", "table, markdown or junit")
 	baseline := fs.String("baseline", "", "older results to compare with (per node/port deltas, regressions)")
 	tolerance := fs.Float64("tolerance", 0.05, "relative drop counted as a regression")
 	out := fs.String("o", "", "write to this file instead of stdout")
+	var allow listFlag
+	fs.Var(&allow, "allow-not-run", "check ids (or prefixes ending in /) allowed to be not-run, besides those the run allowed; comma-separated, repeatable")
 	pos, err := splitArgs(fs, args)
 	if err != nil {
 		return err
@@ -83,9 +130,27 @@ func runReport(args []string, stdout io.Writer) error {
 	if len(pos) != 1 {
 		return errors.New("give one results file: rdmasuite report RESULTS.json")
 	}
+	switch *format {
+	case "table", "markdown", "md", "junit":
+	default:
+		return fmt.Errorf("unknown --format %q: table, markdown or junit", *format)
+	}
+	if *tolerance < 0 || *tolerance >= 1 {
+		return fmt.Errorf("--tolerance %g: want a fraction in [0, 1), e.g. 0.05", *tolerance)
+	}
 	run, err := reports.Read(pos[0])
 	if err != nil {
 		return err
+	}
+	run.AllowNotRun = append(run.AllowNotRun, allow...)
+	var diff *reports.DiffResult
+	var base reports.Run
+	if *baseline != "" {
+		if base, err = reports.Read(*baseline); err != nil {
+			return fmt.Errorf("baseline: %w", err)
+		}
+		d := reports.Diff(base, run, *tolerance)
+		diff = &d
 	}
 	w := stdout
 	if *out != "" {
@@ -102,26 +167,32 @@ func runReport(args []string, stdout io.Writer) error {
 	case "markdown", "md":
 		err = reports.Markdown(w, run)
 	case "junit":
-		err = reports.JUnit(w, run)
-	default:
-		return fmt.Errorf("unknown --format %q: table, markdown or junit", *format)
-	}
-	if err != nil || *baseline == "" {
-		return err
-	}
-	base, err := reports.Read(*baseline)
-	if err != nil {
-		return fmt.Errorf("baseline: %w", err)
-	}
-	fmt.Fprintf(w, "\nBaseline %s (run %s) → this run %s:\n", *baseline, base.RunID, run.RunID)
-	deltas := reports.Diff(base, run, *tolerance)
-	if err := reports.DiffTable(w, deltas); err != nil {
-		return err
-	}
-	for _, d := range deltas {
-		if d.Regression {
-			return errRegression
+		if diff != nil {
+			err = reports.JUnitWithDiff(w, run, *diff)
+		} else {
+			err = reports.JUnit(w, run)
 		}
+	}
+	if err != nil {
+		return err
+	}
+	if diff != nil && *format != "junit" {
+		fence := ""
+		if *format != "table" {
+			fence = "```\n"
+			fmt.Fprintf(w, "\n## Baseline\n")
+		}
+		fmt.Fprintf(w, "\nBaseline %s (run %s) → this run %s:\n%s", *baseline, base.RunID, run.RunID, fence)
+		if err := reports.DiffTable(w, *diff); err != nil {
+			return err
+		}
+		fmt.Fprint(w, fence)
+	}
+	if code := run.ExitCode(); code != reports.ExitPassed {
+		return &exitError{code, errors.New(reports.SummaryText(run))}
+	}
+	if diff != nil && diff.Regressions() > 0 {
+		return &exitError{reports.ExitRegression, fmt.Errorf("%d regression(s) against the baseline %s", diff.Regressions(), *baseline)}
 	}
 	return nil
 }

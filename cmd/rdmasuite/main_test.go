@@ -1,0 +1,127 @@
+package main
+
+import (
+	"bytes"
+	"encoding/xml"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/rdmasuite/rdmasuite/reports"
+)
+
+func results(t *testing.T, checks ...reports.Check) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "results.json")
+	if err := reports.Write(p, reports.Run{RunID: "r", Checks: checks}); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func bw(node string, gbps float64, st reports.Status) reports.Check {
+	return reports.Check{ID: "bandwidth/write", Nodes: []string{node, "peer-" + node}, Status: st,
+		Measured: []reports.Measurement{{Name: "write_1MiB_avg", Node: node, Port: "mlx5_0/1", Value: gbps, Unit: "Gb/s",
+			Threshold: &reports.Threshold{Op: ">=", Value: 180, Source: "sku"}}}}
+}
+
+func notRun(id string) reports.Check {
+	return reports.Check{ID: id, Nodes: []string{"a"}, Status: reports.NotRun, Reason: "no GPU"}
+}
+
+func TestReportExitCodes(t *testing.T) {
+	dir := t.TempDir()
+	garbage := filepath.Join(dir, "garbage.json")
+	os.WriteFile(garbage, []byte("{not json"), 0o644)
+	badStatus := filepath.Join(dir, "bad-status.json")
+	os.WriteFile(badStatus, []byte(`{"schema":"`+reports.Schema+`","checks":[{"id":"memlock","status":"passed"}]}`), 0o644)
+
+	passed := results(t, bw("a", 190, reports.Pass))
+	failed := results(t, bw("a", 150, reports.Fail))
+	empty := results(t)
+	allNotRun := results(t, notRun("gpudirect/write"))
+	withNotRun := results(t, bw("a", 190, reports.Pass), notRun("gpudirect/write"))
+	slower := results(t, bw("a", 170, reports.Pass)) // passes its (made-up) check, 10.5 % under the baseline
+	otherNodes := results(t, bw("z", 190, reports.Pass))
+
+	for _, c := range []struct {
+		name string
+		args []string
+		code int
+		out  string // the rendering is printed whatever the verdict
+	}{
+		{"passed", []string{passed}, reports.ExitPassed, "PASSED"},
+		{"a check failed", []string{failed}, reports.ExitChecksFailed, "NOT PASSED"},
+		{"a check failed, markdown", []string{failed, "--format", "markdown"}, reports.ExitChecksFailed, "❌ fail"},
+		{"a check failed, junit", []string{failed, "--format", "junit"}, reports.ExitChecksFailed, "<failure"},
+		{"zero checks", []string{empty}, reports.ExitBroken, "no check ran"},
+		{"every check not-run", []string{allNotRun, "--allow-not-run", "gpudirect/"}, reports.ExitChecksFailed, "nothing was measured"},
+		{"unallowed not-run", []string{withNotRun}, reports.ExitChecksFailed, "(0 allowed)"},
+		{"allowed not-run", []string{withNotRun, "--allow-not-run=gpudirect/write"}, reports.ExitPassed, "(1 allowed)"},
+		{"unreadable file", []string{filepath.Join(dir, "nope.json")}, reports.ExitBroken, ""},
+		{"not JSON", []string{garbage}, reports.ExitBroken, ""},
+		{"unknown status", []string{badStatus}, reports.ExitBroken, ""},
+		{"bad flag", []string{passed, "--colour"}, reports.ExitBroken, ""},
+		{"bad format", []string{passed, "--format", "pdf"}, reports.ExitBroken, ""},
+		{"two files", []string{passed, failed}, reports.ExitBroken, ""},
+		{"regression", []string{slower, "--baseline", passed}, reports.ExitRegression, "REGRESSION"},
+		{"regression, junit", []string{slower, "--baseline", passed, "--format", "junit"}, reports.ExitRegression, "rdmasuite/baseline"},
+		{"failed wins over regression", []string{failed, "--baseline", passed}, reports.ExitChecksFailed, "REGRESSION"},
+		{"no regression", []string{passed, "--baseline", slower}, reports.ExitPassed, "0 regression(s)"},
+		{"no nodes in common is no regression", []string{otherNodes, "--baseline", passed}, reports.ExitPassed, "no nodes in common"},
+		{"unreadable baseline", []string{passed, "--baseline", garbage}, reports.ExitBroken, ""},
+	} {
+		var out bytes.Buffer
+		err := runReport(c.args, &out)
+		if got := exitCode(err); got != c.code {
+			t.Errorf("%s: exit %d (err %v), want %d\n%s", c.name, got, err, c.code, out.String())
+		}
+		if !strings.Contains(out.String(), c.out) {
+			t.Errorf("%s: output lacks %q:\n%s", c.name, c.out, out.String())
+		}
+		if strings.Contains(strings.Join(c.args, " "), "junit") && out.Len() > 0 {
+			if err := xml.Unmarshal(out.Bytes(), new(struct{})); err != nil {
+				t.Errorf("%s: junit output is not XML: %v\n%s", c.name, err, out.String())
+			}
+		}
+	}
+}
+
+func TestMainExitCodes(t *testing.T) {
+	passed := results(t, bw("a", 190, reports.Pass))
+	failed := results(t, bw("a", 150, reports.Fail))
+	for _, c := range []struct {
+		args []string
+		code int
+	}{
+		{nil, reports.ExitBroken},
+		{[]string{"frobnicate"}, reports.ExitBroken},
+		{[]string{"version"}, reports.ExitPassed},
+		{[]string{"report", passed}, reports.ExitPassed},
+		{[]string{"report", failed, "-o", filepath.Join(t.TempDir(), "r.md"), "--format", "markdown"}, reports.ExitChecksFailed},
+		{[]string{"thresholds", "check"}, reports.ExitPassed},
+		{[]string{"thresholds", "list"}, reports.ExitPassed},
+		{[]string{"thresholds", "check", filepath.Join(t.TempDir(), "missing.yaml")}, reports.ExitBroken},
+		{[]string{"thresholds", "frob"}, reports.ExitBroken},
+	} {
+		var out, errb bytes.Buffer
+		if got := run(c.args, &out, &errb); got != c.code {
+			t.Errorf("%q: exit %d, want %d\nstdout: %s\nstderr: %s", c.args, got, c.code, out.String(), errb.String())
+		}
+	}
+	if exitCode(errFindings) != reports.ExitChecksFailed || exitCode(errors.New("cluster unreachable")) != reports.ExitBroken || exitCode(nil) != reports.ExitPassed {
+		t.Error("doctor: findings are failed checks (1), an unreachable cluster is broken (2)")
+	}
+}
+
+func TestThresholdsList(t *testing.T) {
+	var out bytes.Buffer
+	if err := runThresholds([]string{"list"}, &out); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "A100/HDR-200") || !strings.Contains(out.String(), "write ≥ 180 Gb/s") {
+		t.Fatalf("%s", out.String())
+	}
+}

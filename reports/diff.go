@@ -1,0 +1,367 @@
+package reports
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"sort"
+	"strings"
+)
+
+// Delta is one row of a baseline diff: a measurement on one node and port
+// (Name set), or a status change of a check on one node and rail (Name "",
+// BaseStatus/NowStatus set).
+type Delta struct {
+	Check           string // id[variant]{rail}
+	Node            string // the measuring node (Measurement.Node, else the check's first node)
+	Port            string
+	Name            string // measurement name; "" for a status row
+	Unit            string
+	Base, Now       float64
+	HasBase, HasNow bool
+	// Pct is the relative change in percent; 0 when Base is 0 or either
+	// side is unlimited (see Note).
+	Pct                   float64
+	BaseStatus, NowStatus Status // status rows only
+	Regression            bool
+	Note                  string
+}
+
+// DiffResult is a baseline comparison. Deltas are sorted by check, node,
+// port and name. NoCommonNodes is set when the two runs share no node: then
+// nothing is compared (Deltas is empty) and that is not a regression by
+// itself, but DiffTable says so instead of printing rows. OnlyInBase and
+// OnlyInRun list the nodes one run has and the other lacks; values of a
+// node that left are shown, not counted as regressions.
+type DiffResult struct {
+	Deltas        []Delta
+	NoCommonNodes bool
+	OnlyInBase    []string
+	OnlyInRun     []string
+}
+
+// Regressions counts the deltas that are regressions.
+func (d DiffResult) Regressions() int {
+	n := 0
+	for _, x := range d.Deltas {
+		if x.Regression {
+			n++
+		}
+	}
+	return n
+}
+
+// nodesOf is every node a run names: its node list, its checks' nodes and
+// its measurements' nodes.
+func nodesOf(r Run) map[string]bool {
+	m := map[string]bool{}
+	for _, n := range r.Nodes {
+		m[n.Name] = true
+	}
+	for _, c := range r.Checks {
+		for _, n := range c.Nodes {
+			m[n] = true
+		}
+		for _, x := range c.Measured {
+			if x.Node != "" {
+				m[x.Node] = true
+			}
+		}
+	}
+	delete(m, "")
+	return m
+}
+
+func firstNode(c Check) string {
+	if len(c.Nodes) > 0 {
+		return c.Nodes[0]
+	}
+	return ""
+}
+
+func idLabel(c Check) string {
+	k := c.ID
+	if c.Variant != "" {
+		k += "[" + c.Variant + "]"
+	}
+	return k
+}
+
+// statusKey matches a check's status across runs per node and rail, whatever
+// the pairing: the check's first node is its measuring side.
+type statusKey struct{ id, variant, node, rail string }
+
+// measKey matches one value across runs.
+type measKey struct{ id, variant, node, port, name string }
+
+type statusAgg struct {
+	worst     Status
+	unallowed bool // some check is neither pass nor an allowed not-run
+	label     string
+}
+
+var statusRank = map[Status]int{Pass: 0, NotRun: 1, Fail: 2, Error: 3}
+
+func statuses(r Run) map[statusKey]*statusAgg {
+	out := map[statusKey]*statusAgg{}
+	for _, c := range r.Checks {
+		k := statusKey{c.ID, c.Variant, firstNode(c), c.Rail}
+		a := out[k]
+		if a == nil {
+			a = &statusAgg{worst: Pass, label: idLabel(c)}
+			if c.Rail != "" {
+				a.label += "{" + c.Rail + "}"
+			}
+			out[k] = a
+		}
+		if statusRank[c.Status] > statusRank[a.worst] {
+			a.worst = c.Status
+		}
+		if c.Status != Pass && !r.Allowed(c) {
+			a.unallowed = true
+		}
+	}
+	return out
+}
+
+type measVal struct {
+	m     Measurement
+	label string
+	skey  statusKey
+}
+
+func measurements(r Run) (map[measKey]measVal, []measKey) {
+	out := map[measKey]measVal{}
+	var order []measKey
+	for _, c := range r.Checks {
+		label := idLabel(c)
+		if c.Rail != "" {
+			label += "{" + c.Rail + "}"
+		}
+		for _, m := range c.Measured {
+			node := m.Node
+			if node == "" {
+				node = firstNode(c)
+			}
+			k := measKey{c.ID, c.Variant, node, m.Port, m.Name}
+			if _, dup := out[k]; dup {
+				continue // the first value of a key is the one compared
+			}
+			out[k] = measVal{m, label, statusKey{c.ID, c.Variant, firstNode(c), c.Rail}}
+			order = append(order, k)
+		}
+	}
+	return out, order
+}
+
+// Diff compares run with base. Values match per (check id, variant,
+// measuring node, port, measurement name), so re-pairing nodes (a ring
+// that gained a node) still compares each node's own numbers; statuses
+// match per (check id, variant, first node, rail).
+//
+// Regressions: a value worse than the baseline by more than tolerance (a
+// fraction, e.g. 0.05; lower is better only for values judged with "<="; in
+// "bytes", -1 is unlimited and better than any finite value); a status that
+// went from pass to anything else; a value of a node still in the run that
+// disappeared; a new value (no baseline) that fails its threshold ("new,
+// under floor" / "new, over ceiling"); a new check that is neither pass nor
+// an allowed not-run and has no such value. When the runs share no node,
+// nothing is compared (NoCommonNodes).
+func Diff(base, run Run, tolerance float64) DiffResult {
+	var res DiffResult
+	bn, rn := nodesOf(base), nodesOf(run)
+	common := 0
+	for n := range bn {
+		if rn[n] {
+			common++
+		} else {
+			res.OnlyInBase = append(res.OnlyInBase, n)
+		}
+	}
+	for n := range rn {
+		if !bn[n] {
+			res.OnlyInRun = append(res.OnlyInRun, n)
+		}
+	}
+	sort.Strings(res.OnlyInBase)
+	sort.Strings(res.OnlyInRun)
+	if common == 0 {
+		res.NoCommonNodes = true
+		return res
+	}
+
+	baseM, _ := measurements(base)
+	nowM, nowOrder := measurements(run)
+	flaggedNew := map[statusKey]bool{}
+	for _, k := range nowOrder {
+		v := nowM[k]
+		m := v.m
+		d := Delta{Check: v.label, Node: k.node, Port: k.port, Name: k.name, Unit: m.Unit, Now: m.Value, HasNow: true}
+		b, ok := baseM[k]
+		if !ok {
+			d.Note = "new"
+			if t := m.Threshold; t != nil && !meets(m.Value, m.Unit, *t) {
+				d.Regression, d.Note = true, "new, under floor"
+				if t.Op == "<=" {
+					d.Note = "new, over ceiling"
+				}
+				flaggedNew[v.skey] = true
+			}
+			res.Deltas = append(res.Deltas, d)
+			continue
+		}
+		d.Base, d.HasBase = b.m.Value, true
+		t := m.Threshold
+		if t == nil {
+			t = b.m.Threshold
+		}
+		compare(&d, t != nil && t.Op == "<=", tolerance)
+		res.Deltas = append(res.Deltas, d)
+	}
+	for k, b := range baseM {
+		if _, ok := nowM[k]; ok {
+			continue
+		}
+		d := Delta{Check: b.label, Node: k.node, Port: k.port, Name: k.name, Unit: b.m.Unit, Base: b.m.Value, HasBase: true}
+		if rn[k.node] {
+			d.Regression, d.Note = true, "missing in this run"
+		} else {
+			d.Note = "node not in this run"
+		}
+		res.Deltas = append(res.Deltas, d)
+	}
+
+	baseS, nowS := statuses(base), statuses(run)
+	for k, now := range nowS {
+		b, ok := baseS[k]
+		switch {
+		case ok && b.worst == Pass && now.worst != Pass:
+			res.Deltas = append(res.Deltas, Delta{Check: now.label, Node: k.node, BaseStatus: b.worst, NowStatus: now.worst,
+				Regression: true, Note: fmt.Sprintf("status %s → %s", b.worst, now.worst)})
+		case ok && b.worst != Pass && now.worst == Pass:
+			res.Deltas = append(res.Deltas, Delta{Check: now.label, Node: k.node, BaseStatus: b.worst, NowStatus: now.worst,
+				Note: fmt.Sprintf("status %s → %s", b.worst, now.worst)})
+		case !ok && now.unallowed && !flaggedNew[k]:
+			res.Deltas = append(res.Deltas, Delta{Check: now.label, Node: k.node, NowStatus: now.worst,
+				Regression: true, Note: fmt.Sprintf("new, status %s", now.worst)})
+		}
+	}
+	sort.SliceStable(res.Deltas, func(i, j int) bool {
+		a, b := res.Deltas[i], res.Deltas[j]
+		if a.Check != b.Check {
+			return a.Check < b.Check
+		}
+		if a.Node != b.Node {
+			return a.Node < b.Node
+		}
+		if a.Port != b.Port {
+			return a.Port < b.Port
+		}
+		return a.Name < b.Name
+	})
+	return res
+}
+
+// compare fills Pct, Regression and Note for a value present in both runs.
+func compare(d *Delta, lowerBetter bool, tolerance float64) {
+	unl := func(v float64) bool { return d.Unit == "bytes" && v < 0 }
+	bu, nu := unl(d.Base), unl(d.Now)
+	switch {
+	case bu && nu:
+		return
+	case bu: // unlimited → finite
+		d.Note = "no longer unlimited"
+		d.Regression = !lowerBetter
+		return
+	case nu: // finite → unlimited
+		d.Note = "now unlimited"
+		d.Regression = lowerBetter
+		return
+	}
+	if d.Base != 0 {
+		d.Pct = (d.Now - d.Base) / math.Abs(d.Base) * 100
+		if lowerBetter {
+			d.Regression = d.Pct > tolerance*100
+		} else {
+			d.Regression = d.Pct < -tolerance*100
+		}
+		return
+	}
+	// From 0 no relative change exists: any move the wrong way counts.
+	if lowerBetter {
+		d.Regression = d.Now > 0
+	} else {
+		d.Regression = d.Now < 0
+	}
+}
+
+// DiffTable renders a baseline diff. Runs with no node in common print one
+// line saying there is nothing to compare.
+func DiffTable(w io.Writer, d DiffResult) error {
+	if d.NoCommonNodes {
+		fmt.Fprintln(w, "no nodes in common between the baseline and this run: nothing to compare")
+		if len(d.OnlyInBase) > 0 || len(d.OnlyInRun) > 0 {
+			fmt.Fprintf(w, "  baseline nodes: %s\n  this run's nodes: %s\n", orNone(d.OnlyInBase), orNone(d.OnlyInRun))
+		}
+		return nil
+	}
+	if len(d.OnlyInBase) > 0 {
+		fmt.Fprintf(w, "nodes only in the baseline (not compared): %s\n", strings.Join(d.OnlyInBase, ", "))
+	}
+	if len(d.OnlyInRun) > 0 {
+		fmt.Fprintf(w, "nodes new in this run: %s\n", strings.Join(d.OnlyInRun, ", "))
+	}
+	t := newTable(w)
+	t.Header("check", "node", "port", "measurement", "baseline", "now", "change", "verdict")
+	for _, x := range d.Deltas {
+		verdict := "ok"
+		if x.Regression {
+			verdict = "REGRESSION"
+		}
+		if x.Note != "" {
+			verdict += " (" + x.Note + ")"
+		}
+		name, base, now, change := x.Name, "-", "-", ""
+		if x.Name == "" {
+			name = "status"
+			if x.BaseStatus != "" {
+				base = string(x.BaseStatus)
+			}
+			if x.NowStatus != "" {
+				now = string(x.NowStatus)
+			}
+		} else {
+			if x.HasBase {
+				base = fmtVal(x.Base, x.Unit)
+			}
+			if x.HasNow {
+				now = fmtVal(x.Now, x.Unit)
+			}
+			switch {
+			case !x.HasBase || !x.HasNow:
+			case x.Unit == "bytes" && (x.Base < 0 || x.Now < 0):
+			case x.Base != 0:
+				change = fmt.Sprintf("%+.1f%%", x.Pct)
+			case x.Now != 0:
+				change = "from 0"
+			default:
+				change = "+0.0%"
+			}
+		}
+		if err := t.Append(x.Check, x.Node, x.Port, name, base, now, change, verdict); err != nil {
+			return err
+		}
+	}
+	if err := t.Render(); err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "%d regression(s) against the baseline\n", d.Regressions())
+	return nil
+}
+
+func orNone(s []string) string {
+	if len(s) == 0 {
+		return "none"
+	}
+	return strings.Join(s, ", ")
+}
