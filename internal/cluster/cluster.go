@@ -15,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -124,4 +125,45 @@ func DeleteRunNamespace(ctx context.Context, cs kubernetes.Interface, runID stri
 		return fmt.Errorf("namespace %s still present after %s: delete it by hand (kubectl delete ns %s)", name, timeout, name)
 	}
 	return nil
+}
+
+// KeptLabel marks a run namespace kept for debugging (--keep-on-failure).
+const KeptLabel = "rdmasuite.io/kept"
+
+// MarkKept labels the run's namespace as kept, so `rdmasuite cleanup` and a
+// person reading `kubectl get ns -L rdmasuite.io/kept` can tell why it is
+// still there.
+func MarkKept(ctx context.Context, cs kubernetes.Interface, runID, why string) error {
+	patch := fmt.Sprintf(`{"metadata":{"labels":{%q:"true"},"annotations":{"rdmasuite.io/kept-because":%q}}}`, KeptLabel, why)
+	_, err := cs.CoreV1().Namespaces().Patch(ctx, RunNamespace(runID), types.MergePatchType, []byte(patch), metav1.PatchOptions{})
+	return err
+}
+
+// Stale is one run namespace left behind (a killed run, a kept failure).
+type Stale struct {
+	Name, RunID string
+	Age         time.Duration
+	Kept        bool
+}
+
+// StaleRuns lists the run namespaces (by the suite's labels) older than
+// olderThan, or only the one of runID when it is not empty (any age).
+func StaleRuns(ctx context.Context, cs kubernetes.Interface, olderThan time.Duration, runID string, now time.Time) ([]Stale, error) {
+	sel := ManagedByLabel + "=" + ManagedBy
+	if runID != "" {
+		sel += "," + RunLabel + "=" + runID
+	}
+	list, err := cs.CoreV1().Namespaces().List(ctx, metav1.ListOptions{LabelSelector: sel})
+	if err != nil {
+		return nil, fmt.Errorf("list run namespaces (%s): %w", sel, err)
+	}
+	var out []Stale
+	for _, ns := range list.Items {
+		age := now.Sub(ns.CreationTimestamp.Time)
+		if runID == "" && age < olderThan {
+			continue
+		}
+		out = append(out, Stale{Name: ns.Name, RunID: ns.Labels[RunLabel], Age: age, Kept: ns.Labels[KeptLabel] == "true"})
+	}
+	return out, nil
 }

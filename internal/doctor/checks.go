@@ -9,8 +9,12 @@ import (
 )
 
 // Checks turns findings into checks of the results model: one failed check
-// per finding, one passing "doctor/node" check per node without any, and a
-// not-run check for what could not be looked at (a finding without a node).
+// per finding, and one "doctor/node" check per node without any. That check
+// passes only when every source the catalogue needs was read for the node:
+// the API facts (always gathered here) and the host facts (the host probe).
+// A node whose host facts are missing is not-run with the reason, never a
+// pass. A finding without a node (something could not be looked at) is a
+// not-run check too.
 func Checks(s State, fs []Finding, took time.Duration) []reports.Check {
 	var out []reports.Check
 	withFinding := map[string]bool{}
@@ -26,10 +30,20 @@ func Checks(s State, fs []Finding, took time.Duration) []reports.Check {
 		out = append(out, c)
 	}
 	for _, n := range s.Nodes {
-		if !withFinding[n.Name] {
-			out = append(out, reports.Check{ID: "doctor/node", Title: "no known failure mode on the node", Nodes: []string{n.Name},
-				Status: reports.Pass, Duration: took.Seconds()})
+		if withFinding[n.Name] {
+			continue
 		}
+		c := reports.Check{ID: "doctor/node", Title: "no known failure mode on the node", Nodes: []string{n.Name},
+			Status: reports.Pass, Duration: took.Seconds()}
+		if _, ok := s.Hosts[n.Name]; !ok {
+			why := s.HostsMissing[n.Name]
+			if why == "" {
+				why = "host facts were not gathered"
+			}
+			c.Status, c.Reason = reports.NotRun, "API facts show no known failure mode, but the host-level checks "+
+				"(storage modules, driver markers, peermem, ports, I/O pressure) did not run on this node: "+why
+		}
+		out = append(out, c)
 	}
 	return out
 }

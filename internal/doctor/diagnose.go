@@ -49,6 +49,9 @@ type State struct {
 	// expected state, not a check that could not run.
 	NoNetworkOperator bool
 	Hosts             map[string]HostFacts
+	// HostsMissing says, per node, why its host facts are absent from Hosts
+	// (probe refused by PodSecurity, --node-probe=false, API-only doctor).
+	HostsMissing map[string]string
 	// PodRoles tells which pods are which (see DefaultRoles).
 	Roles Roles
 }

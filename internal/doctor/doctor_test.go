@@ -203,3 +203,33 @@ func TestCatalogueComplete(t *testing.T) {
 		}
 	}
 }
+
+// Defect: when the host probe could not run (PodSecurity refused the
+// privileged pod, --node-probe=false, the API-only CLI) the node still got
+// "doctor/node pass". A node check passes only with API and host facts.
+func TestNodeCheckNeedsHostFacts(t *testing.T) {
+	s := healthy()
+	s.Hosts = map[string]HostFacts{"node-1": {DriverReady: true}}
+	s.HostsMissing = map[string]string{"node-2": "pods \"node-x\" is forbidden: violates PodSecurity \"baseline:latest\": privileged"}
+	got := map[string]reports.Check{}
+	for _, c := range Checks(s, Diagnose(s), 0) {
+		if c.ID == "doctor/node" {
+			got[c.Nodes[0]] = c
+		}
+	}
+	if len(got) != len(s.Nodes) {
+		t.Fatalf("every node needs a doctor/node row: %v", got)
+	}
+	if got["node-1"].Status != reports.Pass {
+		t.Errorf("node-1 had both sources: %+v", got["node-1"])
+	}
+	if c := got["node-2"]; c.Status != reports.NotRun || !strings.Contains(c.Reason, "PodSecurity") {
+		t.Errorf("node-2's host probe was refused: %+v", c)
+	}
+	s.Hosts, s.HostsMissing = nil, nil
+	for _, c := range Checks(s, Diagnose(s), 0) {
+		if c.ID == "doctor/node" && c.Status == reports.Pass {
+			t.Errorf("no host facts at all, yet %s passed", c.Nodes[0])
+		}
+	}
+}

@@ -38,6 +38,9 @@ type Spec struct {
 	// are for the host probe only; the RDMA features never set them.
 	Privileged bool
 	HostMounts map[string]string
+	// Keep leaves the pod after Run for debugging (--keep-on-failure); the
+	// run namespace's deletion, or rdmasuite cleanup, removes it later.
+	Keep bool
 }
 
 // Pod builds the pod object for spec.
@@ -123,15 +126,17 @@ type Result struct {
 var ErrTimeout = errors.New("probe pod did not finish in time")
 
 // Run creates the pod, waits until it has terminated or timeout passes,
-// fetches its logs and deletes it. The pod is deleted on every path,
-// including a cancelled ctx.
+// fetches its logs and deletes it (unless Spec.Keep). The pod is deleted on
+// every path, including a cancelled ctx.
 func Run(ctx context.Context, cs kubernetes.Interface, s Spec, timeout time.Duration) (Result, error) {
 	createdAt := time.Now()
 	created, err := cs.CoreV1().Pods(s.Namespace).Create(ctx, Pod(s), metav1.CreateOptions{})
 	if err != nil {
 		return Result{}, fmt.Errorf("create pod %s/%s: %w", s.Namespace, s.Name, err)
 	}
-	defer Delete(cs, s.Namespace, created.Name)
+	if !s.Keep {
+		defer Delete(cs, s.Namespace, created.Name)
+	}
 	return waitFrom(ctx, cs, created, timeout, createdAt)
 }
 

@@ -1,0 +1,261 @@
+package runner
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/rdmasuite/rdmasuite/internal/names"
+	"github.com/rdmasuite/rdmasuite/internal/pairing"
+	"github.com/rdmasuite/rdmasuite/internal/podrun"
+	"github.com/rdmasuite/rdmasuite/internal/verdict"
+	"github.com/rdmasuite/rdmasuite/reports"
+	"github.com/rdmasuite/rdmasuite/thresholds"
+	"github.com/rdmasuite/rdmasuite/workloads/bw"
+	"github.com/rdmasuite/rdmasuite/workloads/probeout"
+)
+
+// BWPort is the TCP port of the bandwidth probe's out-of-band exchange.
+const BWPort = 18515
+
+// Bandwidth measures every selected node of the variant: paired pods (ring
+// or all pairs, plus same-node pairs with Loopback), every rail of every
+// pod, every op and size. Every selected node ends with rows: measured
+// rails, a failing row when it does not advertise the resource, and a
+// bandwidth/ports row comparing the rails its pods saw with the SKU.
+func (r *Runner) Bandwidth(ctx context.Context, v Variant) []reports.Check {
+	ops := r.Cfg.BWOps
+	perOp := func(mk func(op string) reports.Check) []reports.Check {
+		var cs []reports.Check
+		for _, op := range ops {
+			cs = append(cs, mk(op))
+		}
+		return cs
+	}
+	nodes, err := r.SelectedNodes(ctx)
+	if err != nil {
+		return perOp(func(op string) reports.Check {
+			return reports.Check{ID: "bandwidth/" + op, Variant: v.Name, Status: reports.Error, Reason: err.Error()}
+		})
+	}
+	if why := Prerequisite(r.Kube, v); why != "" {
+		return perOp(func(op string) reports.Check { return NotRun("bandwidth/"+op, v.Name, why, nodeNames(nodes)...) })
+	}
+	with, without := SplitAdvertising(nodes, v.Resource)
+	var out []reports.Check
+	for _, n := range without {
+		for _, op := range ops {
+			out = append(out, NotAdvertising("bandwidth/"+op, v.Name, n, v.Resource))
+		}
+	}
+	names := nodeNames(with)
+	byName := map[string]corev1.Node{}
+	for _, n := range with {
+		byName[n.Name] = n
+	}
+	rounds, err := pairing.Schedule(names, r.Cfg.Pairing)
+	if err != nil && r.Cfg.Loopback && len(names) == 1 {
+		rounds, err = nil, nil // one node and --loopback: the same-node pair is the whole test
+	}
+	if err != nil {
+		return append(out, perOp(func(op string) reports.Check {
+			return NotRun("bandwidth/"+op, v.Name, fmt.Sprintf("%v: nodes advertising %s: %v", err, v.Resource, names), names...)
+		})...)
+	}
+	seen := railsSeen{m: map[string][]bw.Rail{}}
+	for _, round := range rounds {
+		out = append(out, r.Collect(len(round), func(i int) []reports.Check {
+			p := round[i]
+			return r.pair(ctx, v, p, byName[p.Client], &seen)
+		})...)
+	}
+	if r.Cfg.Loopback {
+		out = append(out, r.Collect(len(names), func(i int) []reports.Check {
+			n := names[i]
+			cs := r.pair(ctx, v, pairing.Pair{Server: n, Client: n}, byName[n], &seen)
+			for j := range cs {
+				cs[j].ID += "/loopback"
+			}
+			return cs
+		})...)
+	}
+	for _, n := range with {
+		rails, ok := seen.get(n.Name)
+		out = append(out, r.portsCheck(v, n, rails, ok))
+	}
+	return out
+}
+
+// railsSeen keeps, per node, the rails the first readable probe output
+// of that node listed.
+type railsSeen struct {
+	sync.Mutex
+	m map[string][]bw.Rail
+}
+
+func (s *railsSeen) add(node string, rails []bw.Rail) {
+	if rails == nil {
+		return
+	}
+	s.Lock()
+	defer s.Unlock()
+	if _, ok := s.m[node]; !ok {
+		s.m[node] = rails
+	}
+}
+
+func (s *railsSeen) get(node string) ([]bw.Rail, bool) {
+	s.Lock()
+	defer s.Unlock()
+	rails, ok := s.m[node]
+	return rails, ok
+}
+
+// portsCheck compares the rails a node's pods saw with the SKU's ports per
+// node: fewer is a failure naming what is there and what is missing.
+func (r *Runner) portsCheck(v Variant, n corev1.Node, rails []bw.Rail, ok bool) reports.Check {
+	c := reports.Check{ID: "bandwidth/ports", Title: "the pods see as many RDMA ports as the SKU has", Variant: v.Name, Nodes: []string{n.Name}}
+	if !ok {
+		c.Status, c.Reason = reports.NotRun, fmt.Sprintf("no readable bandwidth probe output from %s: its rails are unknown (see the bandwidth rows)", n.Name)
+		return c
+	}
+	var found []string
+	for _, rl := range rails {
+		found = append(found, fmt.Sprintf("%s %s %gGb/s", rl.Name(), rl.State, rl.RateGbps))
+	}
+	c.Evidence = []string{"rails in the pod: " + strings.Join(found, ", ")}
+	c.Measured = []reports.Measurement{{Name: "ports", Node: n.Name, Value: float64(len(rails)), Unit: "ports"}}
+	if r.Cfg.Device != "" || v.Netdev != "" {
+		c.Status, c.Reason = reports.NotRun, "the run measured one named device (--device / --netdev), so the node's port count was not examined"
+		return c
+	}
+	sku, err := r.Cfg.Thresholds.ForNode(n.Name, n.Labels, r.Cfg.SKU)
+	if err != nil {
+		c.Status, c.Reason = reports.Error, err.Error()
+		return c
+	}
+	if sku.PortsPerNode.Value == nil {
+		c.Status, c.Reason = reports.Error, fmt.Sprintf("SKU %s has no portsPerNode: add it to the thresholds file", sku.Name)
+		return c
+	}
+	want := *sku.PortsPerNode.Value
+	c.Measured[0].Threshold = &reports.Threshold{Op: ">=", Value: want, Source: sku.Name + ": " + sku.PortsPerNode.Source}
+	if float64(len(rails)) < want {
+		c.Status = reports.Fail
+		c.Diagnosis = fmt.Sprintf("pods on %s see %d RDMA port(s) (%s), SKU %s expects %g: %g port(s) missing",
+			n.Name, len(rails), strings.Join(found, ", "), sku.Name, want, want-float64(len(rails)))
+		c.Fix = "every rail must reach the pod: check that each HCA is bound to the driver (ibstat on the node), " +
+			"and that the device plugin's selectors (NicClusterPolicy rdmaSharedDevicePlugin config: ifNames/vendors/devices) cover every HCA"
+		return c
+	}
+	c.Status = reports.Pass
+	return c
+}
+
+// pair runs one server pod and one client pod, judges them, and deletes
+// both before it returns.
+func (r *Runner) pair(ctx context.Context, v Variant, p pairing.Pair, client corev1.Node, seen *railsSeen) []reports.Check {
+	in := verdict.BWInput{Variant: v.Name, Resource: v.Resource, Network: v.Network, Ops: r.Cfg.BWOps,
+		Sizes: r.Cfg.BWSizes, RailMode: r.Cfg.RailMode}
+	in.SKU, in.SKUErr = r.Cfg.Thresholds.ForNode(p.Client, client.Labels, r.Cfg.SKU)
+	r.runPair(ctx, v, p, &in)
+	res := verdict.Bandwidth(in)
+	seen.add(p.Client, res.ClientRails)
+	seen.add(p.Server, res.ServerRails)
+	return res.Checks
+}
+
+func (r *Runner) runPair(ctx context.Context, v Variant, p pairing.Pair, in *verdict.BWInput) {
+	srvArgs := append([]string{"bw", "server", "--port", strconv.Itoa(BWPort), "--timeout", "2m"}, r.DeviceArgs(v)...)
+	srvSpec := r.Spec(v, names.Object("bw-"+v.Name+"-s", p.Server, p.Client), p.Server, srvArgs, v.NeedsCaps)
+	in.Server = verdict.Side{Node: p.Server, Pod: srvSpec.Name, Command: "rdmaprobe " + strings.Join(srvArgs, " ")}
+	in.Client = verdict.Side{Node: p.Client, Pod: names.Object("bw-"+v.Name+"-c", p.Client, p.Server)}
+
+	srv, srvStart, err := podrun.Start(ctx, r.Kube, srvSpec, r.Cfg.PodTimeout)
+	if srv != nil {
+		defer r.deletePod(srvSpec.Namespace, srvSpec.Name)
+	}
+	if err != nil {
+		in.Server.PodErr = err
+		return
+	}
+	r.AddPhase(PhasePodStart, srvStart)
+	cliArgs := append([]string{"bw", "client", "--port", strconv.Itoa(BWPort), "--op", strings.Join(r.Cfg.BWOps, ","),
+		"--size", r.Cfg.SizesArg(), "--qps", strconv.Itoa(r.Cfg.BWQPs), "--rails", r.Cfg.RailMode, "--timeout", "1m"}, r.DeviceArgs(v)...)
+	if r.Cfg.RailParallel {
+		cliArgs = append(cliArgs, "--rail-parallel")
+	}
+	if r.Cfg.BWIters > 0 {
+		cliArgs = append(cliArgs, "--iters", strconv.Itoa(r.Cfg.BWIters))
+	} else {
+		cliArgs = append(cliArgs, "--duration", r.Cfg.BWDuration.String())
+	}
+	cliArgs = append(cliArgs, srv.Status.PodIP)
+	in.Client.Command = "rdmaprobe " + strings.Join(cliArgs, " ")
+	cres, err := podrun.Run(ctx, r.Kube, r.Spec(v, in.Client.Pod, p.Client, cliArgs, v.NeedsCaps), r.clientBudget(in.SKU))
+	in.Client.Logs, in.Client.Exit = cres.Logs, cres.ExitCode
+	if err != nil {
+		in.Client.PodErr = err
+	}
+	r.AddPhase(PhasePodStart, cres.StartLatency)
+	r.AddPhase(PhaseCollection, cres.Collect)
+	collectStart := time.Now()
+	sres, err := podrun.Wait(ctx, r.Kube, srv, time.Minute)
+	in.Server.Logs, in.Server.Exit = sres.Logs, sres.ExitCode
+	if err != nil && in.Client.PodErr == nil {
+		in.Server.PodErr = err
+	}
+	r.AddPhase(PhaseCollection, time.Since(collectStart))
+	r.recordBWPhases(in.Client.Logs)
+}
+
+// clientBudget bounds the client pod: pod start plus, per expected rail
+// (rails run in sequence unless RailParallel), ops × sizes × (measurement
+// time + 30 s of setup slack).
+func (r *Runner) clientBudget(sku *thresholds.SKU) time.Duration {
+	rails := 1
+	if !r.Cfg.RailParallel && sku != nil && sku.PortsPerNode.Value != nil && r.Cfg.Device == "" {
+		rails = max(1, int(*sku.PortsPerNode.Value))
+	}
+	if r.Cfg.RailMode == bw.RailsCross {
+		rails *= rails
+	}
+	per := r.Cfg.BWDuration
+	if r.Cfg.BWIters > 0 {
+		per = 0
+	}
+	return r.Cfg.PodTimeout + time.Duration(rails*len(r.Cfg.BWOps)*len(r.Cfg.BWSizes))*(per+30*time.Second)
+}
+
+// recordBWPhases adds the client's exchange and measurement time.
+func (r *Runner) recordBWPhases(logs string) {
+	var o bw.ProbeOutput
+	if _, err := probeout.ParseError(logs, bw.ProbeName, &o); err != nil {
+		return
+	}
+	for _, rr := range o.Rails {
+		for _, run := range rr.Runs {
+			r.AddPhase(PhaseExchange, time.Duration(run.SetupSec*float64(time.Second)))
+			var m float64
+			for _, sr := range run.Results {
+				m += sr.Local.ElapsedSec
+			}
+			r.AddPhase(PhaseMeasure, time.Duration(m*float64(time.Second)))
+		}
+	}
+}
+
+func nodeNames(nodes []corev1.Node) []string {
+	out := make([]string, len(nodes))
+	for i, n := range nodes {
+		out[i] = n.Name
+	}
+	sort.Strings(out)
+	return out
+}

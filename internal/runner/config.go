@@ -1,0 +1,141 @@
+// Package runner is what the suite features do, as importable code: it
+// selects nodes, starts probe pods, pairs them, hands their output to the
+// verdicts, and records checks so that every node × rail × op × size the
+// run was asked to cover ends as a measurement or a fail/error/not-run
+// saying why. The suites package only declares features around it. It
+// builds with CGO_ENABLED=0: it never imports workloads/verbs.
+package runner
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/rdmasuite/rdmasuite/internal/pairing"
+	"github.com/rdmasuite/rdmasuite/thresholds"
+	"github.com/rdmasuite/rdmasuite/workloads/bw"
+)
+
+// Config is one run's settings (the suite's flags, parsed).
+type Config struct {
+	Image        string
+	PodTimeout   time.Duration
+	NodeSelector string
+	Concurrency  int
+
+	Variants      []string // shared-dev, hostdev
+	RDMAResources []string
+	HostdevRes    string
+	HostdevNet    string
+	HostdevNetdev string
+	Device        string
+	GPUs          int
+
+	BWOps        []string
+	BWSizes      []int // bytes, in the order given; the largest is judged
+	BWQPs        int
+	BWDuration   time.Duration
+	BWIters      int
+	Pairing      string // ring or all
+	Loopback     bool
+	RailMode     string // bw.RailsSame or bw.RailsCross
+	RailParallel bool
+
+	Thresholds *thresholds.Set
+	SKU        string
+
+	MemlockRequired string
+	MemlockMax      string
+	MemlockIPCLock  bool
+
+	NodeProbe         bool
+	NodeProbeHostPath string
+	NodeProbeWindow   string
+
+	// AllowNotRun are check ids (or prefixes ending in "/") whose not-run
+	// does not fail the run.
+	AllowNotRun   []string
+	KeepOnFailure bool
+}
+
+// Validate names the first bad setting and how to fix it.
+func (c Config) Validate() error {
+	if len(c.BWOps) == 0 {
+		return fmt.Errorf("--bw-ops is empty: give write, read or write,read")
+	}
+	for _, op := range c.BWOps {
+		if op != string(bw.OpWrite) && op != string(bw.OpRead) {
+			return fmt.Errorf("--bw-ops: unknown op %q: write or read", op)
+		}
+	}
+	if len(c.BWSizes) == 0 {
+		return fmt.Errorf("--bw-sizes is empty: give sizes such as 64K,1M")
+	}
+	if c.RailMode != bw.RailsSame && c.RailMode != bw.RailsCross {
+		return fmt.Errorf("--rails %q: same (rail i ↔ rail i) or cross (every rail × every rail)", c.RailMode)
+	}
+	if c.Pairing != pairing.Ring && c.Pairing != pairing.All {
+		return fmt.Errorf("--pairing %q: ring or all", c.Pairing)
+	}
+	for _, v := range c.Variants {
+		if v != VariantSharedDev && v != VariantHostdev {
+			return fmt.Errorf("--variants: unknown variant %q: shared-dev or hostdev", v)
+		}
+	}
+	for _, a := range c.AllowNotRun {
+		if !strings.Contains(a, "/") {
+			return fmt.Errorf("--allow-not-run %q: give a check id such as bandwidth/write or a prefix such as bandwidth/", a)
+		}
+	}
+	if c.Thresholds == nil {
+		return fmt.Errorf("no thresholds loaded")
+	}
+	return nil
+}
+
+// SizesArg is the sizes as the probe's --size flag takes them.
+func (c Config) SizesArg() string {
+	parts := make([]string, len(c.BWSizes))
+	for i, s := range c.BWSizes {
+		parts[i] = strconv.Itoa(s)
+	}
+	return strings.Join(parts, ",")
+}
+
+// ParseSizes reads "64K,1M,4096" into bytes.
+func ParseSizes(s string) ([]int, error) {
+	var out []int
+	for _, part := range SplitList(s) {
+		mult, num := 1, part
+		switch {
+		case strings.HasSuffix(part, "K"):
+			mult, num = 1<<10, strings.TrimSuffix(part, "K")
+		case strings.HasSuffix(part, "M"):
+			mult, num = 1<<20, strings.TrimSuffix(part, "M")
+		case strings.HasSuffix(part, "G"):
+			mult, num = 1<<30, strings.TrimSuffix(part, "G")
+		}
+		n, err := strconv.Atoi(num)
+		if err != nil || n <= 0 {
+			return nil, fmt.Errorf("bad size %q: want e.g. 65536, 64K, 1M", part)
+		}
+		if slices.Contains(out, n*mult) {
+			return nil, fmt.Errorf("size %q given twice", part)
+		}
+		out = append(out, n*mult)
+	}
+	return out, nil
+}
+
+// SplitList splits a comma-separated flag value, dropping empty entries.
+func SplitList(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}

@@ -1,0 +1,73 @@
+package runner
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/rdmasuite/rdmasuite/internal/doctor"
+	"github.com/rdmasuite/rdmasuite/internal/names"
+	"github.com/rdmasuite/rdmasuite/internal/podrun"
+	"github.com/rdmasuite/rdmasuite/workloads/node"
+	"github.com/rdmasuite/rdmasuite/workloads/probeout"
+)
+
+// ProbeHosts runs `rdmaprobe node` on every node of the doctor's state and
+// reduces each report to what the catalogue needs. Nodes whose probe could
+// not run are listed in the returned reasons: the doctor then reports
+// their node check as not-run with that reason, never as a pass.
+func (r *Runner) ProbeHosts(ctx context.Context, s doctor.State) (map[string]doctor.HostFacts, map[string]string) {
+	facts, missing := map[string]doctor.HostFacts{}, map[string]string{}
+	if !r.Cfg.NodeProbe {
+		for _, n := range s.Nodes {
+			missing[n.Name] = "the host probe is off (--node-probe=false): module, marker, port and pressure facts were not read"
+		}
+		return facts, missing
+	}
+	var mu sync.Mutex
+	parallel(len(s.Nodes), r.Cfg.Concurrency, func(i int) {
+		n := s.Nodes[i]
+		hostPath := strings.ReplaceAll(r.Cfg.NodeProbeHostPath, "{node}", n.Name)
+		args := []string{"node", "--host-root", "/host", "--window", r.Cfg.NodeProbeWindow}
+		spec := podrun.Spec{Name: names.Object("node", n.Name), Namespace: r.Namespace(), RunID: r.RunID, Node: n.Name,
+			Image: r.Cfg.Image, Args: args, Privileged: true, HostMounts: map[string]string{hostPath: "/host"}, Keep: r.Cfg.KeepOnFailure}
+		res, err := podrun.Run(ctx, r.Kube, spec, r.Cfg.PodTimeout)
+		var rep node.Report
+		if err == nil {
+			var perr *probeout.Error
+			perr, err = probeout.ParseError(res.Logs, "node", &rep)
+			if err == nil && perr != nil {
+				err = perr
+			}
+		}
+		if err == nil && res.ExitCode != 0 {
+			err = fmt.Errorf("the probe exited %d", res.ExitCode)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if err != nil {
+			missing[n.Name] = fmt.Sprintf("host probe pod %s (host path %s, rdmaprobe %s) could not run: %v",
+				spec.Name, hostPath, strings.Join(args, " "), err)
+			return
+		}
+		facts[n.Name] = hostFacts(rep)
+	})
+	return facts, missing
+}
+
+func hostFacts(r node.Report) doctor.HostFacts {
+	h := doctor.HostFacts{StorageModulesLoaded: r.StorageModulesLoaded, DriverReady: r.Markers.DriverReady.Present, PortsDown: r.PortsDown()}
+	if m, ok := r.Module("nvidia_peermem"); ok && m.Loaded {
+		h.PeermemLoaded = true
+	}
+	if r.Pressure.IO.Available {
+		v := r.Pressure.IO.Some.Avg10
+		h.IOSomeAvg10 = &v
+	}
+	if r.Pressure.CPU.IOWaitPercent != nil {
+		v := *r.Pressure.CPU.IOWaitPercent
+		h.IOWaitPct = &v
+	}
+	return h
+}

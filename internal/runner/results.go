@@ -1,0 +1,94 @@
+package runner
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/rdmasuite/rdmasuite/reports"
+	"github.com/rdmasuite/rdmasuite/thresholds"
+)
+
+// nodeLabelKeys are the labels the report keeps per node.
+var nodeLabelKeys = []string{thresholds.GPUProductLabel, "network.nvidia.com/operator.mofed.wait",
+	"feature.node.kubernetes.io/pci-15b3.present", "nvidia.com/gpu.present"}
+
+// Results is the run as the results model holds it: every recorded check,
+// the selected nodes' facts, the phases and the not-runs the operator
+// allowed (so `rdmasuite report` reaches the same verdict later).
+func (r *Runner) Results(started time.Time, server, version string) reports.Run {
+	run := reports.Run{RunID: r.RunID, Started: started, Finished: time.Now(),
+		Cluster: reports.Cluster{Server: server, Version: version}, Checks: r.Checks(), Phases: r.Phases(),
+		AllowNotRun: r.Cfg.AllowNotRun}
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	if list, err := r.Kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: r.Cfg.NodeSelector}); err == nil {
+		for _, n := range list.Items {
+			run.Nodes = append(run.Nodes, r.nodeFacts(n))
+		}
+	}
+	run.Sort()
+	return run
+}
+
+func (r *Runner) nodeFacts(n corev1.Node) reports.Node {
+	f := reports.Node{Name: n.Name, Labels: map[string]string{}, Allocatable: map[string]string{},
+		Kubelet: n.Status.NodeInfo.KubeletVersion, Kernel: n.Status.NodeInfo.KernelVersion}
+	for _, k := range nodeLabelKeys {
+		if v, ok := n.Labels[k]; ok {
+			f.Labels[k] = v
+		}
+	}
+	for name, q := range n.Status.Allocatable {
+		if strings.Contains(string(name), "/") {
+			f.Allocatable[string(name)] = q.String()
+		}
+	}
+	if r.Cfg.Thresholds != nil {
+		if k, err := r.Cfg.Thresholds.ForNode(n.Name, n.Labels, r.Cfg.SKU); err == nil {
+			f.SKU = k.Name
+		} else {
+			f.SKU = "unknown: " + err.Error()
+		}
+	}
+	return f
+}
+
+// WriteResults stores run as dir/results-<run>.json (atomically) and points
+// dir/results.json at it, for scripts and `rdmasuite report`.
+func WriteResults(dir string, run reports.Run) (string, error) {
+	if dir == "" {
+		dir = "rdmasuite-results"
+	}
+	path, err := filepath.Abs(filepath.Join(dir, "results-"+run.RunID+".json"))
+	if err != nil {
+		return "", err
+	}
+	if err := reports.Write(path, run); err != nil {
+		return path, err
+	}
+	latest := filepath.Join(filepath.Dir(path), "results.json")
+	_ = os.Remove(latest)
+	return path, os.Symlink(filepath.Base(path), latest)
+}
+
+// Deadline is when the run stops starting work so that teardown (pod and
+// namespace deletion, the results file) finishes before `go test
+// -timeout` panics the binary, which would skip every cleanup. It keeps a
+// tenth of the timeout, at least 1 minute and at most 5, for teardown; a
+// timeout under 3 minutes keeps a third. ok is false without a timeout.
+func Deadline(start time.Time, testTimeout time.Duration) (deadline time.Time, reserve time.Duration, ok bool) {
+	if testTimeout <= 0 {
+		return time.Time{}, 0, false
+	}
+	reserve = min(max(testTimeout/10, time.Minute), 5*time.Minute)
+	if testTimeout < 3*time.Minute {
+		reserve = testTimeout / 3
+	}
+	return start.Add(testTimeout - reserve), reserve, true
+}

@@ -1,0 +1,210 @@
+package runner
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/rdmasuite/rdmasuite/internal/cluster"
+	"github.com/rdmasuite/rdmasuite/internal/podrun"
+	"github.com/rdmasuite/rdmasuite/reports"
+)
+
+// Phase names of the per-phase time breakdown.
+const (
+	PhasePodStart   = "pod start"
+	PhaseExchange   = "exchange"
+	PhaseMeasure    = "measurement"
+	PhaseCollection = "collection"
+)
+
+// Runner runs one suite run's probes against a cluster and keeps its checks.
+type Runner struct {
+	Kube  kubernetes.Interface
+	Cfg   Config
+	RunID string
+
+	mu     sync.Mutex
+	checks []reports.Check
+	phases map[string]reports.Phase
+}
+
+// New returns a runner for run id on the cluster behind kube.
+func New(kube kubernetes.Interface, cfg Config, runID string) *Runner {
+	return &Runner{Kube: kube, Cfg: cfg, RunID: runID, phases: map[string]reports.Phase{}}
+}
+
+// Namespace is where every object of the run lives.
+func (r *Runner) Namespace() string { return cluster.RunNamespace(r.RunID) }
+
+// Record keeps checks for the results file.
+func (r *Runner) Record(cs ...reports.Check) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.checks = append(r.checks, cs...)
+}
+
+// Checks returns what was recorded so far.
+func (r *Runner) Checks() []reports.Check {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]reports.Check(nil), r.checks...)
+}
+
+// AddPhase adds d to a phase of the time breakdown.
+func (r *Runner) AddPhase(name string, d time.Duration) {
+	if d <= 0 {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	p := r.phases[name]
+	p.Count++
+	p.TotalSec += d.Seconds()
+	p.MaxSec = max(p.MaxSec, d.Seconds())
+	r.phases[name] = p
+}
+
+// Phases returns a copy of the time breakdown.
+func (r *Runner) Phases() map[string]reports.Phase {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := map[string]reports.Phase{}
+	for k, v := range r.phases {
+		out[k] = v
+	}
+	return out
+}
+
+// Failing returns the checks that fail the run: fail, error, and not-run
+// unless the operator allowed it.
+func (r *Runner) Failing(cs []reports.Check) []reports.Check {
+	run := reports.Run{AllowNotRun: r.Cfg.AllowNotRun}
+	var out []reports.Check
+	for _, c := range cs {
+		if c.Status == reports.Pass || run.Allowed(c) {
+			continue
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+// SelectedNodes lists the nodes under test (--node-selector), sorted.
+func (r *Runner) SelectedNodes(ctx context.Context) ([]corev1.Node, error) {
+	list, err := r.Kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: r.Cfg.NodeSelector})
+	if err != nil {
+		return nil, fmt.Errorf("list nodes: %w", err)
+	}
+	if len(list.Items) == 0 {
+		return nil, fmt.Errorf("no node matches --node-selector=%q", r.Cfg.NodeSelector)
+	}
+	nodes := list.Items
+	sort.Slice(nodes, func(i, j int) bool { return nodes[i].Name < nodes[j].Name })
+	return nodes, nil
+}
+
+// SplitAdvertising separates the nodes that advertise resource
+// (allocatable > 0) from those that do not. Both keep their order.
+func SplitAdvertising(nodes []corev1.Node, resource string) (with, without []corev1.Node) {
+	for _, n := range nodes {
+		if q, ok := n.Status.Allocatable[corev1.ResourceName(resource)]; ok && !q.IsZero() {
+			with = append(with, n)
+		} else {
+			without = append(without, n)
+		}
+	}
+	return with, without
+}
+
+// NotAdvertising is the failing row a selected node gets in a feature that
+// needs a resource it does not advertise: nodes never vanish from a report.
+func NotAdvertising(id, variant string, n corev1.Node, resource string) reports.Check {
+	q := "absent"
+	if v, ok := n.Status.Allocatable[corev1.ResourceName(resource)]; ok {
+		q = v.String()
+	}
+	return reports.Check{ID: id, Variant: variant, Nodes: []string{n.Name}, Status: reports.Fail,
+		Title: "the node advertises the resource the feature needs",
+		Diagnosis: fmt.Sprintf("node %s is selected but does not advertise %s (allocatable: %s), so nothing could be measured on it",
+			n.Name, resource, q),
+		Fix: fmt.Sprintf("check the device plugin and driver pods on %s (kubectl describe node %s: allocatable, taints); "+
+			"or leave the node out with --node-selector if it is not an RDMA node", n.Name, n.Name)}
+}
+
+// NotRun is a check that could not run, with the reason.
+func NotRun(id, variant, reason string, nodes ...string) reports.Check {
+	return reports.Check{ID: id, Variant: variant, Nodes: nodes, Status: reports.NotRun, Reason: reason}
+}
+
+// Collect runs fn(0..n-1) concurrently, at most Concurrency at a time,
+// stamps each call's checks with how long it took, and returns them in index
+// order (stable reports, whatever order the calls finish in).
+func (r *Runner) Collect(n int, fn func(i int) []reports.Check) []reports.Check {
+	results := make([][]reports.Check, n)
+	parallel(n, r.Cfg.Concurrency, func(i int) {
+		start := time.Now()
+		cs := fn(i)
+		for j := range cs {
+			cs[j].Duration = time.Since(start).Seconds()
+		}
+		results[i] = cs
+	})
+	var out []reports.Check
+	for _, cs := range results {
+		out = append(out, cs...)
+	}
+	return out
+}
+
+// parallel runs fn(0..n-1), at most limit at a time, and waits for all.
+func parallel(n, limit int, fn func(i int)) {
+	sem := make(chan struct{}, max(limit, 1))
+	var wg sync.WaitGroup
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			fn(i)
+		}()
+	}
+	wg.Wait()
+}
+
+// deletePod deletes a probe pod unless the run keeps failed objects for
+// debugging (then the namespace outlives the run; see KeepOnFailure).
+func (r *Runner) deletePod(ns, name string) {
+	if r.Cfg.KeepOnFailure {
+		return
+	}
+	podrun.Delete(r.Kube, ns, name)
+}
+
+// Describe is the one-line-per-check text an assertion prints.
+func Describe(cs []reports.Check) string {
+	var b strings.Builder
+	for _, c := range cs {
+		if c.Status == reports.Pass {
+			continue
+		}
+		rail := ""
+		if c.Rail != "" {
+			rail = " {" + c.Rail + "}"
+		}
+		fmt.Fprintf(&b, "\n  %s %s [%s]%s %s: %s", strings.ToUpper(string(c.Status)), c.ID, c.Variant, rail,
+			strings.Join(c.Nodes, ","), c.Diagnosis+c.Reason)
+		if c.Fix != "" {
+			b.WriteString(" — fix: " + c.Fix)
+		}
+	}
+	return b.String()
+}

@@ -1,0 +1,340 @@
+package verdict
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/rdmasuite/rdmasuite/reports"
+	"github.com/rdmasuite/rdmasuite/thresholds"
+	"github.com/rdmasuite/rdmasuite/workloads/bw"
+	"github.com/rdmasuite/rdmasuite/workloads/mr"
+	"github.com/rdmasuite/rdmasuite/workloads/probeout"
+)
+
+// BWInput is one pair's observation and what the run asked it to cover.
+type BWInput struct {
+	Variant  string // shared-dev or hostdev
+	Resource string // the extended resource the pods requested
+	Network  string // Multus network (hostdev)
+	Ops      []string
+	Sizes    []int  // requested message sizes, bytes; the largest is judged
+	RailMode string // bw.RailsSame or bw.RailsCross
+	Client   Side
+	Server   Side
+	SKU      *thresholds.SKU
+	SKUErr   error
+}
+
+// BWResult is the verdict of one pair plus the rails each side found, which
+// the runner compares with the SKU's ports per node.
+type BWResult struct {
+	Checks      []reports.Check
+	ClientRails []bw.Rail // nil when the client's output could not be read
+	ServerRails []bw.Rail
+}
+
+// Fixes named by the diagnoses.
+const (
+	FixNoDevice = "check the RDMA device plugin (or SR-IOV device plugin) pod and the MOFED driver pod on this node " +
+		"(kubectl -n nvidia-network-operator get pods -o wide): the plugin must hand /dev/infiniband/uverbs* to pods " +
+		"that request the resource; a node must not advertise it before the driver is ready"
+	FixNoNetdev = "the pod's secondary interface has no RDMA device: check the NetworkAttachmentDefinition named in " +
+		"k8s.v1.cni.cncf.io/networks, the SR-IOV CNI and that the VF is bound to mlx5_core with RDMA enabled"
+	FixLinkDown  = "bring the port up (cable, transceiver, switch port; the subnet manager for InfiniBand); ibstat on the node shows the same state"
+	FixTransport = "the RDMA transport failed mid-run: check both ports' error counters (symbol_error, link_downed, port_rcv_errors), " +
+		"MTU on both ends and the switch path; on RoCE also PFC/ECN and the GID index"
+	FixTimeout = "the peer did not answer in time: check that pods can reach each other over TCP (NetworkPolicy, firewall) and that the server pod started"
+	FixSlow    = "compare with ib_write_bw between the same nodes; check port rate/width (ibstat), PCIe width (lspci -vv), and the switch counters"
+)
+
+// Bandwidth judges one pair. For every expected rail pair and every
+// requested op it returns exactly one check: pass only when every requested
+// size was measured, the largest requested size meets the SKU's floor,
+// neither side reported an error for that rail, and both pods exited 0.
+func Bandwidth(in BWInput) BWResult {
+	var res BWResult
+	perOp := func(st reports.Status, msg, fix string) BWResult {
+		for _, op := range in.Ops {
+			c := in.check(op, "")
+			setOutcome(&c, st, msg, fix)
+			res.Checks = append(res.Checks, c)
+		}
+		return res
+	}
+	if len(in.Sizes) == 0 || len(in.Ops) == 0 {
+		return perOp(reports.Error, "no op or no message size was requested: nothing to measure", "")
+	}
+	for _, s := range []Side{in.Client, in.Server} {
+		if s.PodErr != nil {
+			return perOp(reports.Error, fmt.Sprintf("pod %s on %s did not run to completion: %v", s.Pod, s.Node, s.PodErr), "")
+		}
+	}
+	var cli, srv bw.ProbeOutput
+	cPerr, cErr := probeout.ParseError(in.Client.Logs, bw.ProbeName, &cli)
+	sPerr, sErr := probeout.ParseError(in.Server.Logs, bw.ProbeName, &srv)
+	if cErr == nil {
+		res.ClientRails = cli.Found
+	}
+	if sErr == nil {
+		res.ServerRails = srv.Found
+	}
+	// A probe-wide error seen first-hand (not "the peer failed") names the
+	// cause; the client's comes first, then the server's.
+	for _, pe := range []struct {
+		s    Side
+		perr *probeout.Error
+	}{{in.Client, cPerr}, {in.Server, sPerr}} {
+		if pe.perr != nil && pe.perr.Kind != probeout.KindPeer {
+			st, msg, fix := in.explain(pe.s, "", pe.perr)
+			return perOp(st, msg, fix)
+		}
+	}
+	if cErr != nil {
+		return perOp(reports.Error, fmt.Sprintf("client pod %s on %s (exit %d) printed no bandwidth result: %v", in.Client.Pod, in.Client.Node, in.Client.Exit, cErr), "")
+	}
+	if cPerr != nil {
+		st, msg, fix := in.explain(in.Client, "", cPerr)
+		return perOp(st, msg, fix)
+	}
+	if in.SKUErr != nil {
+		return perOp(reports.Error, in.SKUErr.Error(), "")
+	}
+	if len(cli.Found) == 0 {
+		return perOp(reports.Fail, fmt.Sprintf("client pod %s on %s found no RDMA port to measure", in.Client.Pod, in.Client.Node), FixNoDevice)
+	}
+	serverRails := srv.Found
+	if sErr != nil {
+		serverRails = nil // unknown: the client's own view of the pairing stands
+	}
+	srvByRail := map[string]bw.RailResult{}
+	for _, rr := range srv.Rails {
+		srvByRail[rr.Local.Name()] = rr
+	}
+	got := map[string]bw.RailResult{}
+	for _, rr := range cli.Rails {
+		got[pairKey(rr.Local, rr.Peer)] = rr
+	}
+	pairs := expectedPairs(cli.Found, serverRails, in.RailMode)
+	// A rail result the client printed for a pair we did not expect (the
+	// server's list was unreadable) is judged too: nothing is dropped.
+	seen := map[string]bool{}
+	for _, p := range pairs {
+		seen[pairKey(p.local, p.peer)] = true
+	}
+	for _, rr := range cli.Rails {
+		if k := pairKey(rr.Local, rr.Peer); !seen[k] {
+			seen[k] = true
+			pairs = append(pairs, railPair{rr.Local, rr.Peer})
+		}
+	}
+	for _, p := range pairs {
+		for _, op := range in.Ops {
+			c := in.check(op, railLabel(p.local, p.peer))
+			rr, ok := got[pairKey(p.local, p.peer)]
+			if !ok {
+				setOutcome(&c, reports.Fail, fmt.Sprintf("rail %s was to be measured but the client's output has no result for it", c.Rail), "")
+			} else {
+				in.judgeRail(&c, op, rr, srvByRail)
+			}
+			res.Checks = append(res.Checks, c)
+		}
+	}
+	// An exit code that contradicts a clean output is not a pass: the probe
+	// knows something its JSON does not say.
+	for _, s := range []Side{in.Client, in.Server} {
+		if s.Exit == 0 {
+			continue
+		}
+		for i := range res.Checks {
+			if res.Checks[i].Status == reports.Pass {
+				setOutcome(&res.Checks[i], reports.Error, fmt.Sprintf("pod %s on %s exited %d although its output shows this rail measured: "+
+					"a non-zero exit is never a pass (see the evidence)", s.Pod, s.Node, s.Exit), "")
+			}
+		}
+	}
+	return res
+}
+
+func (in BWInput) check(op, rail string) reports.Check {
+	return reports.Check{ID: "bandwidth/" + op, Title: fmt.Sprintf("RDMA %s bandwidth %s → %s", op, in.Client.Node, in.Server.Node),
+		Nodes: []string{in.Client.Node, in.Server.Node}, Variant: in.Variant, Rail: rail, Evidence: in.evidence()}
+}
+
+// judgeRail fills one (rail pair, op) check.
+func (in BWInput) judgeRail(c *reports.Check, op string, rr bw.RailResult, srvByRail map[string]bw.RailResult) {
+	var run *bw.Report
+	for i := range rr.Runs {
+		if string(rr.Runs[i].Params.Op) == op {
+			run = &rr.Runs[i]
+		}
+	}
+	measured := map[int]float64{}
+	if run != nil {
+		for _, r := range run.Results {
+			measured[r.Local.Bytes] = r.Local.AvgGbps
+		}
+	}
+	port := rr.Local.Name()
+	largest := slices.Max(in.Sizes)
+	var missing []string
+	for _, size := range in.Sizes {
+		v, ok := measured[size]
+		if !ok {
+			missing = append(missing, SizeName(size))
+			continue
+		}
+		if size != largest {
+			c.Measured = append(c.Measured, reports.Measurement{Name: fmt.Sprintf("%s_%s_avg", op, SizeName(size)),
+				Node: in.Client.Node, Port: port, Value: v, Unit: "Gb/s"})
+		}
+	}
+	floor, err := in.SKU.BandwidthFloor(op)
+	if err != nil {
+		setOutcome(c, reports.Error, err.Error(), "")
+		return
+	}
+	var judged *float64
+	if v, ok := measured[largest]; ok {
+		judged = &v
+	}
+	m, st, why := reports.Judge(fmt.Sprintf("%s_%s_avg", op, SizeName(largest)), "Gb/s", in.Client.Node, port, judged,
+		reports.Threshold{Op: floor.Op, Value: floor.Value, Source: floor.Source})
+	c.Measured = append(c.Measured, m)
+	switch {
+	case rr.Error != nil:
+		side, perr := in.Client, rr.Error
+		// "The peer failed": the server's own result for its rail says why.
+		if perr.Kind == probeout.KindPeer && rr.Peer != nil {
+			if s, ok := srvByRail[rr.Peer.Name()]; ok && s.Error != nil && s.Error.Kind != probeout.KindPeer {
+				side, perr = in.Server, s.Error
+			}
+		}
+		st, msg, fix := in.explain(side, port, perr)
+		if len(missing) > 0 {
+			msg += fmt.Sprintf(" (not measured: %s)", strings.Join(missing, ", "))
+		}
+		setOutcome(c, st, msg, fix)
+	case len(missing) > 0:
+		setOutcome(c, reports.Fail, fmt.Sprintf("requested size(s) %s not measured on %s, and the probe reported no error for them", strings.Join(missing, ", "), c.Rail), "")
+	case st == reports.Fail:
+		msg := why
+		if rr.Local.RateGbps > 0 && in.SKU.LinkRateGbps.Value != nil && rr.Local.RateGbps < *in.SKU.LinkRateGbps.Value {
+			msg += fmt.Sprintf("; port %s runs at %g Gb/s, the SKU expects %g Gb/s (link trained down: cable or switch port)",
+				port, rr.Local.RateGbps, *in.SKU.LinkRateGbps.Value)
+		}
+		setOutcome(c, reports.Fail, msg, FixSlow)
+	default:
+		c.Status = st
+	}
+}
+
+// explain turns a typed probe error into a status, a message naming the
+// node, pod and port, and the fix.
+func (in BWInput) explain(s Side, port string, e *probeout.Error) (reports.Status, string, string) {
+	where := fmt.Sprintf("pod %s on %s", s.Pod, s.Node)
+	if port != "" {
+		where += ", port " + port
+	}
+	switch e.Kind {
+	case probeout.KindNoDevice:
+		return reports.Fail, fmt.Sprintf("node %s advertises %s but no RDMA device is visible in pod %s: device plugin / MOFED not ready (%s)",
+			s.Node, in.Resource, s.Pod, e.Message), FixNoDevice
+	case probeout.KindNoNetdev:
+		return reports.Fail, fmt.Sprintf("%s: %s (network %q)", where, e.Message, in.Network), FixNoNetdev
+	case probeout.KindLinkDown:
+		return reports.Fail, fmt.Sprintf("%s: link down: %s", where, e.Message), FixLinkDown
+	case probeout.KindMemlock:
+		return reports.Fail, fmt.Sprintf("%s: memory registration refused: %s", where, e.Message), mr.FixMemlock
+	case probeout.KindTransport:
+		return reports.Fail, fmt.Sprintf("%s: RDMA transport error: %s", where, e.Message), FixTransport
+	case probeout.KindTimeout:
+		return reports.Fail, fmt.Sprintf("%s: timed out: %s", where, e.Message), FixTimeout
+	case probeout.KindPeer:
+		return reports.Fail, fmt.Sprintf("%s: its peer failed: %s", where, e.Message), ""
+	}
+	return reports.Error, fmt.Sprintf("%s: probe error (%s): %s", where, e.Kind, e.Message), ""
+}
+
+// setOutcome records a non-pass outcome where the report expects it:
+// failures carry a diagnosis and fix, errors and not-runs a reason.
+func setOutcome(c *reports.Check, st reports.Status, msg, fix string) {
+	c.Status = st
+	if st == reports.Fail {
+		c.Diagnosis, c.Fix, c.Reason = msg, fix, ""
+		return
+	}
+	c.Reason, c.Diagnosis, c.Fix = msg, "", ""
+}
+
+type railPair struct {
+	local bw.Rail
+	peer  *bw.Rail
+}
+
+// expectedPairs is the coverage a pair owes: rail i ↔ rail i (a rail
+// without a counterpart on either side still owes a result), or every
+// client rail × every server rail. Without the server's list, the client's
+// rails are expected with whatever peer it reports.
+func expectedPairs(client, server []bw.Rail, mode string) []railPair {
+	var out []railPair
+	if server == nil {
+		return nil
+	}
+	if mode == bw.RailsCross {
+		for _, c := range client {
+			for _, s := range server {
+				out = append(out, railPair{c, &s})
+			}
+		}
+		return out
+	}
+	for i, c := range client {
+		p := railPair{local: c}
+		if i < len(server) {
+			s := server[i]
+			p.peer = &s
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
+func pairKey(local bw.Rail, peer *bw.Rail) string {
+	if peer == nil {
+		return local.Name() + "→"
+	}
+	return local.Name() + "→" + peer.Name()
+}
+
+func railLabel(local bw.Rail, peer *bw.Rail) string {
+	if peer == nil {
+		return local.Name() + "→(no peer rail)"
+	}
+	return local.Name() + "→" + peer.Name()
+}
+
+func (in BWInput) evidence() []string {
+	var ev []string
+	for _, s := range []Side{in.Client, in.Server} {
+		ev = append(ev, fmt.Sprintf("pod %s on %s: %s (exit %d)", s.Pod, s.Node, s.Command, s.Exit))
+		if s.PodErr != nil {
+			ev = append(ev, "  "+s.PodErr.Error())
+		}
+		if t := lastLines(s.Logs, 6); t != "" {
+			ev = append(ev, "  "+strings.ReplaceAll(t, "\n", "\n  "))
+		}
+	}
+	return ev
+}
+
+// SizeName prints a message size the way check measurements name it.
+func SizeName(b int) string {
+	switch {
+	case b >= 1<<20 && b%(1<<20) == 0:
+		return fmt.Sprintf("%dMiB", b>>20)
+	case b >= 1<<10 && b%(1<<10) == 0:
+		return fmt.Sprintf("%dKiB", b>>10)
+	}
+	return fmt.Sprintf("%dB", b)
+}
