@@ -3,9 +3,11 @@
 //
 //	go test ./suites -args --kubeconfig=PATH [suite flags]
 //
+// The features are thin declarations; what they do lives in internal/runner.
 // TestMain connects once, creates one namespace for the run and deletes it on
 // every exit path: normal end, failed features, --fail-fast (which skips
-// feature teardown) and SIGINT/SIGTERM.
+// feature teardown), SIGINT/SIGTERM, and an internal deadline set below
+// `go test -timeout` (whose panic would skip all cleanup).
 package suites
 
 import (
@@ -14,6 +16,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -24,30 +27,35 @@ import (
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
 
 	"github.com/rdmasuite/rdmasuite/internal/cluster"
+	"github.com/rdmasuite/rdmasuite/internal/runner"
+	"github.com/rdmasuite/rdmasuite/reports"
+	"github.com/rdmasuite/rdmasuite/thresholds"
 )
 
 // Suite-wide flags (after -args). e2e-framework's own flags (--kubeconfig,
 // --labels, --feature, --assess, --fail-fast, …) work as documented there.
 var (
 	flagImage       = flag.String("image", "rdmasuite/rdmaprobe:dev", "rdmaprobe image the probe pods run (build it from images/rdmaprobe)")
-	flagRDMARes     = flag.String("rdma-resource", "rdma/rdma_shared_device_a", "extended resource of the RDMA shared device plugin")
+	flagRDMARes     = flag.String("rdma-resource", "rdma/rdma_shared_device_a", "extended resource(s) of the RDMA shared device plugin, comma-separated")
 	flagPodTimeout  = flag.Duration("pod-timeout", 2*time.Minute, "how long one probe pod may take from create to finish")
-	flagNodeLabels  = flag.String("node-selector", "", "label selector for the nodes to test (default: every node)")
+	flagNodeLabels  = flag.String("node-selector", "", "label selector for the nodes to test (default: every node; every selected node must advertise the resource)")
 	flagCleanupWait = flag.Duration("cleanup-timeout", 90*time.Second, "how long to wait for the run namespace to be deleted")
 
 	flagVariants        = flag.String("variants", "shared-dev,hostdev", "pod variants: shared-dev (RDMA shared device plugin) and/or hostdev (SR-IOV + Multus)")
 	flagHostdevRes      = flag.String("hostdev-resource", "nvidia.com/hostdev", "extended resource of the SR-IOV (hostdev) device plugin")
 	flagHostdevNet      = flag.String("hostdev-network", "default/sriov-rdma", "Multus network (namespace/name of the NetworkAttachmentDefinition) for hostdev pods")
 	flagHostdevNetdev   = flag.String("hostdev-netdev", "net1", "interface Multus adds in hostdev pods; the probe uses the RDMA device behind it")
-	flagDevice          = flag.String("device", "", "RDMA device name in shared-dev pods (default: the first one the pod sees)")
+	flagDevice          = flag.String("device", "", "measure only this RDMA device in shared-dev pods (default: every device/port the pod is given, one rail each)")
 	flagGPUs            = flag.Int("gpus", 0, "nvidia.com/gpu to request per bandwidth pod")
 	flagBWOps           = flag.String("bw-ops", "write,read", "RDMA operations to measure")
-	flagBWSizes         = flag.String("bw-sizes", "64K,1M", "message sizes; the largest is judged against the SKU floor")
+	flagBWSizes         = flag.String("bw-sizes", "64K,1M", "message sizes; every one must be measured, the largest is judged against the SKU floor")
 	flagBWQPs           = flag.Int("bw-qps", 4, "queue pairs per test (several QPs reach line rate on NDR/HDR)")
 	flagBWDuration      = flag.Duration("bw-duration", 5*time.Second, "measurement time per size (perftest -D)")
 	flagBWIters         = flag.Int("bw-iters", 0, "iterations per QP per size instead of --bw-duration")
 	flagPairing         = flag.String("pairing", "ring", "ring (every node as client and server, 2 rounds) or all (every pair)")
-	flagConcurrency     = flag.Int("concurrency", 4, "pairs (or memlock pods) run at the same time")
+	flagRails           = flag.String("rails", "same", "rail pairing inside a node pair: same (rail i ↔ rail i) or cross (every rail × every rail)")
+	flagRailParallel    = flag.Bool("rail-parallel", false, "measure a pair's rails at the same time (default: one after another)")
+	flagConcurrency     = flag.Int("concurrency", 4, "pairs (or memlock / host probe pods) run at the same time")
 	flagLoopback        = flag.Bool("loopback", false, "also run a same-node pair on every node")
 	flagThresholds      = flag.String("thresholds", "", "thresholds file (default: the built-in thresholds/skus.yaml)")
 	flagSKU             = flag.String("sku", "", "force this SKU for every node instead of matching nvidia.com/gpu.product")
@@ -55,88 +63,181 @@ var (
 	flagMemlockMax      = flag.String("memlock-max", "1G", "largest region the memlock probe tries")
 	flagMemlockIPCLock  = flag.Bool("memlock-ipc-lock", false, "give the memlock probe IPC_LOCK (then it tests registration, not the runtime's limit)")
 	flagReportDir       = flag.String("report-dir", "", "where results-<run>.json and results.json go (default ./rdmasuite-results)")
+	flagAllowNotRun     = flag.String("allow-not-run", "", "check ids (bandwidth/write) or prefixes (bandwidth/) whose not-run does not fail the run, comma-separated; every other not-run fails it")
+	flagKeepOnFailure   = flag.Bool("keep-on-failure", false, "keep the run namespace and its probe pods when the run did not pass (delete later with rdmasuite cleanup --run ID)")
+	flagNodeProbe       = flag.Bool("node-probe", true, "run the host probe (a short-lived privileged pod per node, host / mounted read-only); without it doctor/node checks are not-run")
+	flagNodeProbePath   = flag.String("node-probe-host-path", "/", "host path mounted as the probe's host root; {node} is replaced by the node name (bed tests point it at fixture roots)")
+	flagNodeProbeWin    = flag.String("node-probe-window", "2s", "PSI / iowait sampling window of the host probe")
 )
 
 var (
 	testenv env.Environment
 	// kube is the one clientset of the run; suites never call cfg.Client()
 	// (it panics without a kubeconfig).
-	kube  kubernetes.Interface
-	runID string
+	kube kubernetes.Interface
+	run  *runner.Runner
 )
+
+// config turns the flags into the runner's settings, naming a bad one.
+func config() (runner.Config, error) {
+	sizes, err := runner.ParseSizes(*flagBWSizes)
+	if err != nil {
+		return runner.Config{}, fmt.Errorf("--bw-sizes: %w", err)
+	}
+	set, err := thresholds.Load(*flagThresholds)
+	if err != nil {
+		return runner.Config{}, err
+	}
+	c := runner.Config{Image: *flagImage, PodTimeout: *flagPodTimeout, NodeSelector: *flagNodeLabels, Concurrency: *flagConcurrency,
+		Variants: runner.SplitList(*flagVariants), RDMAResources: runner.SplitList(*flagRDMARes), HostdevRes: *flagHostdevRes,
+		HostdevNet: *flagHostdevNet, HostdevNetdev: *flagHostdevNetdev, Device: *flagDevice, GPUs: *flagGPUs,
+		BWOps: runner.SplitList(*flagBWOps), BWSizes: sizes, BWQPs: *flagBWQPs, BWDuration: *flagBWDuration, BWIters: *flagBWIters,
+		Pairing: *flagPairing, Loopback: *flagLoopback, RailMode: *flagRails, RailParallel: *flagRailParallel,
+		Thresholds: set, SKU: *flagSKU, MemlockRequired: *flagMemlockRequired, MemlockMax: *flagMemlockMax, MemlockIPCLock: *flagMemlockIPCLock,
+		NodeProbe: *flagNodeProbe, NodeProbeHostPath: *flagNodeProbePath, NodeProbeWindow: *flagNodeProbeWin,
+		AllowNotRun: runner.SplitList(*flagAllowNotRun), KeepOnFailure: *flagKeepOnFailure}
+	if *flagSKU != "" {
+		if _, err := set.Lookup(*flagSKU); err != nil {
+			return c, fmt.Errorf("--sku: %w", err)
+		}
+	}
+	return c, c.Validate()
+}
+
+func fatal(err error) {
+	fmt.Fprintf(os.Stderr, "rdmasuite: %v\n", err)
+	os.Exit(reports.ExitBroken)
+}
 
 func TestMain(m *testing.M) {
 	cfg, err := envconf.NewFromFlags()
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "rdmasuite: %v\n", err)
-		os.Exit(2)
+		fatal(err)
 	}
 	if flag.Lookup("test.list") != nil && flag.Lookup("test.list").Value.String() != "" {
 		os.Exit(m.Run()) // listing tests needs no cluster
 	}
 	rc, where, err := cluster.RESTConfig(cfg.KubeconfigFile(), cfg.KubeContext())
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "rdmasuite: %v\n", err)
-		os.Exit(2)
+		fatal(err)
 	}
 	version, err := cluster.Reachable(rc, 10*time.Second)
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "rdmasuite: %v\n", err)
-		os.Exit(2)
+		fatal(err)
 	}
 	if kube, err = kubernetes.NewForConfig(rc); err != nil {
-		fmt.Fprintf(os.Stderr, "rdmasuite: %v\n", err)
-		os.Exit(2)
+		fatal(err)
 	}
 	kl, err := klient.New(rc)
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "rdmasuite: %v\n", err)
-		os.Exit(2)
+		fatal(err)
 	}
-	runID = cluster.NewRunID()
-	ns := cluster.RunNamespace(runID)
+	rcfg, err := config()
+	if err != nil {
+		fatal(err)
+	}
+	runID := cluster.NewRunID()
+	run = runner.New(kube, rcfg, runID)
+	ns := run.Namespace()
 	cfg.WithClient(kl).WithNamespace(ns)
 	fmt.Printf("rdmasuite: cluster %s (%s, kubeconfig %s), run %s, namespace %s\n", rc.Host, version, where, runID, ns)
-	if _, err := loadThresholds(); err != nil {
-		fmt.Fprintf(os.Stderr, "rdmasuite: %v\n", err)
-		os.Exit(2)
-	}
 	started := time.Now()
 
+	// The internal deadline: features stop starting pods in time for the
+	// teardown below to finish before go test's own timeout panics.
+	ctx, cancel := context.Background(), context.CancelFunc(func() {})
+	deadline, reserve, hasDeadline := runner.Deadline(started, testTimeout())
+	if hasDeadline {
+		ctx, cancel = context.WithDeadline(ctx, deadline)
+		fmt.Printf("rdmasuite: internal deadline %s (go test -timeout less %s for teardown)\n", deadline.Format(time.TimeOnly), reserve)
+	}
+	defer cancel()
+
+	var once sync.Once
+	finish := func(code int, why string) {
+		once.Do(func() {
+			if why != "" {
+				fmt.Fprintf(os.Stderr, "rdmasuite: %s: deleting run namespace %s\n", why, ns)
+			}
+			os.Exit(finishRun(started, rc.Host, version, code))
+		})
+	}
 	// Interrupts must not leak the namespace: delete it, then exit.
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 	go func() {
 		s := <-sigs
-		fmt.Fprintf(os.Stderr, "rdmasuite: %v: deleting run namespace %s\n", s, ns)
-		if err := cluster.DeleteRunNamespace(context.Background(), kube, runID, *flagCleanupWait); err != nil {
-			fmt.Fprintf(os.Stderr, "rdmasuite: %v\n", err)
-		}
-		os.Exit(130)
+		finish(130, s.String())
 	}()
+	if hasDeadline {
+		// A feature that ignores its context must not take the cleanup
+		// down with it: half the reserve after the deadline, finish anyway.
+		time.AfterFunc(time.Until(deadline.Add(reserve/2)), func() {
+			finish(reports.ExitChecksFailed, "internal deadline passed and the features did not return")
+		})
+	}
 
-	testenv = env.NewWithConfig(cfg)
+	testenv, err = env.NewWithContext(ctx, cfg)
+	if err != nil {
+		fatal(err)
+	}
 	testenv.Setup(func(ctx context.Context, _ *envconf.Config) (context.Context, error) {
 		return ctx, cluster.CreateRunNamespace(ctx, kube, runID)
 	})
-	testenv.Finish(func(ctx context.Context, _ *envconf.Config) (context.Context, error) {
-		return ctx, cluster.DeleteRunNamespace(ctx, kube, runID, *flagCleanupWait)
-	})
 	code := testenv.Run(m)
-	if path, err := writeResults(started, rc.Host, version); err != nil {
+	finish(code, "")
+}
+
+// finishRun writes the results, makes the exit code agree with them, and
+// deletes the run namespace (or keeps it with --keep-on-failure).
+func finishRun(started time.Time, server, version string, code int) int {
+	res := run.Results(started, server, version)
+	if path, err := runner.WriteResults(*flagReportDir, res); err != nil {
 		fmt.Fprintf(os.Stderr, "rdmasuite: writing results: %v\n", err)
-		if code == 0 {
-			code = 1
-		}
+		code = max(code, reports.ExitBroken)
 	} else {
 		fmt.Printf("rdmasuite: results in %s (render: rdmasuite report %s)\n", path, path)
 	}
-	// Finish does not run when Setup failed half-way; deleting twice is harmless.
-	if err := cluster.DeleteRunNamespace(context.Background(), kube, runID, *flagCleanupWait); err != nil {
-		fmt.Fprintf(os.Stderr, "rdmasuite: %v\n", err)
+	if len(res.Checks) > 0 {
+		_ = reports.Table(os.Stdout, res)
+		// go test, the results file and the report tell one story: a run
+		// whose checks did not pass never exits 0.
+		if rc := res.ExitCode(); code == 0 && rc != 0 {
+			fmt.Printf("rdmasuite: %s, exit %d\n", reports.SummaryText(res), rc)
+			code = rc
+		}
+	} else {
+		reports.PhasesText(os.Stdout, res.Phases)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), *flagCleanupWait+15*time.Second)
+	defer cancel()
+	if code != 0 && *flagKeepOnFailure {
+		why := reports.SummaryText(res)
+		if err := cluster.MarkKept(ctx, kube, run.RunID, why); err != nil {
+			fmt.Fprintf(os.Stderr, "rdmasuite: marking namespace kept: %v\n", err)
+		}
+		fmt.Printf("rdmasuite: --keep-on-failure: namespace %s kept for debugging; delete it with: rdmasuite cleanup --run %s\n", run.Namespace(), run.RunID)
+		return code
+	}
+	if err := cluster.DeleteRunNamespace(ctx, kube, run.RunID, *flagCleanupWait); err != nil {
+		fmt.Fprintf(os.Stderr, "rdmasuite: %v (or: rdmasuite cleanup --run %s)\n", err, run.RunID)
 		if code == 0 {
 			code = 1
 		}
 	}
-	os.Exit(code)
+	return code
+}
+
+// testTimeout is go test's -timeout (0 when none).
+func testTimeout() time.Duration {
+	f := flag.Lookup("test.timeout")
+	if f == nil {
+		return 0
+	}
+	if g, ok := f.Value.(flag.Getter); ok {
+		if d, ok := g.Get().(time.Duration); ok {
+			return d
+		}
+	}
+	return 0
 }

@@ -10,8 +10,8 @@ import (
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
 	"sigs.k8s.io/e2e-framework/pkg/features"
 
-	"github.com/rdmasuite/rdmasuite/reports"
 	"github.com/rdmasuite/rdmasuite/internal/doctor"
+	"github.com/rdmasuite/rdmasuite/internal/runner"
 )
 
 var (
@@ -24,7 +24,8 @@ var (
 // TestPreflight runs the doctor: node readiness after upgrades and every
 // known failure mode of the seeds, API-level (labels, taints, allocatable,
 // operator pods and logs, NicClusterPolicy) plus the host probe on each
-// node. Label suite=doctor selects it alone.
+// node. A node passes only when both sources were read. Label suite=doctor
+// selects it alone.
 func TestPreflight(t *testing.T) {
 	f := features.New("node readiness and known failure modes (doctor)").
 		WithLabel("suite", "doctor").WithLabel("check", "preflight").
@@ -35,19 +36,13 @@ func TestPreflight(t *testing.T) {
 				t.Fatal(err)
 			}
 			state, err := doctor.Gather(ctx, kube, dyn, doctor.GatherOptions{NodeSelector: *flagNodeLabels,
-				Resources: splitList(*flagPreflightRes), NetworkOperatorNS: *flagNetOpNS, GPUOperatorNS: splitList(*flagGPUOpNS),
+				Resources: runner.SplitList(*flagPreflightRes), NetworkOperatorNS: *flagNetOpNS, GPUOperatorNS: runner.SplitList(*flagGPUOpNS),
 				NoNetworkOperator: !*flagNetOp})
 			if err != nil {
 				t.Fatal(err)
 			}
-			state.Hosts = probeHosts(ctx, t, state)
-			checks := doctor.Checks(state, doctor.Diagnose(state), time.Since(start))
-			record(checks...)
-			for _, c := range checks {
-				if c.Status == reports.Fail || c.Status == reports.Error {
-					t.Errorf("%s", describeChecks([]reports.Check{c}))
-				}
-			}
+			state.Hosts, state.HostsMissing = run.ProbeHosts(ctx, state)
+			assertChecks(t, doctor.Checks(state, doctor.Diagnose(state), time.Since(start)))
 			return ctx
 		}).Feature()
 	testenv.Test(t, f)

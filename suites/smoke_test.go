@@ -12,7 +12,7 @@ import (
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
 	"sigs.k8s.io/e2e-framework/pkg/features"
 
-	clusterpkg "github.com/rdmasuite/rdmasuite/internal/cluster"
+	"github.com/rdmasuite/rdmasuite/internal/names"
 	"github.com/rdmasuite/rdmasuite/internal/podrun"
 	"github.com/rdmasuite/rdmasuite/workloads/podenv"
 	"github.com/rdmasuite/rdmasuite/workloads/probeout"
@@ -22,19 +22,16 @@ import (
 // selectedNodes lists the nodes under test (--node-selector), sorted.
 func selectedNodes(ctx context.Context, t *testing.T) []corev1.Node {
 	t.Helper()
-	list, err := kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: *flagNodeLabels})
+	nodes, err := run.SelectedNodes(ctx)
 	if err != nil {
-		t.Fatalf("list nodes: %v", err)
+		t.Fatal(err)
 	}
-	if len(list.Items) == 0 {
-		t.Fatalf("no node matches --node-selector=%q", *flagNodeLabels)
-	}
-	return list.Items
+	return nodes
 }
 
 // runEnvProbe runs `rdmaprobe env` in a pod and parses its report.
 func runEnvProbe(ctx context.Context, s podrun.Spec) (podenv.Env, podrun.Result, error) {
-	s.Namespace, s.RunID, s.Image, s.Args = runNamespace(), runID, *flagImage, []string{"env"}
+	s.Namespace, s.RunID, s.Image, s.Args = run.Namespace(), run.RunID, *flagImage, []string{"env"}
 	var e podenv.Env
 	res, err := podrun.Run(ctx, kube, s, *flagPodTimeout)
 	if err != nil {
@@ -45,8 +42,6 @@ func runEnvProbe(ctx context.Context, s podrun.Spec) (podenv.Env, podrun.Result,
 	}
 	return e, res, probeout.Parse(res.Logs, "env", &e)
 }
-
-func runNamespace() string { return clusterpkg.RunNamespace(runID) }
 
 func TestSmoke(t *testing.T) {
 	probeEveryNode := features.New("the in-pod probe runs on every node").
@@ -59,7 +54,7 @@ func TestSmoke(t *testing.T) {
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
-					e, _, err := runEnvProbe(ctx, podrun.Spec{Name: "smoke-env-" + n.Name, Node: n.Name})
+					e, _, err := runEnvProbe(ctx, podrun.Spec{Name: names.Object("smoke-env", n.Name), Node: n.Name})
 					switch {
 					case err != nil:
 						errs[i] = err
@@ -125,7 +120,7 @@ func TestSmoke(t *testing.T) {
 				t.Fatalf("cross-node check needs two nodes, --node-selector=%q matches %d", *flagNodeLabels, len(nodes))
 			}
 			server, client := nodes[0].Name, nodes[1].Name
-			srv, _, err := podrun.Start(ctx, kube, podrun.Spec{Name: "smoke-tcp-server", Namespace: runNamespace(), RunID: runID,
+			srv, _, err := podrun.Start(ctx, kube, podrun.Spec{Name: "smoke-tcp-server", Namespace: run.Namespace(), RunID: run.RunID,
 				Node: server, Image: *flagImage, Args: []string{"tcp", "--listen", ":18515"}}, *flagPodTimeout)
 			if srv != nil {
 				defer podrun.Delete(kube, srv.Namespace, srv.Name)
@@ -133,7 +128,7 @@ func TestSmoke(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			res, err := podrun.Run(ctx, kube, podrun.Spec{Name: "smoke-tcp-client", Namespace: runNamespace(), RunID: runID,
+			res, err := podrun.Run(ctx, kube, podrun.Spec{Name: "smoke-tcp-client", Namespace: run.Namespace(), RunID: run.RunID,
 				Node: client, Image: *flagImage, Args: []string{"tcp", "--connect", srv.Status.PodIP + ":18515"}}, *flagPodTimeout)
 			if err != nil {
 				t.Fatal(err)

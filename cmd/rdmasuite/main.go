@@ -20,6 +20,7 @@ const usage = `usage:
   rdmasuite report RESULTS.json [--format table|markdown|junit] [--baseline OLDER.json] [--tolerance 0.05]
                    [--allow-not-run ID,PREFIX/] [-o FILE]
   rdmasuite doctor [--kubeconfig F] [--node-selector S] [-o results.json]   known failure modes, API level (exit 1 if any)
+  rdmasuite cleanup [--kubeconfig F] [--older-than 2h | --run ID] [--dry-run]   delete leftover run namespaces
   rdmasuite thresholds check [FILE]     validate a thresholds file (default: the built-in one)
   rdmasuite thresholds list [FILE]      list SKUs and their floors
   rdmasuite version
@@ -71,6 +72,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = runThresholds(args[1:], stdout)
 	case "doctor":
 		err = runDoctor(args[1:], stdout)
+	case "cleanup":
+		err = runCleanup(args[1:], stdout)
 	case "version":
 		fmt.Fprintln(stdout, "rdmasuite", probeout.Version)
 	default:
