@@ -1,0 +1,153 @@
+package runner
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
+
+	"github.com/rdmasuite/rdmasuite/reports"
+	"github.com/rdmasuite/rdmasuite/thresholds"
+	"github.com/rdmasuite/rdmasuite/workloads/bw"
+)
+
+const res = "rdma/rdma_shared_device_a"
+
+func testNode(name string, count int64) *corev1.Node {
+	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{thresholds.GPUProductLabel: "NVIDIA-A100-SXM4-80GB"}}}
+	if count >= 0 {
+		n.Status.Allocatable = corev1.ResourceList{res: *resource.NewQuantity(count, resource.DecimalSI)}
+	}
+	return n
+}
+
+func testConfig(t *testing.T) Config {
+	set, err := thresholds.Load("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return Config{Image: "img", PodTimeout: time.Second, Concurrency: 2, Variants: []string{VariantSharedDev},
+		RDMAResources: []string{res}, BWOps: []string{"write", "read"}, BWSizes: []int{65536}, Pairing: "ring",
+		RailMode: bw.RailsSame, Thresholds: set, MemlockMax: "1G"}
+}
+
+// Defect: nodes that did not advertise the resource were dropped from
+// bandwidth and memlock without a row. Every selected node must appear.
+func TestNodesWithoutTheResourceGetFailingRows(t *testing.T) {
+	kube := fake.NewClientset(testNode("gpu-a", 0), testNode("gpu-b", -1), testNode("gpu-c", 8))
+	r := New(kube, testConfig(t), "t1")
+	v := r.Cfg.VariantList()[0]
+	for name, cs := range map[string][]reports.Check{
+		"bandwidth": r.Bandwidth(context.Background(), v),
+		"memlock":   r.Memlock(context.Background(), Variant{Name: v.Name, Resource: v.Resource}),
+	} {
+		perNode := map[string][]reports.Check{}
+		for _, c := range cs {
+			for _, n := range c.Nodes {
+				perNode[n] = append(perNode[n], c)
+			}
+		}
+		for _, n := range []string{"gpu-a", "gpu-b"} {
+			if len(perNode[n]) == 0 {
+				t.Fatalf("%s: node %s vanished: %+v", name, n, cs)
+			}
+			for _, c := range perNode[n] {
+				if c.Status != reports.Fail || !strings.Contains(c.Diagnosis, res) {
+					t.Errorf("%s: %s on %s must fail naming %s: %+v", name, c.ID, n, res, c)
+				}
+			}
+		}
+		if name == "bandwidth" {
+			// gpu-c alone advertises: a pair needs two nodes, so it is
+			// not-run with the reason, and that fails the run.
+			for _, c := range perNode["gpu-c"] {
+				if c.Status != reports.NotRun || len(r.Failing([]reports.Check{c})) != 1 {
+					t.Errorf("lone node: %+v", c)
+				}
+			}
+		}
+	}
+}
+
+func TestAllowNotRunIsTheOperatorsChoice(t *testing.T) {
+	cfg := testConfig(t)
+	cfg.AllowNotRun = []string{"bandwidth/"}
+	r := New(fake.NewClientset(), cfg, "t2")
+	cs := []reports.Check{NotRun("bandwidth/write", "hostdev", "Multus is not installed"), NotRun("memlock/rlimit", "hostdev", "x")}
+	if f := r.Failing(cs); len(f) != 1 || f[0].ID != "memlock/rlimit" {
+		t.Fatalf("%+v", f)
+	}
+}
+
+func TestPortsCheckAgainstSKU(t *testing.T) {
+	r := New(fake.NewClientset(), testConfig(t), "t3")
+	v := r.Cfg.VariantList()[0]
+	n := *testNode("gpu-a", 8)
+	sku, err := r.Cfg.Thresholds.ForNode(n.Name, n.Labels, "")
+	if err != nil || sku.PortsPerNode.Value == nil {
+		t.Fatalf("fixture SKU: %v", err)
+	}
+	want := int(*sku.PortsPerNode.Value)
+	var rails []bw.Rail
+	for i := 0; i < want; i++ {
+		rails = append(rails, bw.Rail{Index: i, Device: "mlx5_" + string(rune('0'+i)), Port: 1, State: "ACTIVE"})
+	}
+	if c := r.portsCheck(v, n, rails, true); c.Status != reports.Pass {
+		t.Fatalf("all %d ports: %+v", want, c)
+	}
+	c := r.portsCheck(v, n, rails[:1], true)
+	if want > 1 && (c.Status != reports.Fail || !strings.Contains(c.Diagnosis, "missing") || !strings.Contains(c.Diagnosis, "mlx5_0/1")) {
+		t.Fatalf("1 of %d ports: %+v", want, c)
+	}
+	if c := r.portsCheck(v, n, nil, false); c.Status != reports.NotRun || c.Reason == "" {
+		t.Fatalf("unknown rails: %+v", c)
+	}
+}
+
+func TestDeadlineLeavesTimeForTeardown(t *testing.T) {
+	start := time.Unix(0, 0)
+	if _, _, ok := Deadline(start, 0); ok {
+		t.Fatal("no -timeout, no deadline")
+	}
+	for _, tc := range []struct{ timeout, reserve time.Duration }{
+		{10 * time.Minute, time.Minute}, {30 * time.Minute, 3 * time.Minute}, {2 * time.Hour, 5 * time.Minute}, {90 * time.Second, 30 * time.Second},
+	} {
+		d, reserve, ok := Deadline(start, tc.timeout)
+		if !ok || reserve != tc.reserve || d != start.Add(tc.timeout-tc.reserve) {
+			t.Errorf("timeout %s: deadline +%s reserve %s", tc.timeout, d.Sub(start), reserve)
+		}
+	}
+}
+
+func TestConfigValidateNamesTheFlag(t *testing.T) {
+	for flagName, edit := range map[string]func(*Config){
+		"--bw-ops":        func(c *Config) { c.BWOps = []string{"send"} },
+		"--bw-sizes":      func(c *Config) { c.BWSizes = nil },
+		"--rails":         func(c *Config) { c.RailMode = "diagonal" },
+		"--pairing":       func(c *Config) { c.Pairing = "star" },
+		"--variants":      func(c *Config) { c.Variants = []string{"sriov"} },
+		"--allow-not-run": func(c *Config) { c.AllowNotRun = []string{"everything"} },
+	} {
+		c := testConfig(t)
+		edit(&c)
+		if err := c.Validate(); err == nil || !strings.Contains(err.Error(), flagName) {
+			t.Errorf("%s: %v", flagName, err)
+		}
+	}
+	if err := testConfig(t).Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if s, err := ParseSizes("64K, 1M,4096"); err != nil || len(s) != 3 || s[1] != 1<<20 {
+		t.Fatalf("%v %v", s, err)
+	}
+	for _, bad := range []string{"64Q", "0", "64K,64K", "-1M"} {
+		if _, err := ParseSizes(bad); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+}
