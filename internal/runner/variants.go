@@ -85,4 +85,3 @@ func Prerequisite(kube kubernetes.Interface, v Variant) string {
 	}
 	return ""
 }
-

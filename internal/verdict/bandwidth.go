@@ -73,11 +73,13 @@ func Bandwidth(in BWInput) BWResult {
 	var cli, srv bw.ProbeOutput
 	cPerr, cErr := probeout.ParseError(in.Client.Logs, bw.ProbeName, &cli)
 	sPerr, sErr := probeout.ParseError(in.Server.Logs, bw.ProbeName, &srv)
+	// A readable output lists the rails the pod saw, possibly none (no
+	// device): that is a known zero, not an unknown.
 	if cErr == nil {
-		res.ClientRails = cli.Found
+		res.ClientRails = append([]bw.Rail{}, cli.Found...)
 	}
 	if sErr == nil {
-		res.ServerRails = srv.Found
+		res.ServerRails = append([]bw.Rail{}, srv.Found...)
 	}
 	// A probe-wide error seen first-hand (not "the peer failed") names the
 	// cause; the client's comes first, then the server's.

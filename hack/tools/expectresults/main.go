@@ -6,7 +6,9 @@
 //
 // Expectation lines: CHECK-ID VARIANT NODE STATUS [TEXT...]
 // NODE "*" matches any nodes; VARIANT "-" means none; TEXT must appear in
-// the diagnosis or reason ("-" for none expected).
+// the diagnosis or reason ("-" for none expected). NODE:RAIL matches a
+// per-rail check measured on NODE (the check's first node, the measuring
+// side) whose rail starts with RAIL, e.g. rxe-node-2:rxe1/1.
 package main
 
 import (
@@ -42,7 +44,7 @@ func main() {
 	for _, c := range run.Checks {
 		covered := false
 		for _, e := range exps {
-			if e.id != c.ID || e.variant != orDash(c.Variant) || (e.node != "*" && !slices.Contains(c.Nodes, e.node)) {
+			if e.id != c.ID || e.variant != orDash(c.Variant) || !e.matchesNode(c) {
 				continue
 			}
 			covered = true
@@ -69,6 +71,14 @@ func main() {
 		fail("%d expectation(s) not met by %s", bad, *resultsPath)
 	}
 	fmt.Printf("expectresults: all %d checks in %s match %s\n", len(run.Checks), *resultsPath, *expectPath)
+}
+
+func (e *expectation) matchesNode(c reports.Check) bool {
+	node, rail, perRail := strings.Cut(e.node, ":")
+	if perRail {
+		return len(c.Nodes) > 0 && c.Nodes[0] == node && strings.HasPrefix(c.Rail, rail)
+	}
+	return e.node == "*" || slices.Contains(c.Nodes, e.node)
 }
 
 func orDash(s string) string {
