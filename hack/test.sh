@@ -9,6 +9,13 @@ cd "$(dirname "$0")/.."
 export BED_DIR
 t_start=$SECONDS
 step() { printf '\n=== %s\n' "$*"; }
+# expect_rc N CMD...: CMD must exit N (the README's exit-code table).
+expect_rc() {
+  local want=$1 rc=0
+  shift
+  "$@" || rc=$?
+  [[ $rc == "$want" ]] || { echo "exit $rc from: $*; want $want"; exit 1; }
+}
 
 step "dependencies"
 hack/install-deps.sh
@@ -74,11 +81,18 @@ fi
 rdma_s=$((SECONDS - t))
 grep -E '^(rdmasuite:|│|┌|└|├)' "$results/suite.log" || true
 hack/tool.sh expectresults -results "$results/results.json" -expect hack/bed-expect.txt
-go run ./cmd/rdmasuite report "$results/results.json" --format junit -o "$results/junit.xml"
-go run ./cmd/rdmasuite report "$results/results.json" --format markdown -o "$results/report.md"
-go run ./cmd/rdmasuite report "$results/results.json" --baseline "$results/results.json" >/dev/null
+# The report tells the same story as go test: NOT PASSED, exit 1, also as
+# JUnit (failures, not skips) and against a baseline (1 wins over 3).
+make -s rdmasuite
+rdmasuite=$PWD/bin/rdmasuite
+expect_rc 1 "$rdmasuite" report "$results/results.json" --format junit -o "$results/junit.xml"
+expect_rc 1 "$rdmasuite" report "$results/results.json" --format markdown -o "$results/report.md"
+expect_rc 1 "$rdmasuite" report "$results/results.json" --baseline "$results/results.json" >/dev/null
 grep -q '<testsuites>' "$results/junit.xml" && grep -q '## Checks' "$results/report.md"
-echo "reports rendered: $results/junit.xml $results/report.md"
+grep -Eq 'failures="[1-9]' "$results/junit.xml" || { echo "JUnit shows no failure for a failed run"; exit 1; }
+echo '{"schema":"rdmasuite.io/results/v1","runId":"empty","checks":[]}' >"$results/empty.json"
+expect_rc 2 "$rdmasuite" report "$results/empty.json" >/dev/null
+echo "reports rendered and exit codes agree: $results/junit.xml $results/report.md"
 
 step "doctor: each seed failure mode staged in the bed is named on the right node"
 t=$SECONDS
@@ -101,6 +115,35 @@ grep -q 'deleting run namespace' "$results/sigint.log" || { cat "$results/sigint
 left=$(kc get ns,pods -A -l app.kubernetes.io/managed-by=rdmasuite -o name 2>/dev/null)
 [[ -z $left ]] || { echo "left in the cluster after SIGINT: $left"; exit 1; }
 echo "nothing of the run left in the cluster after SIGINT"
+
+step "go test -timeout: the internal deadline leaves time to write results and delete everything"
+# 100 s of go test timeout against pods that cannot schedule (9 GPUs asked,
+# 8 advertised) within a 10-minute pod timeout: the suite's deadline (a
+# third of the timeout kept for teardown) cancels the waits, the results say
+# why each check did not finish, and the namespace is gone before go test
+# would panic.
+t=$SECONDS
+if (cd suites && exec "$results/suites.test" -test.timeout=100s --kubeconfig="$BED_DIR/kubeconfig" --labels suite=rdma \
+  --variants shared-dev --gpus 9 --pod-timeout 10m --report-dir="$results/deadline" >"$results/deadline.log" 2>&1); then
+  echo "a run cut by its deadline passed"; exit 1
+fi
+grep -q 'panic: test timed out' "$results/deadline.log" && { tail -20 "$results/deadline.log"; echo "go test's timeout panic hit before the internal deadline"; exit 1; }
+[[ -f $results/deadline/results.json ]] || { tail -20 "$results/deadline.log"; echo "no results after the deadline"; exit 1; }
+left=$(kc get ns,pods -A -l app.kubernetes.io/managed-by=rdmasuite -o name 2>/dev/null)
+[[ -z $left ]] || { echo "left in the cluster after the deadline: $left"; exit 1; }
+echo "deadline: results written, nothing left, $((SECONDS - t)) s"
+
+step "rdmasuite cleanup deletes leftover run namespaces by label, and only those"
+kc create ns rdmasuite-stale0001 >/dev/null
+kc label ns rdmasuite-stale0001 app.kubernetes.io/managed-by=rdmasuite rdmasuite.io/run=stale0001 >/dev/null
+kc create ns rdmasuite-not-ours >/dev/null
+"$rdmasuite" cleanup --kubeconfig "$BED_DIR/kubeconfig" --older-than 0s --dry-run | grep -q 'would delete rdmasuite-stale0001'
+"$rdmasuite" cleanup --kubeconfig "$BED_DIR/kubeconfig" --older-than 0s
+kc get ns rdmasuite-stale0001 >/dev/null 2>&1 && { echo "cleanup left rdmasuite-stale0001"; exit 1; }
+kc get ns rdmasuite-not-ours >/dev/null || { echo "cleanup deleted a namespace that is not a run's"; exit 1; }
+kc delete ns rdmasuite-not-ours --wait=false >/dev/null
+expect_rc 2 "$rdmasuite" cleanup --kubeconfig "$BED_DIR/kubeconfig" --run no-such-run
+echo "cleanup: stale run namespace deleted, others untouched"
 
 step "bed down leaves nothing behind"
 hack/bed.sh down
@@ -130,17 +173,23 @@ done
   { echo "rxe-node-2 lacks the taint of $guest_conf"; exit 1; }
 t=$SECONDS
 hack/guestnode/selftest.sh rxe-node-1 rxe-node-2
+# Rail 1 of rxe-node-2 goes down (its eth2, under rxe1): that rail must fail
+# on every pair that uses it, with the link-down diagnosis naming the node
+# and port, and every other rail must still measure.
+hack/guestnode/rail.sh rxe-node-2 rxe1 down
 guest_results=$results/guest
-# The staged 64 KiB memlock on rxe-node-2 must make the run fail; every
-# other check must pass (hack/guest-expect.txt says which is which).
+# The staged 64 KiB memlock and the down rail on rxe-node-2 must make the
+# run fail; every other check must pass (hack/guest-expect.txt says which is
+# which).
 if go test -count=1 -timeout 30m ./suites -args --kubeconfig="$BED_DIR/kubeconfig" --labels suite=rdma,suite=doctor \
   --report-dir="$guest_results" "${GUEST_SUITE_ARGS[@]}" >"$results/guest.log" 2>&1; then
-  echo "the guest suite passed although rxe-node-2's memlock is 64 KiB: it must fail there"; exit 1
+  echo "the guest suite passed although rxe-node-2's memlock is 64 KiB and its rail 1 is down: it must fail there"; exit 1
 fi
 [[ -f $guest_results/results.json ]] || { tail -40 "$results/guest.log"; echo "the guest suite wrote no results"; exit 1; }
 hack/tool.sh expectresults -results "$guest_results/results.json" -expect hack/guest-expect.txt ||
   { tail -40 "$results/guest.log"; exit 1; }
-go run ./cmd/rdmasuite report "$guest_results/results.json" | cut -c1-200
+expect_rc 1 "$rdmasuite" report "$guest_results/results.json" >"$results/guest-report.txt"
+cut -c1-220 "$results/guest-report.txt"
 guest_s=$((SECONDS - t))
 hack/bed.sh down
 hack/bed.sh leftovers
