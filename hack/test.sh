@@ -117,13 +117,13 @@ left=$(kc get ns,pods -A -l app.kubernetes.io/managed-by=rdmasuite -o name 2>/de
 echo "nothing of the run left in the cluster after SIGINT"
 
 step "go test -timeout: the internal deadline leaves time to write results and delete everything"
-# 100 s of go test timeout against pods that cannot schedule (9 GPUs asked,
+# 60 s of go test timeout against pods that cannot schedule (9 GPUs asked,
 # 8 advertised) within a 10-minute pod timeout: the suite's deadline (a
 # third of the timeout kept for teardown) cancels the waits, the results say
 # why each check did not finish, and the namespace is gone before go test
 # would panic.
 t=$SECONDS
-if (cd suites && exec "$results/suites.test" -test.timeout=100s --kubeconfig="$BED_DIR/kubeconfig" --labels suite=rdma \
+if (cd suites && exec "$results/suites.test" -test.timeout=60s --kubeconfig="$BED_DIR/kubeconfig" --labels suite=rdma \
   --variants shared-dev --gpus 9 --pod-timeout 10m --report-dir="$results/deadline" >"$results/deadline.log" 2>&1); then
   echo "a run cut by its deadline passed"; exit 1
 fi
