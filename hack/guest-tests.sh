@@ -12,7 +12,9 @@ check() { # name command...
 }
 
 check "verbs: discovery, port query, MR lifecycle (root)" ./verbs.test -test.v -test.run 'Discovery|PortQuery|MRLifecycle'
-check "bw: loopback, across devices, read, multi-QP, bidirectional" ./bwverbs.test -test.v
+check "bw: rails, loopback, across devices, read, multi-QP, bidirectional" ./bwverbs.test -test.v
+check "bw: a 1 MiB rail under 64 KiB memlock fails with kind memlock" \
+  env RDMASUITE_EXPECT_MR_FAIL=1 asuser 1000 64 ./bwverbs.test -test.v -test.run MemlockKind
 
 # Seed 002: uid 1000, memlock 64 KiB, no IPC_LOCK -> 1 MiB registration fails
 # with an error that names the call and errno, and the probe names the fix.
@@ -48,18 +50,131 @@ else
   fail "perftest reference under 64 KiB" "$(tail -5 pt-low.txt)"
 fi
 
-# The CLI end to end: rdmaprobe bw server/client across rxe0 <-> rxe1.
-./rdmaprobe bw server --device rxe0 --port 18515 --timeout 60s >srv.json 2>srv.err &
-srv=$!
-./rdmaprobe bw client --device rxe1 --port 18515 --size 64K,1M --iters 200 --qps 2 --table "$RXE0_IP" >cli.json 2>cli.err
-rc=$?
-wait $srv
-src=$?
-if [ $rc -eq 0 ] && [ $src -eq 0 ] && grep -q '"bwAvgGbps"' cli.json && ! grep -q '"error"' cli.json; then
-  pass "rdmaprobe bw client/server rxe1 -> rxe0, 64 KiB and 1 MiB, 2 QPs"
-  cat cli.err
+# The CLI end to end: rdmaprobe bw server/client. Each side prints one bw
+# envelope (schema 2, bw.ProbeOutput: found rails, one result per rail pair
+# with one run per op, typed errors) and exits 0 only when every requested
+# rail x op x size was measured.
+# bwpair NAME 'SERVER FLAGS' 'CLIENT FLAGS': runs both (bounded), leaves
+# NAME-srv.json NAME-cli.json (+ .err) and sets $src $crc.
+bwpair() {
+  n=$1
+  timeout 180 ./rdmaprobe bw server --port 18515 --timeout 60s $2 >"$n-srv.json" 2>"$n-srv.err" &
+  sp=$!
+  timeout 180 ./rdmaprobe bw client --port 18515 --timeout 60s $3 "$RXE0_IP" >"$n-cli.json" 2>"$n-cli.err"
+  crc=$?
+  wait $sp
+  src=$?
+}
+count() { grep -o -- "$1" "$2" | wc -l; } # PATTERN FILE: occurrences
+evidence() { echo "client $crc server $src: $(cat "$1-cli.json" "$1-cli.err" "$1-srv.json" "$1-srv.err" | cut -c1-600 | tail -12)"; }
+# Also checks: exactly one bw envelope of schema 2 per side.
+envelopes() { [ "$(count '"schema":2,"probe":"bw"' "$1-cli.json")" = 1 ] && [ "$(count '"schema":2,"probe":"bw"' "$1-srv.json")" = 1 ]; }
+
+bwpair one "--device rxe0" "--device rxe1 --size 64K,1M --iters 200 --qps 2 --table"
+if [ $crc -eq 0 ] && [ $src -eq 0 ] && envelopes one && [ "$(count '"bwAvgGbps"' one-cli.json)" = 4 ] && ! grep -q '"error"' one-cli.json one-srv.json; then
+  pass "rdmaprobe bw --device: client rxe1 -> server rxe0, 64 KiB and 1 MiB, 2 QPs, both exit 0"
+  cat one-cli.err
+  head -c 1500 one-cli.json | sed 's/^/    /'; echo
 else
-  fail "rdmaprobe bw CLI" "client $rc server $src: $(cat cli.json cli.err srv.err | tail -10)"
+  fail "rdmaprobe bw --device" "$(evidence one)"
+fi
+
+# Every rail the pod sees (rxe0, rxe1), same mode: rail i <-> rail i.
+bwpair same "" "--size 64K --iters 200 --op write,read"
+if [ $crc -eq 0 ] && [ $src -eq 0 ] && envelopes same && [ "$(count '"local":{"index"' same-cli.json)" = 2 ] &&
+  [ "$(count '"local":{"index"' same-srv.json)" = 2 ] && [ "$(count '"bwAvgGbps"' same-cli.json)" = 8 ] && ! grep -q '"error"' same-cli.json same-srv.json; then
+  pass "rdmaprobe bw, all rails, same mode: rxe0<->rxe0 and rxe1<->rxe1, write and read, both exit 0"
+else
+  fail "rdmaprobe bw all rails same mode" "$(evidence same)"
+fi
+
+# Cross mode, rails in parallel: 2 x 2 rail pairs.
+bwpair cross "" "--size 64K --iters 200 --rails cross --rail-parallel"
+if [ $crc -eq 0 ] && [ $src -eq 0 ] && envelopes cross && [ "$(count '"local":{"index"' cross-cli.json)" = 4 ] &&
+  [ "$(count '"local":{"index"' cross-srv.json)" = 4 ] && grep -q '"railMode":"cross","parallel":true' cross-srv.json && ! grep -q '"error"' cross-cli.json; then
+  pass "rdmaprobe bw --rails cross --rail-parallel: 4 rail pairs measured, both exit 0"
+else
+  fail "rdmaprobe bw cross" "$(evidence cross)"
+fi
+
+# A server nobody connects to: timeout, exit 1.
+timeout 60 ./rdmaprobe bw server --device rxe0 --timeout 2s >to.json 2>to.err
+rc=$?
+if [ $rc -eq 1 ] && grep -q '"error":{"kind":"timeout"' to.json; then
+  pass "rdmaprobe bw server with no client: kind timeout, exit 1"
+else
+  fail "server timeout" "exit $rc: $(cat to.json to.err)"
+fi
+
+# Seed 002 through the bw probe: uid 1000 under 64 KiB cannot register its
+# 1 MiB buffer: the client's rail says memlock, the server's says peer.
+timeout 120 ./rdmaprobe bw server --port 18515 --device rxe0 --timeout 60s >ml-srv.json 2>ml-srv.err &
+sp=$!
+asuser 1000 64 timeout 120 ./rdmaprobe bw client --port 18515 --device rxe1 --size 1M --iters 20 "$RXE0_IP" >ml-cli.json 2>ml-cli.err
+crc=$?
+wait $sp
+src=$?
+if [ $crc -eq 1 ] && [ $src -eq 1 ] && grep -q '"error":{"kind":"memlock","message":"write: ibv_reg_mr(1 MiB)' ml-cli.json &&
+  grep -q '"error":{"kind":"peer","message":"write: client rail rxe1/1 failed: memlock' ml-srv.json; then
+  pass "rdmaprobe bw as uid 1000 under 64 KiB memlock, 1 MiB: client kind memlock, server kind peer, both exit 1"
+else
+  fail "bw memlock kinds" "$(evidence ml)"
+fi
+
+# A down rail among up ones: rxe2 on veth2, whose peer veth3 stays down
+# (no carrier), so rxe2's port is DOWN while rxe0 and rxe1 stay ACTIVE.
+wait_state() { # DEV STATE: up to 10 s
+  i=0
+  until grep -q "$2" "/sys/class/infiniband/$1/ports/1/state" 2>/dev/null || [ $i -ge 50 ]; do sleep 0.2; i=$((i + 1)); done
+  grep -q "$2" "/sys/class/infiniband/$1/ports/1/state"
+}
+ip link add veth2 type veth peer name veth3 && ip link set veth2 up && rdma link add rxe2 type rxe netdev veth2 && chmod 666 /dev/infiniband/*
+if wait_state rxe2 DOWN && wait_state rxe0 ACTIVE && wait_state rxe1 ACTIVE; then
+  # Server: every rail (rxe0, rxe1, rxe2 DOWN); client rxe1 against each.
+  bwpair down "" "--device rxe1 --rails cross --size 64K --iters 200"
+  if [ $crc -eq 1 ] && [ $src -eq 1 ] && envelopes down && [ "$(count '"kind":"link-down"' down-srv.json)" = 1 ] &&
+    grep -q '"kind":"link-down","message":"write: rxe2/1 is DOWN' down-srv.json &&
+    [ "$(count '"kind":' down-cli.json)" = 1 ] && grep -q '"kind":"peer","message":"write: server rail rxe2/1 failed: link-down' down-cli.json &&
+    [ "$(count '"bwAvgGbps"' down-cli.json)" = 4 ] && grep -q '"state":"DOWN"' down-srv.json; then
+    pass "server rail rxe2 DOWN: server kind link-down on rxe2 only, client kind peer on that pair only, rxe1<->rxe0 and rxe1<->rxe1 measured, both exit 1"
+  else
+    fail "server rail down" "$(evidence down)"
+  fi
+  # The client's own rail down: checked before measuring.
+  bwpair cdown "--device rxe0" "--device rxe2"
+  if [ $crc -eq 1 ] && [ $src -eq 1 ] && grep -q '"error":{"kind":"link-down","message":"write: rxe2/1 is DOWN' cdown-cli.json &&
+    grep -q '"kind":"peer","message":"write: client rail rxe2/1 failed: link-down' cdown-srv.json && ! grep -q bwAvgGbps cdown-cli.json; then
+    pass "client rail rxe2 DOWN: client kind link-down, server kind peer, nothing measured, both exit 1"
+  else
+    fail "client rail down" "$(evidence cdown)"
+  fi
+else
+  fail "down rail setup" "rxe2 $(cat /sys/class/infiniband/rxe2/ports/1/state 2>&1), rxe0 $(cat /sys/class/infiniband/rxe0/ports/1/state)"
+fi
+
+# The veth under rxe1 down (its peer veth0 loses carrier, so rxe0 goes down
+# too): link-down and exit 1; back up: the same run measures.
+ip link set veth1 down
+if wait_state rxe1 DOWN; then
+  bwpair vdown "--device rxe0" "--device rxe1"
+  if [ $crc -eq 1 ] && [ $src -eq 1 ] && grep -q '"kind":"link-down"' vdown-cli.json && ! grep -q bwAvgGbps vdown-cli.json; then
+    pass "veth1 down: rdmaprobe bw reports link-down for rxe1, exit 1"
+  else
+    fail "veth1 down" "$(evidence vdown)"
+  fi
+else
+  fail "veth1 down" "rxe1 stayed $(cat /sys/class/infiniband/rxe1/ports/1/state)"
+fi
+ip link set veth1 up
+if wait_state rxe1 ACTIVE && wait_state rxe0 ACTIVE; then
+  bwpair vup "--device rxe0" "--device rxe1 --op write,read"
+  if [ $crc -eq 0 ] && [ $src -eq 0 ] && [ "$(count '"bwAvgGbps"' vup-cli.json)" = 4 ] && ! grep -q '"error"' vup-cli.json vup-srv.json; then
+    pass "veth1 back up: rxe1 -> rxe0 write and read measured, both exit 0"
+  else
+    fail "veth1 back up" "$(evidence vup)"
+  fi
+else
+  fail "veth1 back up" "rxe1 $(cat /sys/class/infiniband/rxe1/ports/1/state)"
 fi
 
 echo "guest checks failed: $fails"

@@ -10,6 +10,7 @@ import (
 	"os/signal"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -96,23 +97,27 @@ func describeDevice(name string) (deviceInfo, error) {
 type bwFlags struct {
 	dev                       bwverbs.Config
 	port                      int
-	sizes, op                 string
+	sizes, op, rails          string
 	sweep, bidir, table, gbit bool
+	railParallel              bool
 	sessions                  int
 	params                    bw.Params
+	ops                       []bw.Op
 	timeout                   time.Duration
 }
 
 func parseBWFlags(name string, args []string) (*bwFlags, *flag.FlagSet, error) {
 	f := &bwFlags{params: bw.Defaults()}
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.StringVar(&f.dev.Device, "device", "", "RDMA device (ibv_devices name); default: --netdev's device or the first one")
-	fs.StringVar(&f.dev.Netdev, "netdev", "", "pick the RDMA device behind this network interface (e.g. the SR-IOV VF net1)")
-	fs.IntVar(&f.dev.Port, "ib-port", 1, "device port")
-	fs.IntVar(&f.dev.GIDIndex, "gid-index", -1, "source GID index; -1 picks the port's RoCE v2 IPv4 GID")
+	fs.StringVar(&f.dev.Device, "device", "", "measure only this RDMA device's port (--ib-port); default: every device × port the pod sees")
+	fs.StringVar(&f.dev.Netdev, "netdev", "", "measure only the RDMA port behind this network interface (e.g. the SR-IOV VF net1)")
+	fs.IntVar(&f.dev.Port, "ib-port", 1, "device port, with --device")
+	fs.IntVar(&f.dev.GIDIndex, "gid-index", -1, "source GID index; -1 picks each port's RoCE v2 IPv4 GID")
 	fs.IntVar(&f.port, "port", 18515, "TCP port of the out-of-band exchange (perftest's default)")
-	fs.StringVar(&f.op, "op", "write", "write, read, or a list (write,read): one session per op, in order")
-	fs.IntVar(&f.sessions, "sessions", 1, "server: how many client sessions to serve before exiting (one per client op)")
+	fs.StringVar(&f.op, "op", "write", "client: write, read, or a list (write,read): measured in order on every rail pair")
+	fs.IntVar(&f.sessions, "sessions", 1, "ignored (the server serves until the client sends finish); kept for old callers")
+	fs.StringVar(&f.rails, "rails", bw.RailsSame, "client: rail pairing: same (client rail i ↔ server rail i) or cross (every client rail × every server rail)")
+	fs.BoolVar(&f.railParallel, "rail-parallel", false, "client: measure rails at the same time (default: one after another; ops are always sequential per rail)")
 	fs.StringVar(&f.sizes, "size", "65536", "message size(s), comma-separated, bytes or with K/M suffix")
 	fs.BoolVar(&f.sweep, "sweep", false, "all sizes 2 B .. 8 MiB (perftest -a)")
 	fs.IntVar(&f.params.Iters, "iters", f.params.Iters, "iterations per QP per size")
@@ -124,13 +129,26 @@ func parseBWFlags(name string, args []string) (*bwFlags, *flag.FlagSet, error) {
 	fs.IntVar(&f.params.MaxInline, "inline", 0, "post writes up to this many bytes inline")
 	fs.BoolVar(&f.dev.GoLoop, "go-loop", false, "post and poll from Go, one cgo call per operation (the reference loop; slower on software devices)")
 	fs.BoolVar(&f.bidir, "bidirectional", false, "both sides send (perftest -b)")
-	fs.BoolVar(&f.table, "table", false, "also print a perftest-like table on stderr")
+	fs.BoolVar(&f.table, "table", false, "also print a perftest-like table per rail and op on stderr")
 	fs.BoolVar(&f.gbit, "report-gbits", true, "table in Gb/s (else MB/s)")
-	fs.DurationVar(&f.timeout, "timeout", 2*time.Minute, "how long to wait for the peer to connect")
+	fs.DurationVar(&f.timeout, "timeout", 2*time.Minute, "client: how long to keep trying to reach the server; server: how long to wait for a client (none yet, or none since the last session without a finish)")
 	if err := fs.Parse(args); err != nil {
 		return nil, fs, err
 	}
-	f.params.Op, f.params.Bidirectional = bw.Op(strings.Split(f.op, ",")[0]), f.bidir
+	for _, op := range strings.Split(f.op, ",") {
+		op = strings.TrimSpace(op)
+		if op != string(bw.OpWrite) && op != string(bw.OpRead) {
+			return nil, fs, fmt.Errorf("--op %q: want write, read or a list of them", op)
+		}
+		f.ops = append(f.ops, bw.Op(op))
+	}
+	if f.rails != bw.RailsSame && f.rails != bw.RailsCross {
+		return nil, fs, fmt.Errorf("--rails %q: want %s or %s", f.rails, bw.RailsSame, bw.RailsCross)
+	}
+	if f.dev.Device != "" && f.dev.Netdev != "" {
+		return nil, fs, errors.New("give --device or --netdev, not both")
+	}
+	f.params.Op, f.params.Bidirectional = f.ops[0], f.bidir
 	if f.sweep {
 		f.params.Sizes = bw.SweepSizes()
 	} else {
@@ -169,65 +187,94 @@ func signalContext() (context.Context, context.CancelFunc) {
 	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 }
 
-// BWOutput is what `rdmaprobe bw` prints: one report per session (op).
-type BWOutput struct {
-	Runs  []bw.Report `json:"runs"`
-	Error string      `json:"error,omitempty"`
-}
-
+// runBW is `rdmaprobe bw server|client`. Both print one bw envelope with a
+// bw.ProbeOutput; the envelope's error is set for probe-wide failures (no
+// device, bad flags, no peer). The exit status is 0 only when every
+// requested rail × op × size was measured.
 func runBW(args []string) error {
+	usageLine := "usage: rdmaprobe bw server [flags] | rdmaprobe bw client [flags] HOST"
 	if len(args) == 0 || (args[0] != "server" && args[0] != "client") {
-		return errors.New("usage: rdmaprobe bw server [flags] | rdmaprobe bw client [flags] HOST")
+		perr := probeout.Errorf(probeout.KindUsage, "%s", usageLine)
+		_ = probeout.WriteError(os.Stdout, bw.ProbeName, bw.ProbeOutput{Rails: []bw.RailResult{}}, perr)
+		return perr
 	}
 	role := args[0]
+	out := bw.ProbeOutput{Role: role, Found: []bw.Rail{}, Rails: []bw.RailResult{}}
 	f, fs, err := parseBWFlags("bw "+role, args[1:])
-	if err != nil {
-		return err
+	if err == nil && role == "client" && fs.NArg() != 1 {
+		err = errors.New("bw client needs the server's address: " + usageLine)
 	}
-	ops := strings.Split(f.op, ",")
+	if err == nil && role == "server" && fs.NArg() != 0 {
+		err = fmt.Errorf("bw server takes no arguments (got %q): %s", fs.Args(), usageLine)
+	}
+	if err != nil {
+		perr := probeout.Errorf(probeout.KindUsage, "%v", err)
+		_ = probeout.WriteError(os.Stdout, bw.ProbeName, out, perr)
+		return perr
+	}
 	ctx, cancel := signalContext()
 	defer cancel()
-	factory := bwverbs.Factory(f.dev)
-	var out BWOutput
-	var runErr error
+	logf := func(format string, a ...any) { fmt.Fprintf(os.Stderr, "rdmaprobe bw "+role+": "+format+"\n", a...) }
+
+	// Rails: every device × port, or the one --device/--netdev names. A
+	// failure here is probe-wide, but the server still answers so that the
+	// client learns why, and the client still tells the server to finish.
+	found, derr := bwverbs.Discover()
+	var rails []bw.Rail
+	if derr == nil {
+		rails, derr = bwverbs.Select(found, f.dev)
+	}
+	var setupErr *probeout.Error
+	if derr != nil {
+		setupErr = bw.Classify(derr)
+		logf("%v", setupErr)
+	}
+	for _, r := range rails {
+		logf("rail %d: %s %s %s %.0f Gb/s netdev %s", r.Index, r.Name(), r.State, r.LinkLayer, r.RateGbps, r.Netdev)
+	}
+	factory, clock := bwverbs.Factory(f.dev), bwverbs.Clock()
+	var perr *probeout.Error
 	if role == "server" {
 		ln, err := net.Listen("tcp", fmt.Sprintf(":%d", f.port))
 		if err != nil {
-			return err
+			perr = probeout.Errorf(probeout.KindInternal, "listen on :%d: %v", f.port, err)
+			if found != nil {
+				out.Found = found
+			}
+			_ = probeout.WriteError(os.Stdout, bw.ProbeName, out, perr)
+			return perr
 		}
-		defer ln.Close()
-		fmt.Fprintf(os.Stderr, "rdmaprobe bw server: waiting on %s for %d session(s)\n", ln.Addr(), f.sessions)
-		for i := 0; i < f.sessions && runErr == nil; i++ {
-			var rep bw.Report
-			rep, runErr = bw.Serve(ctx, ln, factory, f.timeout, bwverbs.Clock())
-			out.Runs = append(out.Runs, rep)
-		}
+		logf("waiting on %s for a client (up to %s)", ln.Addr(), f.timeout)
+		out, perr = bw.Serve(ctx, ln, bw.ServerConfig{Found: found, Rails: rails, Open: factory, Clock: clock,
+			Timeout: f.timeout, Err: setupErr, Logf: logf})
 	} else {
-		if fs.NArg() != 1 {
-			return errors.New("bw client needs the server's address: rdmaprobe bw client [flags] HOST")
-		}
-		addr := net.JoinHostPort(fs.Arg(0), strconv.Itoa(f.port))
-		for _, op := range ops {
-			p := f.params
-			p.Op = bw.Op(op)
-			rep, err := bw.Run(ctx, addr, p, factory, f.timeout, bwverbs.Clock())
-			out.Runs = append(out.Runs, rep)
-			if f.table && len(rep.Results) > 0 {
+		var mu sync.Mutex
+		cfg := bw.ClientConfig{Addr: net.JoinHostPort(fs.Arg(0), strconv.Itoa(f.port)), Found: found, Rails: rails,
+			Open: factory, Clock: clock, Params: f.params, Ops: f.ops, Mode: f.rails, Parallel: f.railParallel,
+			Timeout: f.timeout, Err: setupErr, Logf: logf}
+		if f.table {
+			cfg.OnReport = func(local bw.Rail, peer *bw.Rail, rep bw.Report) {
+				if len(rep.Results) == 0 {
+					return
+				}
+				mu.Lock()
+				defer mu.Unlock()
+				fmt.Fprintf(os.Stderr, " rail %s ↔ server rail %s\n", local.Name(), peer.Name())
 				bw.WriteTable(os.Stderr, rep, f.gbit)
 			}
-			if err != nil {
-				runErr = fmt.Errorf("%s: %w", op, err)
-				break
-			}
 		}
+		out, perr = bw.RunClient(ctx, cfg)
 	}
-	if runErr != nil {
-		out.Error = runErr.Error()
-	}
-	if err := probeout.Write(os.Stdout, "bw", out); err != nil {
+	if err := probeout.WriteError(os.Stdout, bw.ProbeName, out, perr); err != nil {
 		return err
 	}
-	return runErr
+	if perr != nil {
+		return perr
+	}
+	if miss := out.Incomplete(); len(miss) > 0 {
+		return fmt.Errorf("not everything requested was measured:\n  %s", strings.Join(miss, "\n  "))
+	}
+	return nil
 }
 
 func runMR(args []string) error {

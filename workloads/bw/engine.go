@@ -123,7 +123,7 @@ func RunLoop(ep Endpoint, p Params, size int, clock Clock, record bool) (posted,
 				signaled := (scnt[q]+1)%p.CQMod == 0 || last
 				t := clock()
 				if err := ep.Post(q, op, size, wrID(q, scnt[q]), signaled); err != nil {
-					return nil, nil, done, fmt.Errorf("post %s %d B on QP %d (op %d): %w", op, size, q, scnt[q], err)
+					return nil, nil, done, Tag(ErrTransport, fmt.Errorf("post %s %d B on QP %d (op %d): %w", op, size, q, scnt[q], err))
 				}
 				if record {
 					posted = append(posted, t)
@@ -146,7 +146,7 @@ func RunLoop(ep Endpoint, p Params, size int, clock Clock, record bool) (posted,
 		for _, wc := range wcs[:n] {
 			q, seq := splitWrID(wc.WrID)
 			if wc.Status != "" {
-				return nil, nil, done, fmt.Errorf("completion error on QP %d op %d: %s", q, seq, wc.Status)
+				return nil, nil, done, Tag(ErrTransport, fmt.Errorf("completion error on QP %d op %d: %s", q, seq, wc.Status))
 			}
 			if q >= p.QPs || seq < ccnt[q] {
 				return nil, nil, done, fmt.Errorf("unexpected completion wr_id %#x", wc.WrID)

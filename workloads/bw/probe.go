@@ -57,3 +57,39 @@ type RailResult struct {
 	Runs  []Report        `json:"runs"` // one per op, in request order; a run may hold fewer sizes than requested
 	Error *probeout.Error `json:"error,omitempty"`
 }
+
+// Incomplete lists what was requested and not measured: every rail pair
+// with an error, and every op or size a rail pair lacks. Empty means the
+// side measured everything it was asked for (and at least one rail pair).
+// The probe exits 0 only then.
+func (o ProbeOutput) Incomplete() []string {
+	var miss []string
+	if len(o.Rails) == 0 {
+		miss = append(miss, "no rail measured")
+	}
+	for _, rr := range o.Rails {
+		name := rr.Local.Name()
+		if rr.Peer != nil {
+			name += " ↔ " + rr.Peer.Name()
+		}
+		if rr.Error != nil {
+			miss = append(miss, name+": "+rr.Error.Error())
+		}
+		for _, op := range o.Requested.Ops {
+			var run *Report
+			for i := range rr.Runs {
+				if rr.Runs[i].Params.Op == op {
+					run = &rr.Runs[i]
+					break
+				}
+			}
+			switch {
+			case run == nil:
+				miss = append(miss, name+" "+string(op)+": not run")
+			case len(run.Results) < len(o.Requested.Sizes):
+				miss = append(miss, name+" "+string(op)+": "+strconv.Itoa(len(run.Results))+" of "+strconv.Itoa(len(o.Requested.Sizes))+" sizes")
+			}
+		}
+	}
+	return miss
+}

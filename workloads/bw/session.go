@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"net"
 	"time"
+
+	"github.com/rdmasuite/rdmasuite/workloads/probeout"
 )
 
 // QPInfo is what one side tells the other about one of its QPs, over TCP
@@ -45,8 +47,10 @@ type Device struct {
 	Netdev    string  `json:"netdev,omitempty"`
 }
 
-// Factory opens the device and creates resources sized for p.
-type Factory func(p Params) (Resources, error)
+// Factory opens resources sized for p on one rail. It checks the port's
+// live state first and fails with an error matching ErrLinkDown when the
+// port is not ACTIVE; errors should match the sentinels of errors.go.
+type Factory func(r Rail, p Params) (Resources, error)
 
 // SizeResult is one message size's result.
 type SizeResult struct {
@@ -55,7 +59,9 @@ type SizeResult struct {
 	Total  Figures  `json:"total"`            // local + remote, as perftest prints
 }
 
-// Report is a whole test's outcome on one side.
+// Report is one op's outcome on one side, on one rail pair. Results holds
+// the sizes that completed, in order; fewer than Params.Sizes means the
+// run stopped early (its RailResult then carries the error).
 type Report struct {
 	Role    string       `json:"role"` // client or server
 	Params  Params       `json:"params"`
@@ -66,49 +72,112 @@ type Report struct {
 	SetupSec float64 `json:"setupSec"`
 }
 
+// message is one line of the out-of-band protocol. A connection's first
+// message says what it is for:
+//
+//	rails   client → server: what the client was asked for; the server
+//	        answers rails with the rails it offers (or an error kind)
+//	hello   client → server: one session (one op) between a client rail and
+//	        the server rail it names, with the client's QPs; the server
+//	        answers hello with its QPs (or an error), then start/ready/
+//	        done per size and bye
+//	error   client → server: the client could not open its side of a
+//	        session (e.g. its port is down); the server records it
+//	finish  client → server: no more sessions; the server answers bye and
+//	        exits. Unpaired names server rails no client rail paired with.
 type message struct {
-	Type   string   `json:"type"` // hello, start, ready, done, bye, error
-	Params *Params  `json:"params,omitempty"`
-	QPs    []QPInfo `json:"qps,omitempty"`
-	Size   int      `json:"size,omitempty"`
-	Result *Figures `json:"result,omitempty"`
-	Error  string   `json:"error,omitempty"`
+	Type       string        `json:"type"`
+	Params     *Params       `json:"params,omitempty"`
+	QPs        []QPInfo      `json:"qps,omitempty"`
+	Size       int           `json:"size,omitempty"`
+	Result     *Figures      `json:"result,omitempty"`
+	Error      string        `json:"error,omitempty"`
+	Kind       probeout.Kind `json:"kind,omitempty"`
+	Rail       *Rail         `json:"rail,omitempty"`       // hello/error: the server rail
+	ClientRail *Rail         `json:"clientRail,omitempty"` // hello/error: the client's rail
+	Rails      []Rail        `json:"rails,omitempty"`      // rails reply; finish: the client's rails
+	Requested  *Requested    `json:"requested,omitempty"`
+	Unpaired   []int         `json:"unpaired,omitempty"`
 }
 
 type conn struct {
-	c   net.Conn
-	r   *bufio.Reader
-	enc *json.Encoder
+	c        net.Conn
+	r        *bufio.Reader
+	enc      *json.Encoder
+	peerRole string // who is on the other end: "client" or "server"
+	peerRail string // the peer's rail, for error messages
 }
 
-func newConn(c net.Conn) *conn { return &conn{c: c, r: bufio.NewReader(c), enc: json.NewEncoder(c)} }
+func newConn(c net.Conn, peerRole string) *conn {
+	return &conn{c: c, r: bufio.NewReader(c), enc: json.NewEncoder(c), peerRole: peerRole}
+}
 
 func (c *conn) send(m message) error {
+	_ = c.c.SetWriteDeadline(time.Now().Add(30 * time.Second))
 	if err := c.enc.Encode(m); err != nil {
-		return fmt.Errorf("send %s to %s: %w", m.Type, c.c.RemoteAddr(), err)
+		return c.ioErr("send "+m.Type+" to", err)
 	}
 	return nil
 }
 
-// recv reads the next message, waiting at most timeout; an "error" message
-// from the peer becomes an error here.
-func (c *conn) recv(want string, timeout time.Duration) (message, error) {
+// sendErr tells the peer why this side stopped, with the error's kind.
+func (c *conn) sendErr(err error, m message) {
+	pe := Classify(err)
+	m.Type, m.Kind, m.Error = "error", pe.Kind, pe.Message
+	_ = c.send(m)
+}
+
+// ioErr classifies a failed read or write on the control connection: a
+// deadline is a timeout, anything else (EOF, reset) means the peer is gone.
+func (c *conn) ioErr(what string, err error) error {
+	err = fmt.Errorf("%s %s %s: %w", what, c.peerRole, c.c.RemoteAddr(), err)
+	if errors.Is(err, net.ErrClosed) || !isTimeout(err) {
+		return Tag(ErrPeer, err)
+	}
+	return Tag(ErrTimeout, err)
+}
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}
+
+// recvAny reads the next message, waiting at most timeout.
+func (c *conn) recvAny(want string, timeout time.Duration) (message, error) {
 	_ = c.c.SetReadDeadline(time.Now().Add(timeout))
 	line, err := c.r.ReadBytes('\n')
 	if err != nil {
-		return message{}, fmt.Errorf("waiting for %s from %s: %w", want, c.c.RemoteAddr(), err)
+		return message{}, c.ioErr(fmt.Sprintf("waiting %s for %s from", timeout, want), err)
 	}
 	var m message
 	if err := json.Unmarshal(line, &m); err != nil {
-		return m, fmt.Errorf("bad message from %s: %w", c.c.RemoteAddr(), err)
-	}
-	if m.Type == "error" {
-		return m, fmt.Errorf("peer %s failed: %s", c.c.RemoteAddr(), m.Error)
-	}
-	if m.Type != want {
-		return m, fmt.Errorf("protocol: got %q from %s, want %q", m.Type, c.c.RemoteAddr(), want)
+		return m, fmt.Errorf("bad message from %s %s: %w", c.peerRole, c.c.RemoteAddr(), err)
 	}
 	return m, nil
+}
+
+// recv reads the next message and wants it to be of type want; an "error"
+// message from the peer becomes a *PeerError carrying the peer's kind.
+func (c *conn) recv(want string, timeout time.Duration) (message, error) {
+	m, err := c.recvAny(want, timeout)
+	if err != nil {
+		return m, err
+	}
+	if m.Type == "error" {
+		return m, peerError(c.peerRole, c.peerRail, m)
+	}
+	if m.Type != want {
+		return m, fmt.Errorf("protocol: got %q from %s %s, want %q", m.Type, c.peerRole, c.c.RemoteAddr(), want)
+	}
+	return m, nil
+}
+
+func peerError(role, rail string, m message) *PeerError {
+	k := m.Kind
+	if k == "" {
+		k = probeout.KindInternal
+	}
+	return &PeerError{Role: role, Rail: rail, Err: &probeout.Error{Kind: k, Message: m.Error}}
 }
 
 // sizeTimeout bounds one size's run: generous, since TCG guests move only
@@ -121,172 +190,17 @@ func sizeTimeout(p Params, size int) time.Duration {
 	return 2*time.Minute + time.Duration(bytes/(1<<20)*float64(time.Second)) // ≥ 1 MiB/s
 }
 
-// Serve accepts one client on ln and runs the test it asks for. The server's
-// own figures are non-empty only in bidirectional mode.
-func Serve(ctx context.Context, ln net.Listener, factory Factory, acceptTimeout time.Duration, clock Clock) (Report, error) {
-	if tl, ok := ln.(*net.TCPListener); ok {
-		_ = tl.SetDeadline(time.Now().Add(acceptTimeout))
+// portActive is the state check both sides make before measuring, on the
+// state discovery recorded (the factory re-checks the live state).
+func portActive(r Rail) error {
+	if r.State != "" && r.State != "ACTIVE" {
+		return Tag(ErrLinkDown, fmt.Errorf("%s is %s, not ACTIVE: the link is not up — check cable, switch port and the subnet manager (ibstat shows the same)", r.Name(), r.State))
 	}
-	stop := context.AfterFunc(ctx, func() { ln.Close() })
-	defer stop()
-	nc, err := ln.Accept()
-	if err != nil {
-		return Report{Role: "server"}, fmt.Errorf("no client connected to %s within %s: %w", ln.Addr(), acceptTimeout, err)
-	}
-	defer nc.Close()
-	c := newConn(nc)
-	rep := Report{Role: "server", Peer: nc.RemoteAddr().String()}
-	hello, err := c.recv("hello", 30*time.Second)
-	if err != nil {
-		return rep, err
-	}
-	if hello.Params == nil {
-		return rep, errors.New("client hello without parameters")
-	}
-	p := *hello.Params
-	rep.Params = p
-	if err := p.Validate(); err != nil {
-		_ = c.send(message{Type: "error", Error: err.Error()})
-		return rep, err
-	}
-	res, err := setup(c, p, factory, hello.QPs, true)
-	if err != nil {
-		return rep, err
-	}
-	defer res.Close()
-	rep.Device = res.Describe()
-	for {
-		m, err := c.recv("start", 10*time.Minute)
-		if m.Type == "bye" {
-			return rep, nil
-		}
-		if err != nil {
-			return rep, err
-		}
-		if err := c.send(message{Type: "ready"}); err != nil {
-			return rep, err
-		}
-		var local *Figures
-		if p.Bidirectional {
-			f, err := Measure(res, p, m.Size, clock)
-			if err != nil {
-				_ = c.send(message{Type: "error", Error: err.Error()})
-				return rep, err
-			}
-			local = &f
-		}
-		done, err := c.recv("done", sizeTimeout(p, m.Size))
-		if err != nil {
-			return rep, err
-		}
-		if err := c.send(message{Type: "done", Result: local}); err != nil {
-			return rep, err
-		}
-		sr := SizeResult{Remote: done.Result}
-		if local != nil {
-			sr.Local = *local
-		}
-		if done.Result != nil {
-			sr.Total = sr.Local.Add(*done.Result)
-		}
-		rep.Results = append(rep.Results, sr)
-	}
+	return nil
 }
 
-// setup creates resources, exchanges QP info and connects. The client sends
-// its hello first (it carries the parameters); the server answers.
-func setup(c *conn, p Params, factory Factory, peerQPs []QPInfo, server bool) (Resources, error) {
-	res, err := factory(p)
-	if err != nil {
-		_ = c.send(message{Type: "error", Error: err.Error()})
-		return nil, err
-	}
-	if server {
-		if err := c.send(message{Type: "hello", QPs: res.Local()}); err != nil {
-			res.Close()
-			return nil, err
-		}
-	}
-	if len(peerQPs) != p.QPs {
-		res.Close()
-		return nil, fmt.Errorf("peer sent %d QPs, want %d", len(peerQPs), p.QPs)
-	}
-	if err := res.Connect(peerQPs); err != nil {
-		res.Close()
-		_ = c.send(message{Type: "error", Error: err.Error()})
-		return nil, err
-	}
-	return res, nil
-}
-
-// Run is the client: it connects to the server at addr (retrying until
-// dialTimeout, since the server pod may still be starting), sends the
-// parameters, and runs every size.
-func Run(ctx context.Context, addr string, p Params, factory Factory, dialTimeout time.Duration, clock Clock) (Report, error) {
-	rep := Report{Role: "client", Params: p, Peer: addr}
-	if err := p.Validate(); err != nil {
-		return rep, err
-	}
-	setupStart := time.Now()
-	nc, err := dialRetry(ctx, addr, dialTimeout)
-	if err != nil {
-		return rep, err
-	}
-	defer nc.Close()
-	c := newConn(nc)
-	// Resources first: the hello carries our QP info.
-	res, err := factory(p)
-	if err != nil {
-		_ = c.send(message{Type: "error", Error: err.Error()})
-		return rep, err
-	}
-	defer res.Close()
-	rep.Device = res.Describe()
-	if err := c.send(message{Type: "hello", Params: &p, QPs: res.Local()}); err != nil {
-		return rep, err
-	}
-	hello, err := c.recv("hello", 60*time.Second)
-	if err != nil {
-		return rep, err
-	}
-	if len(hello.QPs) != p.QPs {
-		return rep, fmt.Errorf("server sent %d QPs, want %d", len(hello.QPs), p.QPs)
-	}
-	if err := res.Connect(hello.QPs); err != nil {
-		_ = c.send(message{Type: "error", Error: err.Error()})
-		return rep, err
-	}
-	rep.SetupSec = time.Since(setupStart).Seconds()
-	for _, size := range p.Sizes {
-		if err := ctx.Err(); err != nil {
-			return rep, err
-		}
-		if err := c.send(message{Type: "start", Size: size}); err != nil {
-			return rep, err
-		}
-		if _, err := c.recv("ready", 60*time.Second); err != nil {
-			return rep, err
-		}
-		f, err := Measure(res, p, size, clock)
-		if err != nil {
-			_ = c.send(message{Type: "error", Error: err.Error()})
-			return rep, fmt.Errorf("size %d: %w", size, err)
-		}
-		if err := c.send(message{Type: "done", Result: &f}); err != nil {
-			return rep, err
-		}
-		done, err := c.recv("done", sizeTimeout(p, size))
-		if err != nil {
-			return rep, err
-		}
-		sr := SizeResult{Local: f, Remote: done.Result, Total: f}
-		if done.Result != nil {
-			sr.Total = f.Add(*done.Result)
-		}
-		rep.Results = append(rep.Results, sr)
-	}
-	_ = c.send(message{Type: "bye"})
-	return rep, nil
+func railDevice(r Rail) Device {
+	return Device{Name: r.Device, Port: r.Port, LinkLayer: r.LinkLayer, RateGbps: r.RateGbps, Netdev: r.Netdev}
 }
 
 func dialRetry(ctx context.Context, addr string, timeout time.Duration) (net.Conn, error) {
@@ -298,7 +212,7 @@ func dialRetry(ctx context.Context, addr string, timeout time.Duration) (net.Con
 			return c, nil
 		}
 		if time.Now().After(deadline) || ctx.Err() != nil {
-			return nil, fmt.Errorf("connect to bw server %s: %w (is the server pod running and reachable?)", addr, err)
+			return nil, Tag(ErrTimeout, fmt.Errorf("connect to bw server %s within %s: %w (is the server pod running and reachable?)", addr, timeout, err))
 		}
 		time.Sleep(250 * time.Millisecond)
 	}

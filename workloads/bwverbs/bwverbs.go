@@ -5,6 +5,7 @@
 package bwverbs
 
 import (
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -29,7 +30,8 @@ type Config struct {
 	GoLoop bool
 }
 
-// ResolveDevice returns the RDMA device name cfg points at.
+// ResolveDevice returns the RDMA device name cfg points at ("" = the
+// first). Errors match bw.ErrNoDevice or bw.ErrNoNetdev.
 func ResolveDevice(cfg Config) (string, error) {
 	if cfg.Device != "" || cfg.Netdev == "" {
 		return cfg.Device, nil
@@ -37,18 +39,43 @@ func ResolveDevice(cfg Config) (string, error) {
 	// No device at all is a different failure (plugin/driver) from a
 	// netdev without one (Multus/VF): tell them apart.
 	if _, err := verbs.DeviceNames(); err != nil {
-		return "", err
+		return "", tagVerbs(err)
 	}
 	dev, err := rdmamap.GetRdmaDeviceForNetdevice(cfg.Netdev)
 	if err != nil || dev == "" {
-		return "", fmt.Errorf("no RDMA device behind netdev %s (rdmamap: %v): is it an RDMA-capable interface (VF / RoCE NIC) in this pod's network namespace?", cfg.Netdev, err)
+		return "", bw.Tag(bw.ErrNoNetdev, fmt.Errorf("no RDMA device behind netdev %s (rdmamap: %v): is it an RDMA-capable interface (VF / RoCE NIC) in this pod's network namespace?", cfg.Netdev, err))
 	}
 	return dev, nil
 }
 
-// Factory returns a bw.Factory that opens real verbs resources.
+// tagVerbs makes verbs errors match the bw sentinels the probe classifies
+// by (bw.Classify), keeping their messages.
+func tagVerbs(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, verbs.ErrNoDevice), errors.Is(err, verbs.ErrNoSuchDevice):
+		return bw.Tag(bw.ErrNoDevice, err)
+	case errors.Is(err, verbs.ErrMemlock):
+		return bw.Tag(bw.ErrMemlock, err)
+	case errors.Is(err, verbs.ErrCompletion):
+		return bw.Tag(bw.ErrTransport, err)
+	}
+	return err
+}
+
+// Factory returns a bw.Factory that opens real verbs resources on a rail
+// (cfg's GID index and loop choice apply to every rail).
 func Factory(cfg Config) bw.Factory {
-	return func(p bw.Params) (bw.Resources, error) { return open(cfg, p) }
+	return func(r bw.Rail, p bw.Params) (bw.Resources, error) {
+		c := cfg
+		c.Device, c.Port, c.Netdev = r.Device, r.Port, ""
+		res, err := open(c, p)
+		if err != nil {
+			return nil, tagVerbs(err)
+		}
+		return res, nil
+	}
 }
 
 type resources struct {
@@ -94,8 +121,8 @@ func open(cfg Config, p bw.Params) (res *resources, err error) {
 		return nil, err
 	}
 	if !r.port.Active() {
-		return nil, fmt.Errorf("%s port %d is %s (physical state %s): the link is not up — check cable, switch port and the subnet manager (ibstat shows the same)",
-			r.ctx.Name, cfg.Port, r.port.State, r.port.PhysState)
+		return nil, bw.Tag(bw.ErrLinkDown, fmt.Errorf("%s port %d is %s (physical state %s): the link is not up — check cable, switch port and the subnet manager (ibstat shows the same)",
+			r.ctx.Name, cfg.Port, r.port.State, r.port.PhysState))
 	}
 	if r.gid, err = pickGID(r.ctx, cfg, r.port); err != nil {
 		return nil, err
@@ -280,6 +307,11 @@ func (r *resources) Loop(p bw.Params, size int, record bool) (posted, completed 
 	}
 	res, err := verbs.RunLoop(spec)
 	if err != nil {
+		// A failed completion, post or poll: the QP cannot carry the run.
+		var ve *verbs.Error
+		if errors.Is(err, verbs.ErrCompletion) || errors.As(err, &ve) {
+			return nil, nil, res.Done, bw.Tag(bw.ErrTransport, err)
+		}
 		return nil, nil, res.Done, err
 	}
 	if !record {

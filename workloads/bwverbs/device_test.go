@@ -7,10 +7,12 @@ package bwverbs
 import (
 	"context"
 	"net"
+	"os"
 	"testing"
 	"time"
 
 	"github.com/rdmasuite/rdmasuite/workloads/bw"
+	"github.com/rdmasuite/rdmasuite/workloads/probeout"
 )
 
 func runPair(t *testing.T, serverDev, clientDev string, p bw.Params) bw.Report {
@@ -18,30 +20,55 @@ func runPair(t *testing.T, serverDev, clientDev string, p bw.Params) bw.Report {
 	return runPairWith(t, serverDev, Config{Device: clientDev, Port: 1, GIDIndex: -1}, p)
 }
 
-func runPairWith(t *testing.T, serverDev string, client Config, p bw.Params) bw.Report {
+// rail is the one rail of dev (port 1), as discovery reports it.
+func rail(t *testing.T, dev string) []bw.Rail {
 	t.Helper()
-	clientDev := client.Device
+	found, err := Discover()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := Select(found, Config{Device: dev, Port: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// pairRun runs a server on serverDev and a client with cfg's device over
+// loopback TCP, and returns both outputs.
+func pairRun(t *testing.T, serverDev string, client Config, p bw.Params) (cli, srv bw.ProbeOutput, cerr, serr *probeout.Error) {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	type out struct {
-		rep bw.Report
-		err error
+		o    bw.ProbeOutput
+		perr *probeout.Error
 	}
-	srv := make(chan out, 1)
+	done := make(chan out, 1)
+	srvRails := rail(t, serverDev)
 	go func() {
-		rep, err := bw.Serve(context.Background(), ln, Factory(Config{Device: serverDev, Port: 1, GIDIndex: -1}), 30*time.Second, bw.RealClock())
-		srv <- out{rep, err}
+		o, perr := bw.Serve(context.Background(), ln, bw.ServerConfig{Rails: srvRails, Open: Factory(Config{GIDIndex: -1}), Clock: bw.RealClock(), Timeout: 30 * time.Second})
+		done <- out{o, perr}
 	}()
-	rep, err := bw.Run(context.Background(), ln.Addr().String(), p, Factory(client), 10*time.Second, bw.RealClock())
-	if err != nil {
-		t.Fatal(err)
+	cli, cerr = bw.RunClient(context.Background(), bw.ClientConfig{Addr: ln.Addr().String(), Rails: rail(t, client.Device), Open: Factory(client),
+		Clock: bw.RealClock(), Params: p, Ops: []bw.Op{p.Op}, Timeout: 10 * time.Second})
+	s := <-done
+	return cli, s.o, cerr, s.perr
+}
+
+func runPairWith(t *testing.T, serverDev string, client Config, p bw.Params) bw.Report {
+	t.Helper()
+	clientDev := client.Device
+	cli, srv, cerr, serr := pairRun(t, serverDev, client, p)
+	if cerr != nil || serr != nil {
+		t.Fatalf("client %v, server %v", cerr, serr)
 	}
-	s := <-srv
-	if s.err != nil {
-		t.Fatal("server:", s.err)
+	if miss := append(cli.Incomplete(), srv.Incomplete()...); len(miss) > 0 {
+		t.Fatalf("incomplete: %v", miss)
 	}
+	rep := cli.Rails[0].Runs[0]
 	if len(rep.Results) != len(p.Sizes) {
 		t.Fatalf("%d results for %d sizes", len(rep.Results), len(p.Sizes))
 	}
@@ -103,20 +130,8 @@ func TestCLoopMatchesGoLoop(t *testing.T) {
 func TestCLoopDuration(t *testing.T) {
 	p := params(bw.OpRead, 2, 65536)
 	p.Duration, p.CQMod = 500*time.Millisecond, 10
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	go func() {
-		_, _ = bw.Serve(context.Background(), ln, Factory(Config{Device: "rxe0", Port: 1, GIDIndex: -1}), 30*time.Second, bw.RealClock())
-	}()
 	start := time.Now()
-	rep, err := bw.Run(context.Background(), ln.Addr().String(), p, Factory(Config{Device: "rxe1", Port: 1, GIDIndex: -1}), 10*time.Second, bw.RealClock())
-	if err != nil {
-		t.Fatal(err)
-	}
-	f := rep.Results[0].Local
+	f := runPairWith(t, "rxe0", Config{Device: "rxe1", Port: 1, GIDIndex: -1}, p).Results[0].Local
 	if f.Iterations == 0 || f.Iterations%p.CQMod != 0 || f.PeakGbps != 0 || f.AvgGbps <= 0 {
 		t.Fatalf("duration run: %+v", f)
 	}
@@ -125,12 +140,29 @@ func TestCLoopDuration(t *testing.T) {
 	}
 }
 
-func TestPortDownOrMissingDeviceIsClear(t *testing.T) {
-	_, err := Factory(Config{Device: "nosuch0", Port: 1, GIDIndex: -1})(params(bw.OpWrite, 1, 64))
-	if err == nil {
-		t.Fatal("missing device accepted")
+// Discovery sees both rxe devices, sorted, port 1, ACTIVE, on their veths.
+func TestDiscoverRails(t *testing.T) {
+	found, err := Discover()
+	if err != nil {
+		t.Fatal(err)
 	}
-	_, err = Factory(Config{Device: "rxe0", Port: 1, GIDIndex: 77})(params(bw.OpWrite, 1, 64))
+	if len(found) < 2 || found[0].Device != "rxe0" || found[1].Device != "rxe1" {
+		t.Fatalf("rails %+v", found)
+	}
+	for i, r := range found[:2] {
+		if r.Index != i || r.Port != 1 || r.LinkLayer != "Ethernet" || r.Netdev == "" {
+			t.Fatalf("rail %+v", r)
+		}
+		t.Logf("rail %d: %s state %s netdev %s rate %.1f Gb/s", r.Index, r.Name(), r.State, r.Netdev, r.RateGbps)
+	}
+}
+
+func TestPortDownOrMissingDeviceIsClear(t *testing.T) {
+	_, err := Factory(Config{GIDIndex: -1})(bw.Rail{Device: "nosuch0", Port: 1}, params(bw.OpWrite, 1, 64))
+	if err == nil || bw.Classify(err).Kind != probeout.KindNoDevice {
+		t.Fatalf("missing device: %v", err)
+	}
+	_, err = Factory(Config{GIDIndex: 77})(bw.Rail{Device: "rxe0", Port: 1}, params(bw.OpWrite, 1, 64))
 	if err == nil {
 		t.Fatal("invalid GID index accepted")
 	}
@@ -147,4 +179,21 @@ func TestCycleClockCalibrated(t *testing.T) {
 	if ratio < 0.98 || ratio > 1.02 {
 		t.Fatalf("cycle clock %v vs monotonic %v (ratio %.4f)", cyc, wall, ratio)
 	}
+}
+
+// Run as uid 1000 under a 64 KiB memlock limit (guest-tests.sh): opening a
+// 1 MiB rail fails as memlock, by kind.
+func TestMemlockKind(t *testing.T) {
+	res, err := Factory(Config{GIDIndex: -1})(bw.Rail{Device: "rxe1", Port: 1}, params(bw.OpWrite, 1, 1<<20))
+	if err == nil {
+		res.Close()
+		if os.Getenv("RDMASUITE_EXPECT_MR_FAIL") == "1" {
+			t.Fatal("1 MiB registered under a 64 KiB memlock limit")
+		}
+		t.Skip("memlock is high enough here")
+	}
+	if k := bw.Classify(err).Kind; k != probeout.KindMemlock {
+		t.Fatalf("kind %s for %v, want memlock", k, err)
+	}
+	t.Logf("as expected: %v", err)
 }

@@ -226,7 +226,7 @@ func RunLoop(s LoopSpec) (LoopResult, error) {
 	case 2:
 		return res, &Error{Call: "ibv_poll_cq", Errno: syscall.EIO}
 	case 3:
-		return res, fmt.Errorf("completion error on QP index %d op %d: %s", int(o.err_qp), int64(o.err_seq), StatusString(int(o.err_code)))
+		return res, &CompletionError{QPIndex: int(o.err_qp), Seq: int64(o.err_seq), Status: int(o.err_code)}
 	default:
 		return res, fmt.Errorf("unexpected completion wr_id (QP index %d, op %d)", int(o.err_qp), int64(o.err_seq))
 	}

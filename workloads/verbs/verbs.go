@@ -112,6 +112,7 @@ import "C"
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"syscall"
 	"unsafe"
 
@@ -121,6 +122,33 @@ import (
 // ErrNoDevice means this process sees no RDMA device at all.
 var ErrNoDevice = errors.New("no RDMA device visible: /dev/infiniband has no uverbs device in this container or host " +
 	"(is the RDMA device plugin / MOFED ready, and did the pod request the RDMA resource?)")
+
+// ErrMemlock matches a memory registration the kernel refused for want of
+// locked memory (ibv_reg_mr with ENOMEM or EPERM: RLIMIT_MEMLOCK without
+// CAP_IPC_LOCK), where perftest prints "Couldn't allocate MR".
+var ErrMemlock = errors.New("memory registration refused (RLIMIT_MEMLOCK)")
+
+// ErrNoSuchDevice matches opening a device by a name this process does
+// not see.
+var ErrNoSuchDevice = errors.New("no such RDMA device")
+
+// ErrCompletion matches a work completion with an error status (e.g.
+// "transport retry counter exceeded"): see CompletionError.
+var ErrCompletion = errors.New("work completion failed")
+
+// CompletionError is a failed work completion in the C loop.
+type CompletionError struct {
+	QPIndex int
+	Seq     int64
+	Status  int // ibv_wc_status
+}
+
+func (e *CompletionError) Error() string {
+	return fmt.Sprintf("completion error on QP index %d op %d: %s", e.QPIndex, e.Seq, StatusString(e.Status))
+}
+
+// Is makes a CompletionError match ErrCompletion.
+func (e *CompletionError) Is(target error) bool { return target == ErrCompletion }
 
 // Error is a failed verbs call with its inputs and errno.
 type Error struct {
@@ -138,6 +166,23 @@ func (e *Error) Error() string {
 	return fmt.Sprintf("%s: %s", e.Call, msg)
 }
 func (e *Error) Unwrap() error { return e.Errno }
+
+// Is makes a refused registration (ibv_reg_mr with ENOMEM or EPERM) match
+// ErrMemlock; errors.Is with the errno itself still works through Unwrap.
+func (e *Error) Is(target error) bool {
+	return target == ErrMemlock && strings.HasPrefix(e.Call, "ibv_reg_mr") && (e.Errno == syscall.ENOMEM || e.Errno == syscall.EPERM)
+}
+
+// notFound is Open's error for a device name this process does not see.
+type notFound struct {
+	name  string
+	found []string
+}
+
+func (e *notFound) Error() string {
+	return fmt.Sprintf("RDMA device %q not found; this process sees %v", e.name, e.found)
+}
+func (e *notFound) Is(target error) bool { return target == ErrNoSuchDevice }
 
 func callErr(call string, err error) error {
 	var errno syscall.Errno
@@ -204,7 +249,7 @@ func Open(name string) (*Context, error) {
 		}
 		return &Context{ctx: ctx, Name: dn}, nil
 	}
-	return nil, fmt.Errorf("RDMA device %q not found; this process sees %v", name, found)
+	return nil, &notFound{name: name, found: found}
 }
 
 // Close closes the device; safe to call twice.

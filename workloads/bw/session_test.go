@@ -1,0 +1,467 @@
+package bw
+
+import (
+	"context"
+	"errors"
+	"net"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/rdmasuite/rdmasuite/workloads/probeout"
+)
+
+// fakeRes pairs the fake endpoint with QP info for the session tests.
+type fakeRes struct {
+	fakeEP
+	n         int
+	dev       string
+	connected []QPInfo
+	closed    bool
+}
+
+func (r *fakeRes) Local() []QPInfo {
+	out := make([]QPInfo, r.n)
+	for i := range out {
+		out[i] = QPInfo{QPN: uint32(100 + i), GID: "::ffff:192.168.77.1"}
+	}
+	return out
+}
+func (r *fakeRes) Connect(remote []QPInfo) error { r.connected = remote; return nil }
+func (r *fakeRes) Describe() Device              { return Device{Name: r.dev, Port: 1} }
+func (r *fakeRes) Close() error                  { r.closed = true; return nil }
+
+// fakeSide opens fake resources and remembers them; fail, if set, decides
+// per rail whether opening fails, and failAfter makes a rail's endpoint
+// fail its completions after that many posts.
+type fakeSide struct {
+	mu        sync.Mutex
+	opened    []*fakeRes
+	fail      func(r Rail, p Params) error
+	failAfter map[string]int
+}
+
+func (s *fakeSide) open(r Rail, p Params) (Resources, error) {
+	if s.fail != nil {
+		if err := s.fail(r, p); err != nil {
+			return nil, err
+		}
+	}
+	res := &fakeRes{n: p.QPs, dev: r.Device}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	res.failAfter = s.failAfter[r.Device]
+	s.opened = append(s.opened, res)
+	return res, nil
+}
+
+func (s *fakeSide) allClosed() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, r := range s.opened {
+		if !r.closed {
+			return false
+		}
+	}
+	return true
+}
+
+func testRails(devs ...string) []Rail {
+	out := make([]Rail, len(devs))
+	for i, d := range devs {
+		state := "ACTIVE"
+		if name, ok := strings.CutSuffix(d, ":down"); ok {
+			d, state = name, "DOWN"
+		}
+		out[i] = Rail{Index: i, Device: d, Port: 1, State: state, LinkLayer: "Ethernet", RateGbps: 100}
+	}
+	return out
+}
+
+func testParams(sizes ...int) Params {
+	p := Defaults()
+	p.Sizes, p.Iters = sizes, 200
+	return p
+}
+
+type sideOut struct {
+	out  ProbeOutput
+	perr *probeout.Error
+}
+
+// runBoth runs a server and a client over loopback TCP and returns both
+// outputs. The server's timeout is short, so a missing finish shows.
+func runBoth(t *testing.T, srvRails []Rail, srv *fakeSide, cli ClientConfig, cliSide *fakeSide) (client, server sideOut) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srvDone := make(chan sideOut, 1)
+	go func() {
+		out, perr := Serve(context.Background(), ln, ServerConfig{Found: srvRails, Rails: srvRails, Open: srv.open,
+			Clock: fakeClock(time.Microsecond), Timeout: 3 * time.Second})
+		srvDone <- sideOut{out, perr}
+	}()
+	cli.Addr, cli.Open, cli.Clock, cli.Timeout = ln.Addr().String(), cliSide.open, fakeClock(time.Microsecond), 5*time.Second
+	if cli.Found == nil {
+		cli.Found = cli.Rails
+	}
+	out, perr := RunClient(context.Background(), cli)
+	select {
+	case s := <-srvDone:
+		return sideOut{out, perr}, s
+	case <-time.After(10 * time.Second):
+		t.Fatal("server did not exit after the client's finish")
+	}
+	return
+}
+
+// measured fails unless the rail pair holds every op with every size and
+// no error.
+func measured(t *testing.T, who string, rr RailResult, ops []Op, sizes int) {
+	t.Helper()
+	if rr.Error != nil {
+		t.Fatalf("%s rail %s: unexpected error %v", who, rr.Local.Name(), rr.Error)
+	}
+	if len(rr.Runs) != len(ops) {
+		t.Fatalf("%s rail %s: %d runs for ops %v", who, rr.Local.Name(), len(rr.Runs), ops)
+	}
+	for i, run := range rr.Runs {
+		if run.Params.Op != ops[i] || len(run.Results) != sizes {
+			t.Fatalf("%s rail %s run %d: op %s with %d results, want %s with %d", who, rr.Local.Name(), i, run.Params.Op, len(run.Results), ops[i], sizes)
+		}
+	}
+}
+
+func TestTwoRailsSameModeAllMeasured(t *testing.T) {
+	srv, cli := &fakeSide{}, &fakeSide{}
+	ops := []Op{OpWrite, OpRead}
+	c, s := runBoth(t, testRails("s0", "s1"), srv, ClientConfig{Rails: testRails("c0", "c1"), Params: testParams(4096, 65536), Ops: ops}, cli)
+	if c.perr != nil || s.perr != nil {
+		t.Fatalf("probe errors: client %v server %v", c.perr, s.perr)
+	}
+	if len(c.out.Rails) != 2 || len(s.out.Rails) != 2 {
+		t.Fatalf("rail pairs: client %d server %d, want 2 each", len(c.out.Rails), len(s.out.Rails))
+	}
+	for i, rr := range c.out.Rails {
+		measured(t, "client", rr, ops, 2)
+		if rr.Local.Index != i || rr.Peer == nil || rr.Peer.Index != i || rr.Runs[0].Device.Name != rr.Local.Device {
+			t.Fatalf("client rail %d paired %+v ↔ %+v", i, rr.Local, rr.Peer)
+		}
+	}
+	for i, rr := range s.out.Rails {
+		measured(t, "server", rr, ops, 2)
+		if rr.Local.Device != []string{"s0", "s1"}[i] || rr.Peer == nil || rr.Peer.Device != []string{"c0", "c1"}[i] {
+			t.Fatalf("server rail %d paired %+v ↔ %+v", i, rr.Local, rr.Peer)
+		}
+	}
+	if miss := c.out.Incomplete(); len(miss) != 0 {
+		t.Fatalf("client incomplete: %v", miss)
+	}
+	if miss := s.out.Incomplete(); len(miss) != 0 {
+		t.Fatalf("server incomplete: %v", miss)
+	}
+	if !slices.Equal(s.out.Requested.Ops, ops) || s.out.Requested.RailMode != RailsSame || len(s.out.Requested.Sizes) != 2 {
+		t.Fatalf("server did not record what the client asked for: %+v", s.out.Requested)
+	}
+	if !srv.allClosed() || !cli.allClosed() || len(srv.opened) != 4 || len(cli.opened) != 4 {
+		t.Fatalf("resources: server opened %d, client %d (want 4 each, all closed)", len(srv.opened), len(cli.opened))
+	}
+}
+
+func TestCrossModeParallelNxM(t *testing.T) {
+	srv, cli := &fakeSide{}, &fakeSide{}
+	ops := []Op{OpWrite}
+	c, s := runBoth(t, testRails("s0", "s1", "s2"), srv,
+		ClientConfig{Rails: testRails("c0", "c1"), Params: testParams(65536), Ops: ops, Mode: RailsCross, Parallel: true}, cli)
+	if c.perr != nil || s.perr != nil {
+		t.Fatalf("probe errors: client %v server %v", c.perr, s.perr)
+	}
+	if len(c.out.Rails) != 6 || len(s.out.Rails) != 6 {
+		t.Fatalf("rail pairs: client %d server %d, want 2×3 = 6", len(c.out.Rails), len(s.out.Rails))
+	}
+	seen := map[[2]int]bool{}
+	for _, rr := range c.out.Rails {
+		measured(t, "client", rr, ops, 1)
+		seen[[2]int{rr.Local.Index, rr.Peer.Index}] = true
+	}
+	for _, rr := range s.out.Rails {
+		measured(t, "server", rr, ops, 1)
+	}
+	if len(seen) != 6 || !c.out.Requested.Parallel || c.out.Requested.RailMode != RailsCross {
+		t.Fatalf("pairs %v, requested %+v", seen, c.out.Requested)
+	}
+}
+
+func TestRoundsUseEachRailOncePerRound(t *testing.T) {
+	pairs, _ := plan(testRails("c0", "c1"), testRails("s0", "s1", "s2"), RailsCross)
+	rs := rounds(pairs)
+	if len(rs) != 3 {
+		t.Fatalf("%d rounds for 2×3, want 3", len(rs))
+	}
+	count := 0
+	for _, r := range rs {
+		for i, a := range r {
+			for _, b := range r[i+1:] {
+				if pairs[a].local.Index == pairs[b].local.Index || pairs[a].peer.Index == pairs[b].peer.Index {
+					t.Fatalf("round %v uses a rail twice", r)
+				}
+			}
+		}
+		count += len(r)
+	}
+	if count != 6 {
+		t.Fatalf("rounds cover %d pairs, want 6", count)
+	}
+}
+
+func TestServerRailDownOnlyThatRailFails(t *testing.T) {
+	srv, cli := &fakeSide{}, &fakeSide{}
+	ops := []Op{OpWrite, OpRead}
+	c, s := runBoth(t, testRails("s0", "s1:down"), srv, ClientConfig{Rails: testRails("c0", "c1"), Params: testParams(65536), Ops: ops}, cli)
+	if c.perr != nil || s.perr != nil {
+		t.Fatalf("a down rail is a rail error, not a probe-wide one: client %v server %v", c.perr, s.perr)
+	}
+	measured(t, "client", c.out.Rails[0], ops, 1)
+	measured(t, "server", s.out.Rails[0], ops, 1)
+	srvDown, cliDown := s.out.Rails[1], c.out.Rails[1]
+	if srvDown.Error == nil || srvDown.Error.Kind != probeout.KindLinkDown || !strings.Contains(srvDown.Error.Message, "s1/1 is DOWN") {
+		t.Fatalf("server's down rail: %+v", srvDown.Error)
+	}
+	// The client's side of it: the peer failed, and says why (its kind).
+	if cliDown.Error == nil || cliDown.Error.Kind != probeout.KindPeer || !strings.Contains(cliDown.Error.Message, "server rail s1/1 failed: link-down") {
+		t.Fatalf("client's rail facing the down server rail: %+v", cliDown.Error)
+	}
+	if len(cliDown.Runs) != 2 || len(cliDown.Runs[0].Results) != 0 || cliDown.Peer == nil || cliDown.Peer.State != "DOWN" {
+		t.Fatalf("client's failed rail must hold an empty run per op and the peer rail: %+v", cliDown)
+	}
+	for _, o := range []ProbeOutput{c.out, s.out} {
+		miss := o.Incomplete()
+		if len(miss) == 0 || strings.Contains(strings.Join(miss, "\n"), "0/1 ") {
+			t.Fatalf("%s incomplete: %v: want only rail 1 missing", o.Role, miss)
+		}
+	}
+	if len(srv.opened) != 2 || len(cli.opened) != 4 {
+		t.Fatalf("the server must not open resources on its down rail: opened %d", len(srv.opened))
+	}
+}
+
+func TestClientRailDownAndLiveStateCheck(t *testing.T) {
+	// The discovered state said ACTIVE, the factory's live check says
+	// DOWN (the link dropped since): still link-down, before measuring.
+	cli := &fakeSide{fail: func(r Rail, p Params) error {
+		if r.Device == "c1" {
+			return Tag(ErrLinkDown, errors.New("c1 port 1 is DOWN (physical state Disabled)"))
+		}
+		return nil
+	}}
+	srv := &fakeSide{}
+	c, s := runBoth(t, testRails("s0", "s1"), srv, ClientConfig{Rails: testRails("c0", "c1"), Params: testParams(65536), Ops: []Op{OpWrite}}, cli)
+	if e := c.out.Rails[1].Error; e == nil || e.Kind != probeout.KindLinkDown {
+		t.Fatalf("client rail c1: %+v", e)
+	}
+	if e := s.out.Rails[1].Error; e == nil || e.Kind != probeout.KindPeer || !strings.Contains(e.Message, "client rail c1/1 failed: link-down") {
+		t.Fatalf("server's rail facing the down client rail: %+v", e)
+	}
+	if c.out.Rails[0].Error != nil || s.out.Rails[0].Error != nil || len(srv.opened) != 1 {
+		t.Fatalf("the healthy rail must be measured and the server must not open resources for the down one")
+	}
+}
+
+func TestMemlockIsTyped(t *testing.T) {
+	cli := &fakeSide{fail: func(Rail, Params) error {
+		return Tag(ErrMemlock, &net.OpError{Op: "ibv_reg_mr(1 MiB)", Err: syscall.ENOMEM})
+	}}
+	c, s := runBoth(t, testRails("s0"), &fakeSide{}, ClientConfig{Rails: testRails("c0"), Params: testParams(1 << 20), Ops: []Op{OpWrite}}, cli)
+	if e := c.out.Rails[0].Error; e == nil || e.Kind != probeout.KindMemlock || !strings.Contains(e.Message, "cannot allocate memory") {
+		t.Fatalf("client: %+v", e)
+	}
+	if e := s.out.Rails[0].Error; e == nil || e.Kind != probeout.KindPeer || !strings.Contains(e.Message, "memlock") {
+		t.Fatalf("server: %+v", e)
+	}
+}
+
+// A client whose transport dies after the first of two sizes: its rail
+// holds the one size and a transport error; the server's holds the same
+// size and a peer error naming the client's kind. Both are incomplete.
+func TestTransportFailureAfterFirstSize(t *testing.T) {
+	cli := &fakeSide{failAfter: map[string]int{"c0": 200}} // size 1 is 200 posts
+	ops := []Op{OpWrite, OpRead}
+	c, s := runBoth(t, testRails("s0", "s1"), &fakeSide{}, ClientConfig{Rails: testRails("c0", "c1"), Params: testParams(4096, 65536), Ops: ops}, cli)
+	rr := c.out.Rails[0]
+	if rr.Error == nil || rr.Error.Kind != probeout.KindTransport || !strings.Contains(rr.Error.Message, "transport retry counter exceeded") {
+		t.Fatalf("client rail 0 error: %+v", rr.Error)
+	}
+	if len(rr.Runs) != 2 || len(rr.Runs[0].Results) != 1 || rr.Runs[0].Results[0].Local.Bytes != 4096 {
+		t.Fatalf("client rail 0 must keep the size that completed: %+v", rr.Runs)
+	}
+	srr := s.out.Rails[0]
+	if srr.Error == nil || srr.Error.Kind != probeout.KindPeer || !strings.Contains(srr.Error.Message, "transport") || len(srr.Runs[0].Results) != 1 {
+		t.Fatalf("server rail 0: %+v", srr)
+	}
+	measured(t, "client", c.out.Rails[1], ops, 2)
+	if len(c.out.Incomplete()) == 0 || len(s.out.Incomplete()) == 0 {
+		t.Fatal("a partial rail must make both sides incomplete (non-zero exit)")
+	}
+}
+
+// A client process that dies (its connection drops) after the first of
+// two sizes: the server keeps the size, records a peer error on that rail,
+// and, with no finish coming, ends with a timeout.
+func TestClientDiesAfterFirstSize(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srvRails := testRails("s0")
+	done := make(chan sideOut, 1)
+	go func() {
+		out, perr := Serve(context.Background(), ln, ServerConfig{Found: srvRails, Rails: srvRails, Open: (&fakeSide{}).open,
+			Clock: fakeClock(time.Microsecond), Timeout: 500 * time.Millisecond})
+		done <- sideOut{out, perr}
+	}()
+	nc, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := newConn(nc, "server")
+	p := testParams(4096, 65536)
+	cr := testRails("c0")[0]
+	step := func(m message, want string) {
+		if err := c.send(m); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.recv(want, 5*time.Second); err != nil {
+			t.Fatal(err)
+		}
+	}
+	step(message{Type: "hello", Params: &p, Rail: &srvRails[0], ClientRail: &cr, QPs: (&fakeRes{n: 1}).Local()}, "hello")
+	step(message{Type: "start", Size: 4096}, "ready")
+	step(message{Type: "done", Result: &Figures{Bytes: 4096, Iterations: 200, AvgGbps: 1}}, "done")
+	step(message{Type: "start", Size: 65536}, "ready")
+	nc.Close() // dies mid-size
+	var s sideOut
+	select {
+	case s = <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("server did not give up")
+	}
+	if s.perr == nil || s.perr.Kind != probeout.KindTimeout {
+		t.Fatalf("no finish: want a timeout, got %v", s.perr)
+	}
+	if len(s.out.Rails) != 1 {
+		t.Fatalf("rails %+v", s.out.Rails)
+	}
+	rr := s.out.Rails[0]
+	if rr.Error == nil || rr.Error.Kind != probeout.KindPeer || len(rr.Runs) != 1 || len(rr.Runs[0].Results) != 1 || rr.Runs[0].Results[0].Remote.Bytes != 4096 {
+		t.Fatalf("server rail: %+v", rr)
+	}
+}
+
+func TestMissingPeerRailSameMode(t *testing.T) {
+	// More client rails than server rails: the client's extra rail names
+	// the missing server rail.
+	c, s := runBoth(t, testRails("s0"), &fakeSide{}, ClientConfig{Rails: testRails("c0", "c1"), Params: testParams(65536), Ops: []Op{OpWrite}}, &fakeSide{})
+	if len(c.out.Rails) != 2 || c.out.Rails[0].Error != nil {
+		t.Fatalf("client rails %+v", c.out.Rails)
+	}
+	if e := c.out.Rails[1].Error; e == nil || e.Kind != probeout.KindNoDevice || c.out.Rails[1].Peer != nil || !strings.Contains(e.Message, "no server rail pairs with client rail c1/1") {
+		t.Fatalf("client rail c1: %+v", c.out.Rails[1])
+	}
+	if len(s.out.Rails) != 1 || len(s.out.Incomplete()) != 0 || len(c.out.Incomplete()) == 0 {
+		t.Fatalf("server %+v; client incomplete %v", s.out.Rails, c.out.Incomplete())
+	}
+	// More server rails than client rails: the server records its extra
+	// rail (the client told it in finish).
+	c, s = runBoth(t, testRails("s0", "s1"), &fakeSide{}, ClientConfig{Rails: testRails("c0"), Params: testParams(65536), Ops: []Op{OpWrite}}, &fakeSide{})
+	if len(c.out.Rails) != 1 || len(c.out.Incomplete()) != 0 {
+		t.Fatalf("client %+v", c.out.Rails)
+	}
+	if len(s.out.Rails) != 2 || s.out.Rails[1].Error == nil || s.out.Rails[1].Error.Kind != probeout.KindNoDevice || !strings.Contains(s.out.Rails[1].Error.Message, "server rail s1/1") {
+		t.Fatalf("server rails %+v", s.out.Rails)
+	}
+}
+
+func TestSessionSweepBidirectional(t *testing.T) {
+	srv, cli := &fakeSide{}, &fakeSide{}
+	p := testParams(2, 65536, 1<<20)
+	p.QPs, p.Bidirectional = 2, true
+	c, s := runBoth(t, testRails("s0"), srv, ClientConfig{Rails: testRails("c0"), Params: p, Ops: []Op{OpWrite}}, cli)
+	rep, srep := c.out.Rails[0].Runs[0], s.out.Rails[0].Runs[0]
+	if len(rep.Results) != 3 || len(srep.Results) != 3 {
+		t.Fatalf("results client %d server %d", len(rep.Results), len(srep.Results))
+	}
+	for i, r := range rep.Results {
+		if r.Remote == nil || r.Total.AvgGbps <= r.Local.AvgGbps || r.Local.Bytes != p.Sizes[i] {
+			t.Fatalf("size %d: bidirectional total must add the server's direction: %+v", p.Sizes[i], r)
+		}
+	}
+	if len(cli.opened[0].connected) != 2 || cli.opened[0].connected[0].QPN != 100 || !cli.allClosed() || !srv.allClosed() {
+		t.Fatal("QP info not exchanged or resources not closed")
+	}
+}
+
+func TestBadParamsAreUsageAndServerFinishes(t *testing.T) {
+	p := testParams(65536)
+	p.CQMod = 1000 // > tx depth
+	c, s := runBoth(t, testRails("s0"), &fakeSide{}, ClientConfig{Rails: testRails("c0"), Params: p, Ops: []Op{OpWrite}}, &fakeSide{})
+	if c.perr == nil || c.perr.Kind != probeout.KindUsage {
+		t.Fatalf("client: %v", c.perr)
+	}
+	if s.perr == nil || s.perr.Kind != probeout.KindPeer || !strings.Contains(s.perr.Message, "usage") {
+		t.Fatalf("server: %v", s.perr)
+	}
+}
+
+func TestServerWideFailureReachesClient(t *testing.T) {
+	ln, _ := net.Listen("tcp", "127.0.0.1:0")
+	done := make(chan sideOut, 1)
+	noDev := probeout.Errorf(probeout.KindNoDevice, "no RDMA device visible")
+	go func() {
+		out, perr := Serve(context.Background(), ln, ServerConfig{Err: noDev, Timeout: 5 * time.Second})
+		done <- sideOut{out, perr}
+	}()
+	out, perr := RunClient(context.Background(), ClientConfig{Addr: ln.Addr().String(), Rails: testRails("c0"), Open: (&fakeSide{}).open,
+		Params: testParams(65536), Ops: []Op{OpWrite}, Timeout: 2 * time.Second})
+	if perr == nil || perr.Kind != probeout.KindPeer || !strings.Contains(perr.Message, "no-device") || len(out.Incomplete()) == 0 {
+		t.Fatalf("client: %v", perr)
+	}
+	s := <-done
+	if s.perr == nil || s.perr.Kind != probeout.KindNoDevice {
+		t.Fatalf("server: %v", s.perr)
+	}
+}
+
+func TestServerTimesOutWithoutClient(t *testing.T) {
+	ln, _ := net.Listen("tcp", "127.0.0.1:0")
+	start := time.Now()
+	_, perr := Serve(context.Background(), ln, ServerConfig{Rails: testRails("s0"), Open: (&fakeSide{}).open, Timeout: 300 * time.Millisecond})
+	if perr == nil || perr.Kind != probeout.KindTimeout || time.Since(start) > 5*time.Second {
+		t.Fatalf("%v after %s", perr, time.Since(start))
+	}
+}
+
+func TestClassify(t *testing.T) {
+	cases := []struct {
+		err  error
+		kind probeout.Kind
+	}{
+		{Tag(ErrMemlock, syscall.ENOMEM), probeout.KindMemlock},
+		{Tag(ErrLinkDown, errors.New("x")), probeout.KindLinkDown},
+		{&PeerError{Role: "server", Err: probeout.Errorf(probeout.KindLinkDown, "down")}, probeout.KindPeer},
+		{probeout.Errorf(probeout.KindNoNetdev, "net1"), probeout.KindNoNetdev},
+		{errors.New("anything"), probeout.KindInternal},
+	}
+	for _, c := range cases {
+		if got := Classify(c.err); got.Kind != c.kind {
+			t.Errorf("%v: kind %s, want %s", c.err, got.Kind, c.kind)
+		}
+	}
+	if e := Tag(ErrMemlock, syscall.ENOMEM); e.Error() != syscall.ENOMEM.Error() || !errors.Is(e, syscall.ENOMEM) {
+		t.Fatalf("Tag must keep message and chain: %v", e)
+	}
+}
