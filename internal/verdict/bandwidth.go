@@ -142,6 +142,23 @@ func Bandwidth(in BWInput) BWResult {
 			res.Checks = append(res.Checks, c)
 		}
 	}
+	// Same mode: a server rail beyond the client's last one owes a result
+	// too (the server records why it went unpaired).
+	if in.RailMode != bw.RailsCross {
+		for i := len(cli.Found); i < len(serverRails); i++ {
+			sr := serverRails[i]
+			msg := fmt.Sprintf("server rail %s on %s has no client rail to pair with: the client pod on %s sees %d rail(s)",
+				sr.Name(), in.Server.Node, in.Client.Node, len(cli.Found))
+			if rr, ok := srvByRail[sr.Name()]; ok && rr.Error != nil {
+				msg += " (" + rr.Error.Message + ")"
+			}
+			for _, op := range in.Ops {
+				c := in.check(op, "(no client rail)→"+sr.Name())
+				setOutcome(&c, reports.Fail, msg, FixNoDevice)
+				res.Checks = append(res.Checks, c)
+			}
+		}
+	}
 	// An exit code that contradicts a clean output is not a pass: the probe
 	// knows something its JSON does not say.
 	for _, s := range []Side{in.Client, in.Server} {
@@ -240,6 +257,9 @@ func (in BWInput) explain(s Side, port string, e *probeout.Error) (reports.Statu
 	}
 	switch e.Kind {
 	case probeout.KindNoDevice:
+		if port != "" { // one rail has no counterpart: the message says which
+			return reports.Fail, fmt.Sprintf("%s: %s", where, e.Message), FixNoDevice
+		}
 		return reports.Fail, fmt.Sprintf("node %s advertises %s but no RDMA device is visible in pod %s: device plugin / MOFED not ready (%s)",
 			s.Node, in.Resource, s.Pod, e.Message), FixNoDevice
 	case probeout.KindNoNetdev:

@@ -222,6 +222,16 @@ func TestRailCountMismatchAndCrossMode(t *testing.T) {
 	if len(cs) != 2 || cs[0].Status != reports.Pass || cs[1].Status != reports.Fail || !strings.Contains(cs[1].Rail, "no peer rail") {
 		t.Fatalf("%s", statuses(cs))
 	}
+	// Same mode, the other way: the server has a rail the client lacks.
+	cli, srv = pairOut(t, []string{"write"}, []int{k64}, 2, 195, func(c, s *bw.ProbeOutput) {
+		c.Found, c.Rails = c.Found[:1], c.Rails[:1]
+		s.Rails[1].Peer = nil
+		s.Rails[1].Error = probeout.Errorf(probeout.KindNoDevice, "no client rail pairs with server rail mlx5_1/1")
+	})
+	cs = Bandwidth(bwInput(t, []string{"write"}, []int{k64}, cli, srv)).Checks
+	if len(cs) != 2 || cs[0].Status != reports.Pass || cs[1].Status != reports.Fail || !strings.Contains(cs[1].Diagnosis, "server rail mlx5_1/1 on node-1 has no client rail") {
+		t.Fatalf("server's extra rail: %s %+v", statuses(cs), cs)
+	}
 	// Cross mode expects every client rail × every server rail.
 	cli, srv = pairOut(t, []string{"write"}, []int{k64}, 2, 195, nil)
 	in := bwInput(t, []string{"write"}, []int{k64}, cli, srv)
