@@ -172,15 +172,24 @@ func TestPortDownOrMissingDeviceIsClear(t *testing.T) {
 }
 
 // The cycle clock must agree with the monotonic clock over a measured span.
+// A TCG guest on a loaded host gets descheduled between the two reads of
+// one sample, so one of three samples must agree within 2 % (a wrong
+// calibration fails all three).
 func TestCycleClockCalibrated(t *testing.T) {
 	c := Clock()
-	t0, c0 := time.Now(), c()
-	time.Sleep(300 * time.Millisecond)
-	wall, cyc := time.Since(t0), c()-c0
-	ratio := float64(cyc) / float64(wall)
-	if ratio < 0.98 || ratio > 1.02 {
-		t.Fatalf("cycle clock %v vs monotonic %v (ratio %.4f)", cyc, wall, ratio)
+	var ratios []float64
+	for range 3 {
+		t0, c0 := time.Now(), c()
+		time.Sleep(300 * time.Millisecond)
+		wall, cyc := time.Since(t0), c()-c0
+		ratio := float64(cyc) / float64(wall)
+		if ratio >= 0.98 && ratio <= 1.02 {
+			t.Logf("cycle clock %v vs monotonic %v (ratio %.4f)", cyc, wall, ratio)
+			return
+		}
+		ratios = append(ratios, ratio)
 	}
+	t.Fatalf("cycle clock vs monotonic ratios %.4f: none within 2 %%", ratios)
 }
 
 // Run as uid 1000 under a 64 KiB memlock limit (guest-tests.sh): opening a
