@@ -15,6 +15,7 @@ import (
 	"github.com/rdmasuite/rdmasuite/internal/cluster"
 	"github.com/rdmasuite/rdmasuite/internal/doctor"
 	"github.com/rdmasuite/rdmasuite/reports"
+	"github.com/rdmasuite/rdmasuite/workloads/units"
 )
 
 // errFindings makes `rdmasuite doctor` exit 3 when something was found.
@@ -96,12 +97,4 @@ func runDoctor(args []string, stdout io.Writer) error {
 	return nil
 }
 
-func split(s string) []string {
-	var out []string
-	for _, p := range strings.Split(s, ",") {
-		if p = strings.TrimSpace(p); p != "" {
-			out = append(out, p)
-		}
-	}
-	return out
-}
+func split(s string) []string { return units.SplitList(s) }

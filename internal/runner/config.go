@@ -8,7 +8,6 @@ package runner
 
 import (
 	"fmt"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -16,6 +15,7 @@ import (
 	"github.com/rdmasuite/rdmasuite/internal/pairing"
 	"github.com/rdmasuite/rdmasuite/thresholds"
 	"github.com/rdmasuite/rdmasuite/workloads/bw"
+	"github.com/rdmasuite/rdmasuite/workloads/units"
 )
 
 // Config is one run's settings (the suite's flags, parsed).
@@ -104,38 +104,8 @@ func (c Config) SizesArg() string {
 	return strings.Join(parts, ",")
 }
 
-// ParseSizes reads "64K,1M,4096" into bytes.
-func ParseSizes(s string) ([]int, error) {
-	var out []int
-	for _, part := range SplitList(s) {
-		mult, num := 1, part
-		switch {
-		case strings.HasSuffix(part, "K"):
-			mult, num = 1<<10, strings.TrimSuffix(part, "K")
-		case strings.HasSuffix(part, "M"):
-			mult, num = 1<<20, strings.TrimSuffix(part, "M")
-		case strings.HasSuffix(part, "G"):
-			mult, num = 1<<30, strings.TrimSuffix(part, "G")
-		}
-		n, err := strconv.Atoi(num)
-		if err != nil || n <= 0 {
-			return nil, fmt.Errorf("bad size %q: want e.g. 65536, 64K, 1M", part)
-		}
-		if slices.Contains(out, n*mult) {
-			return nil, fmt.Errorf("size %q given twice", part)
-		}
-		out = append(out, n*mult)
-	}
-	return out, nil
-}
+// ParseSizes reads "64K,1M,4096" into bytes (units.ParseSizes).
+func ParseSizes(s string) ([]int, error) { return units.ParseSizes(s) }
 
-// SplitList splits a comma-separated flag value, dropping empty entries.
-func SplitList(s string) []string {
-	var out []string
-	for _, p := range strings.Split(s, ",") {
-		if p = strings.TrimSpace(p); p != "" {
-			out = append(out, p)
-		}
-	}
-	return out
-}
+// SplitList splits a comma-separated flag value (units.SplitList).
+func SplitList(s string) []string { return units.SplitList(s) }

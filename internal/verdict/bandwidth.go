@@ -10,6 +10,7 @@ import (
 	"github.com/rdmasuite/rdmasuite/workloads/bw"
 	"github.com/rdmasuite/rdmasuite/workloads/mr"
 	"github.com/rdmasuite/rdmasuite/workloads/probeout"
+	"github.com/rdmasuite/rdmasuite/workloads/units"
 )
 
 // BWInput is one pair's observation and what the run asked it to cover.
@@ -350,13 +351,6 @@ func (in BWInput) evidence() []string {
 	return ev
 }
 
-// SizeName prints a message size the way check measurements name it.
-func SizeName(b int) string {
-	switch {
-	case b >= 1<<20 && b%(1<<20) == 0:
-		return fmt.Sprintf("%dMiB", b>>20)
-	case b >= 1<<10 && b%(1<<10) == 0:
-		return fmt.Sprintf("%dKiB", b>>10)
-	}
-	return fmt.Sprintf("%dB", b)
-}
+// SizeName prints a message size the way check measurements name it:
+// units.Bytes without the space (64KiB, 1MiB, 100B).
+func SizeName(b int) string { return strings.ReplaceAll(units.Bytes(int64(b)), " ", "") }

@@ -9,3 +9,18 @@ func TestBytes(t *testing.T) {
 		}
 	}
 }
+
+func TestParseSizesAndSplitList(t *testing.T) {
+	got, err := ParseSizes(" 64K,1M , 4096,2G")
+	if err != nil || len(got) != 4 || got[0] != 65536 || got[1] != 1<<20 || got[2] != 4096 || got[3] != 2<<30 {
+		t.Fatalf("%v %v", got, err)
+	}
+	for _, bad := range []string{"", ",", "64Q", "0", "-1K", "64K,64K", "1.5M"} {
+		if _, err := ParseSizes(bad); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+	if l := SplitList(" a, ,b,"); len(l) != 2 || l[0] != "a" || l[1] != "b" {
+		t.Fatalf("%q", l)
+	}
+}
