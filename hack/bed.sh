@@ -413,6 +413,7 @@ do_down() {
       ip netns delete "$(basename "$f")" 2>/dev/null || { umount "$f" 2>/dev/null; rm -f "$f"; }
     fi
   done
+  # rsbr*: host node bridges; rsgl*: the guest nodes' rail bridges, rsgt*: their taps.
   for f in /sys/class/net/rsbr* /sys/class/net/rsgt* /sys/class/net/rsgl*; do [[ -e $f ]] && ip link delete "$(basename "$f")" 2>/dev/null; done
   ip link delete "$BED_LINK" 2>/dev/null || true
   remove_iptables_chains
@@ -478,6 +479,14 @@ do_status() {
   echo "KUBECONFIG=$BED_DIR/kubeconfig"
   kubectl get nodes -o wide 2>&1 || true
   kubectl get nodes -o 'custom-columns=NAME:.metadata.name,RDMA:.status.allocatable.rdma/rdma_shared_device_a,HOSTDEV:.status.allocatable.nvidia\.com/hostdev,GPU:.status.allocatable.nvidia\.com/gpu,MOFEDWAIT:.metadata.labels.network\.nvidia\.com/operator\.mofed\.wait,TAINTS:.spec.taints[*].key' 2>&1 || true
+  # Guest nodes: each rail's state (hack/guestnode/rail.sh stages one down).
+  local g
+  for g in "$BED_DIR"/guestnodes/*/; do
+    [[ -f $g/qemu.pid ]] || continue
+    g=$(basename "$g")
+    echo "$g rails:"
+    RAIL_TIMEOUT=5 "$here/guestnode/rail.sh" "$g" 2>&1 | sed 's/^/  /' || true
+  done
 }
 
 # Leftovers check used by tests and `make test`: prints what is left and fails.

@@ -30,14 +30,22 @@ if [[ -f $d/hostaddr ]]; then
   read -r addr link <"$d/hostaddr"
   ip addr del "$addr" dev "$link" 2>/dev/null || true
 fi
-if [[ -f $d/tap ]]; then
-  ip link del "$(cat "$d/tap")" 2>/dev/null || true
+# Its taps, one per rail (taps: one a line; tap: an older layout's one).
+for f in "$d/taps" "$d/tap"; do
+  [[ -f $f ]] || continue
+  while read -r t; do [[ -n $t ]] && ip link del "$t" 2>/dev/null || true; done <"$f"
+done
+if [[ -f $d/index ]]; then
+  # shellcheck disable=SC2046 # the pattern is meant to glob
+  for f in /sys/class/net/$(link_tap '*' "$(cat "$d/index")"); do
+    [[ -e $f ]] && ip link del "${f##*/}" 2>/dev/null || true
+  done
 fi
 rm -rf "$d" "$d.failed"
-# The last guest node takes the directory (and its lock) and the link bridge
-# with it.
+# The last guest node takes the directory (and its lock) and the rail
+# bridges with it.
 if ! compgen -G "$GN_ROOT/*/" >/dev/null; then
-  ip link del "$LINK_BRIDGE" 2>/dev/null || true
+  for f in /sys/class/net/rsgl*; do [[ -e $f ]] && ip link del "${f##*/}" 2>/dev/null || true; done
   rm -f "$GN_ROOT/.lock"
   rmdir "$GN_ROOT" 2>/dev/null || true
 fi

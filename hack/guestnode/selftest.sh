@@ -1,16 +1,23 @@
 #!/usr/bin/env bash
 # selftest.sh NAME [PEER] — proves guest node NAME (hack/guestnode/up.sh NAME) works
-# as an RDMA node, in a namespace of its own that it deletes afterwards:
+# as an RDMA node with every rail, in a namespace of its own that it deletes
+# afterwards:
 #   1. a non-privileged pod requesting rdma/rdma_shared_device_a: 1 runs
-#      `rdmaprobe devices` and lists rxe0 with an ACTIVE port; its log is read
-#      with `kubectl logs` (the apiserver -> kubelet path through the relay);
+#      `rdmaprobe devices` and lists every rail's rxe device (rxe0, rxe1, ...
+#      as hack/guestnode/rail.sh finds them in the guest) with an ACTIVE port;
+#      its log is read with `kubectl logs` (the apiserver -> kubelet path
+#      through the relay);
 #   2. a pod without the resource sees no verbs device (`rdmaprobe env`:
 #      "rdmaDevices":[]);
-#   3. two pods with the resource and IPC_LOCK run `rdmaprobe bw` server (on
-#      NAME) and client (on PEER, another guest node, when given: RoCE v2
-#      across the guest-to-guest link; else on NAME too), 64 KiB writes, and
-#      the client reports non-zero bandwidth.
+#   3. per rail rxeN: two pods with the resource and IPC_LOCK run `rdmaprobe
+#      bw` server (on NAME, --device rxeN) and client (on PEER, another guest
+#      node, when given: RoCE v2 across rail N; else on NAME too), 64 KiB
+#      writes, and the client reports non-zero bandwidth.
+# With SELFTEST_DOWN_RAIL=rxeN (needs PEER): 4. rail.sh sets rxeN's link down
+# on NAME (port DOWN), the bandwidth test on rxeN fails while every other rail
+# still measures; 5. rail.sh brings it back up and rxeN measures again.
 # Prints each check and the pod start latency (create -> Ready, bw server).
+# SELFTEST_POD_TIMEOUT (seconds, 240) bounds each pod's start and run.
 set -euo pipefail
 # shellcheck source=lib.sh
 . "$(cd "$(dirname "$0")" && pwd)/lib.sh"
@@ -27,7 +34,12 @@ fail() { log "FAIL $*"; fails=$((fails + 1)); }
 now_ms() { echo $(($(date +%s%N) / 1000000)); }
 
 for n in "$name" "$peer"; do kubectl get node "$n" >/dev/null || die "no node $n (hack/guestnode/up.sh $n)"; done
-kubectl delete namespace "$ns" --wait=true --timeout=60s >/dev/null 2>&1 || true
+kubectl delete namespace "$ns" --wait=false >/dev/null 2>&1 || true
+deadline=$((SECONDS + 120))
+while kubectl get namespace "$ns" >/dev/null 2>&1; do
+  ((SECONDS < deadline)) || die "namespace $ns (an earlier run's) still terminating after 120 s"
+  sleep 1
+done
 kubectl create namespace "$ns" >/dev/null
 trap 'kubectl delete namespace "$ns" --wait=false >/dev/null 2>&1 || true' EXIT
 
@@ -53,6 +65,8 @@ spec:
 YAML
 }
 phase() { kubectl -n "$ns" get pod "$1" -o 'jsonpath={.status.phase}'; }
+# Polled, not `kubectl wait`: lib.sh bounds every kubectl call to 30 s, and
+# under TCG on a busy host a pod can take minutes to start.
 wait_done() { # pod seconds
   local deadline=$((SECONDS + $2)) p
   while :; do
@@ -62,21 +76,38 @@ wait_done() { # pod seconds
     sleep 0.5
   done
 }
+wait_ready() { # pod seconds
+  local deadline=$((SECONDS + $2))
+  until [[ $(kubectl -n "$ns" get pod "$1" -o 'jsonpath={.status.conditions[?(@.type=="Ready")].status}' 2>/dev/null) == True ]]; do
+    ((SECONDS < deadline)) || return 1
+    sleep 0.5
+  done
+}
+# How long a pod may take to start and finish (SELFTEST_POD_TIMEOUT seconds).
+pt=${SELFTEST_POD_TIMEOUT:-240}
+
+# The rails, from the guest itself (the control channel: rail.sh).
+rails=$("$here/rail.sh" "$name" | awk '{print $1}' | tr '\n' ' ') || die "rail.sh $name: cannot read the guest's rails"
+[[ -n $rails ]] || die "$name has no rxe device"
+log "rails on $name: $rails"
 
 # 1 and 2 together.
 pod devices 1 0 '[rdmaprobe, devices]'
 pod nodev 0 0 '[rdmaprobe, env]'
-if wait_done devices 120; then
+if wait_done devices "$pt"; then
   out=$(kubectl -n "$ns" logs devices 2>&1 || true)
-  if grep -q '"name":"rxe0"' <<<"$out" && grep -q '"state":"ACTIVE"' <<<"$out"; then
-    pass "pod with $RESOURCE: rdmaprobe devices lists rxe0, port ACTIVE (read with kubectl logs)"
+  missing=
+  for r in $rails; do grep -q "\"name\":\"$r\"" <<<"$out" || missing+=" $r"; done
+  active=$(grep -o '"state":"ACTIVE"' <<<"$out" | wc -l)
+  if [[ -z $missing ]] && ((active >= $(wc -w <<<"$rails"))); then
+    pass "pod with $RESOURCE: rdmaprobe devices lists ${rails% } ($active ports ACTIVE; read with kubectl logs)"
   else
-    fail "pod with $RESOURCE: rdmaprobe devices ($(phase devices)): $out"
+    fail "pod with $RESOURCE: rdmaprobe devices ($(phase devices)) misses${missing:- no device} or has only $active ACTIVE ports: $out"
   fi
 else
-  fail "pod with $RESOURCE did not finish in 120 s: $(kubectl -n "$ns" describe pod devices | tail -15)"
+  fail "pod with $RESOURCE did not finish in $pt s: $(kubectl -n "$ns" describe pod devices | tail -15)"
 fi
-if wait_done nodev 120; then
+if wait_done nodev "$pt"; then
   out=$(kubectl -n "$ns" logs nodev 2>&1 || true)
   if grep -q '"rdmaDevices":\[\]' <<<"$out"; then
     pass "pod without $RESOURCE: no /dev/infiniband (rdmaDevices: [])"
@@ -84,32 +115,72 @@ if wait_done nodev 120; then
     fail "pod without $RESOURCE sees RDMA devices: $out"
   fi
 else
-  fail "pod without $RESOURCE did not finish in 120 s"
+  fail "pod without $RESOURCE did not finish in $pt s"
 fi
 
-# 3: bandwidth between two pods, on the node or from the peer node.
-t=$(now_ms)
-pod bw-server 1 1 '[rdmaprobe, bw, server, --device, rxe0]'
-if kubectl -n "$ns" wait --for=condition=Ready pod/bw-server --timeout=120s >/dev/null; then
-  start_ms=$(($(now_ms) - t))
-  log "bw server pod: create -> Ready $start_ms ms"
-  ip=$(kubectl -n "$ns" get pod bw-server -o 'jsonpath={.status.podIP}')
-  pod bw-client 1 1 "[rdmaprobe, bw, client, --device, rxe0, --size, 64K, --iters, \"200\", --table, \"$ip\"]" "$peer"
-  if wait_done bw-client 180; then
-    out=$(kubectl -n "$ns" logs bw-client 2>&1 || true)
-    avg=$(grep -o '"bwAvgGbps":[0-9.e+-]*' <<<"$out" | head -1 | cut -d: -f2)
-    mbs=$(grep -o '"bwAvgMBps":[0-9.e+-]*' <<<"$out" | head -1 | cut -d: -f2)
-    if [[ $(phase bw-client) == Succeeded ]] && awk -v a="${avg:-0}" 'BEGIN {exit !(a > 0)}'; then
-      gid=$(grep -o '"gid":"[^"]*"' <<<"$out" | head -1)
-      pass "rdmaprobe bw pod on $peer -> pod on $name over rxe0 ($gid), 64 KiB RDMA writes x 200: avg ${avg} Gb/s (${mbs} MB/s)"
+# 3: bandwidth between two pods on each rail, on the node or from the peer node.
+# bw_rail DEV want(pass|fail) tag: server pod on NAME, client pod on PEER,
+# both on DEV; "fail" expects the client to fail (a rail staged down).
+bw_rail() {
+  local dev=$1 want=$2 tag=$3 t ip out avg mbs gid p
+  local srv=bw-server-$dev-$tag cli=bw-client-$dev-$tag
+  t=$(now_ms)
+  pod "$srv" 1 1 "[rdmaprobe, bw, server, --device, $dev, --timeout, $((pt + 60))s]"
+  if ! wait_ready "$srv" "$pt"; then
+    fail "$dev: bw server pod not Ready in $pt s: $(kubectl -n "$ns" describe pod "$srv" | tail -15)"
+    return
+  fi
+  log "$dev: bw server pod create -> Ready $(($(now_ms) - t)) ms"
+  ip=$(kubectl -n "$ns" get pod "$srv" -o 'jsonpath={.status.podIP}')
+  t=$(now_ms)
+  pod "$cli" 1 1 "[rdmaprobe, bw, client, --device, $dev, --size, 64K, --iters, \"200\", --table, \"$ip\"]" "$peer"
+  if ! wait_done "$cli" "$pt"; then
+    fail "$dev: bw client did not finish in $pt s: $(kubectl -n "$ns" logs "$cli" 2>&1 | tail -5)"
+    return
+  fi
+  out=$(kubectl -n "$ns" logs "$cli" 2>&1 || true)
+  p=$(phase "$cli")
+  avg=$(grep -o '"bwAvgGbps":[0-9.e+-]*' <<<"$out" | head -1 | cut -d: -f2)
+  mbs=$(grep -o '"bwAvgMBps":[0-9.e+-]*' <<<"$out" | head -1 | cut -d: -f2)
+  gid=$(grep -o '"gid":"[^"]*"' <<<"$out" | head -1)
+  local ok=0
+  [[ $p == Succeeded ]] && awk -v a="${avg:-0}" 'BEGIN {exit !(a > 0)}' && ok=1
+  if [[ $want == pass ]]; then
+    if ((ok)); then
+      pass "$dev: rdmaprobe bw pod on $peer -> pod on $name ($gid), 64 KiB RDMA writes x 200: avg ${avg} Gb/s (${mbs} MB/s), client $(($(now_ms) - t)) ms"
     else
-      fail "rdmaprobe bw client ($(phase bw-client)): $out"
+      fail "$dev: rdmaprobe bw client ($p): $out"
     fi
   else
-    fail "bw client did not finish in 180 s: $(kubectl -n "$ns" logs bw-client 2>&1 | tail -5)"
+    if ((ok)); then
+      fail "$dev is staged down on $name but the bandwidth test passed: avg ${avg} Gb/s"
+    else
+      pass "$dev staged down on $name: the bandwidth test fails as it must ($p after $(($(now_ms) - t)) ms): $(tr -d '\n' <<<"$out" | cut -c1-300)"
+    fi
   fi
-else
-  fail "bw server pod not Ready in 120 s: $(kubectl -n "$ns" describe pod bw-server | tail -15)"
+  kubectl -n "$ns" delete pod "$srv" "$cli" --wait=false --grace-period=0 --force >/dev/null 2>&1 || true
+}
+for r in $rails; do bw_rail "$r" pass all; done
+
+down=${SELFTEST_DOWN_RAIL:-}
+if [[ -n $down ]]; then
+  [[ $peer != "$name" ]] || die "SELFTEST_DOWN_RAIL needs a PEER node"
+  [[ " $rails " == *" $down "* ]] || die "SELFTEST_DOWN_RAIL=$down is not a rail of $name ($rails)"
+  trap '"$here/rail.sh" "$name" "$down" up >/dev/null 2>&1 || true; kubectl delete namespace "$ns" --wait=false >/dev/null 2>&1 || true' EXIT
+  if out=$("$here/rail.sh" "$name" "$down" down) && grep -q "^$down .*port=DOWN" <<<"$out"; then
+    pass "rail.sh $name $down down: $(grep "^$down " <<<"$out")"
+    for r in $rails; do
+      if [[ $r == "$down" ]]; then bw_rail "$r" fail down; else bw_rail "$r" pass down; fi
+    done
+  else
+    fail "rail.sh $name $down down: $out"
+  fi
+  if out=$("$here/rail.sh" "$name" "$down" up) && grep -q "^$down .*port=ACTIVE" <<<"$out"; then
+    pass "rail.sh $name $down up: $(grep "^$down " <<<"$out")"
+    bw_rail "$down" pass up
+  else
+    fail "rail.sh $name $down up: $out"
+  fi
 fi
 
 if ((fails)); then

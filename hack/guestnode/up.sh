@@ -1,24 +1,30 @@
 #!/usr/bin/env bash
 # up.sh NAME — boots a Kubernetes worker node NAME inside a qemu TCG guest
-# with a Soft-RoCE device (rxe0 on the guest's NIC) and joins it to the
-# running host bed (hack/bed.sh up). The guest runs containerd, the kubelet
-# and rdma-device-plugin, which advertises rdma/rdma_shared_device_a; pods
-# that request it get /dev/infiniband/uverbs0 and rdma_cm.
+# with two Soft-RoCE devices (rxe0 on eth1, rxe1 on eth2: two rails) and
+# joins it to the running host bed (hack/bed.sh up). The guest runs
+# containerd, the kubelet and rdma-device-plugin, which advertises
+# rdma/rdma_shared_device_a; pods that request it get every rail's
+# /dev/infiniband/uverbsN and rdma_cm.
 #
 # Returns once the node is Ready and the resource is allocatable; prints the
 # timings. State, pids and logs: $BED_DIR/guestnodes/NAME (console.log,
-# kubelet.log, containerd.log, plugin.log, relay.log). Remove with down.sh NAME.
+# kubelet.log, containerd.log, plugin.log, relay.log; ctl.in/ctl.out: the
+# control channel of lib.sh's guest_exec and rail.sh). Remove with down.sh NAME.
 #
 # NAME must have a line in the guest node table (BED_GUEST_NODES_CONF, default
 # hack/bed-guest-nodes.conf): labels, the device plugin's shared count,
 # taints (registered at join) and the containers' memlock limit come from it.
-# All guest nodes share one link (eth1: a tap each on the host bridge
-# rsgl0, MTU 9000) that carries rxe0 and routes to each other's pod
-# subnets, so pods on two guests talk RoCE v2 node to node.
+# All guest nodes share the rails: rail R is a host bridge rsglR with a tap
+# per guest (ethR+1 in the guest, MTU 9000, own MAC, subnet 10.251.R.0/24)
+# that carries rxeR; rail 0 also routes to each other's pod subnets. So pods
+# on two guests talk RoCE v2 node to node on every rail, and a rail can be
+# taken down on one node alone (hack/guestnode/rail.sh).
 #
 # Environment: GUESTNODE_SMP (vCPUs, default 2; bed.sh passes 1 when it boots
 # two on a 2-core host), GUESTNODE_MEM_MB (2048), GUESTNODE_TIMEOUT (seconds
-# for boot -> Ready, 300), KUBELET_V (kubelet log level, 1).
+# for boot -> Ready, 300), GUESTNODE_RAILS (1..4, default 2),
+# GUESTNODE_DOWN_RAILS ("NODE:DEV ...", e.g. rxe-node-2:rxe1: rails that
+# rail.sh sets down once the node is Ready), KUBELET_V (kubelet log level, 1).
 set -euo pipefail
 # shellcheck source=lib.sh
 . "$(cd "$(dirname "$0")" && pwd)/lib.sh"
@@ -36,7 +42,7 @@ done
 [[ -n $row ]] || die "guest node $name is not in $conf (it has: ${NODE_NAME[*]}); add a line for it there"
 ((NODE_HOSTDEV[row] == 0)) || die "$conf: $name has hostdev ${NODE_HOSTDEV[$row]}; a guest node has no SR-IOV VFs (use 0)"
 RESOURCE_COUNT=${NODE_RDMA[$row]}
-((RESOURCE_COUNT > 0)) || die "$conf: $name advertises rdma_shared_a 0; a guest node exists to give pods its rxe0 (use e.g. 63)"
+((RESOURCE_COUNT > 0)) || die "$conf: $name advertises rdma_shared_a 0; a guest node exists to give pods its rxe devices (use e.g. 63)"
 memlock_kb=
 [[ ${NODE_MEMLOCK[$row]} != - ]] && memlock_kb=$((NODE_MEMLOCK[row] / 1024))
 taints_yaml=
@@ -104,8 +110,10 @@ trap 'if ((ok == 0)); then failed; fi' EXIT
 trap 'exit 130' INT TERM
 if ss -Htln "sport = :$port" | grep -q .; then die "port 127.0.0.1:$port (hostfwd for $name) is in use"; fi
 if ss -Htln "src $ip" | grep -q .; then die "$ip:$KUBELET_PORT is already in use"; fi
-tap=$(link_tap "$idx")
-[[ -e /sys/class/net/$tap ]] && die "tap $tap (guest link of $name) already exists"
+for ((rail = 0; rail < LINK_RAILS; rail++)); do
+  tap=$(link_tap "$rail" "$idx")
+  [[ -e /sys/class/net/$tap ]] && die "tap $tap (rail $rail of $name) already exists"
+done
 
 # --- binaries and image -----------------------------------------------------------
 t_build=$SECONDS
@@ -213,13 +221,16 @@ cat >"$x/etc/cni/net.d/10-guestnode.conflist" <<CN
   ]
 }
 CN
+# The plugin selects by driver: every rail's rxe device, so a pod with the
+# resource gets all their uverbs nodes (+ rdma_cm), a down rail's too.
 cat >"$x/etc/guestnode/env" <<EV
 NODE_NAME=$name
 NODE_IP=$ip
 KUBELET_V=${KUBELET_V:-1}
 MEMLOCK_KB=$memlock_kb
-LINK_IP=$(link_ip "$idx")
-LINK_ROUTES="$(for j in 1 2 3 4 5 6 7 8; do ((j == idx)) || printf '%s@%s ' "$(pod_cidr "$j")" "$(link_ip "$j")"; done)"
+LINK_IPS="$(for ((r = 0; r < LINK_RAILS; r++)); do printf '%s ' "$(link_ip "$r" "$idx")"; done)"
+LINK_MACS="$(for ((r = 0; r < LINK_RAILS; r++)); do printf '%s ' "$(link_mac "$r" "$idx")"; done)"
+LINK_ROUTES="$(for j in 1 2 3 4 5 6 7 8; do ((j == idx)) || printf '%s@%s ' "$(pod_cidr "$j")" "$(link_ip 0 "$j")"; done)"
 DEVICE_PLUGIN_ARGS="--resource-name $RESOURCE --shared-count $RESOURCE_COUNT --drivers rdma_rxe"
 EV
 find "$x" -type d -exec chmod 755 {} +
@@ -228,16 +239,26 @@ cat "$base/base.cpio" "$d/node.cpio" >"$d/initrd"
 rm -rf "$x" "$d/node.cpio"
 
 # --- host side: node IP, qemu, relay -------------------------------------------------
-# The guest link: this node's tap on the shared host bridge (made by the
+# The rails: this node's tap on each rail's shared host bridge (made by the
 # first guest node, removed with the last: down.sh).
-if [[ ! -e /sys/class/net/$LINK_BRIDGE ]]; then
-  ip link add "$LINK_BRIDGE" type bridge 2>/dev/null || [[ -e /sys/class/net/$LINK_BRIDGE ]] ||
-    die "cannot create the guest link bridge $LINK_BRIDGE"
-fi
-ip link set "$LINK_BRIDGE" up
-ip tuntap add dev "$tap" mode tap || die "cannot create tap $tap (is /dev/net/tun available?)"
-echo "$tap" >"$d/tap"
-ip link set "$tap" mtu 9000 master "$LINK_BRIDGE" up
+rail_nics=() rails_desc=
+: >"$d/taps"
+for ((rail = 0; rail < LINK_RAILS; rail++)); do
+  br=$(link_bridge "$rail") tap=$(link_tap "$rail" "$idx")
+  if [[ ! -e /sys/class/net/$br ]]; then
+    ip link add "$br" type bridge 2>/dev/null || [[ -e /sys/class/net/$br ]] ||
+      die "cannot create the rail $rail bridge $br"
+  fi
+  ip link set "$br" up
+  ip tuntap add dev "$tap" mode tap || die "cannot create tap $tap (is /dev/net/tun available?)"
+  echo "$tap" >>"$d/taps"
+  ip link set "$tap" mtu 9000 master "$br" up
+  rail_nics+=(-netdev "tap,id=r$rail,ifname=$tap,script=no,downscript=no"
+    -device "virtio-net-pci,netdev=r$rail,host_mtu=9000,mac=$(link_mac "$rail" "$idx")")
+  rails_desc+=", rxe$rail on $(link_ip "$rail" "$idx") ($(link_netdev "$rail") = $tap on $br)"
+done
+# The control channel (lib.sh guest_exec): qemu's pipe chardev on two FIFOs.
+mkfifo -m 600 "$d/ctl.in" "$d/ctl.out"
 ip addr replace "$ip/24" dev "$BED_LINK"
 echo "$ip/24 $BED_LINK" >"$d/hostaddr"
 : >"$d/console.log"
@@ -252,18 +273,18 @@ setsid qemu-system-x86_64 \
   -serial "file:$d/console.log" \
   -netdev "user,id=n0,net=10.0.2.0/24,host=10.0.2.2,hostfwd=tcp:127.0.0.1:$port-:$KUBELET_PORT" \
   -device virtio-net-pci,netdev=n0 \
-  -netdev "tap,id=n1,ifname=$tap,script=no,downscript=no" \
-  -device "virtio-net-pci,netdev=n1,host_mtu=9000,mac=$(link_mac "$idx")" \
+  "${rail_nics[@]}" \
   -device virtio-serial-pci,id=vs \
   -chardev "file,id=kubelet,path=$d/kubelet.log" -device virtserialport,bus=vs.0,chardev=kubelet,name=guestnode.kubelet \
   -chardev "file,id=containerd,path=$d/containerd.log" -device virtserialport,bus=vs.0,chardev=containerd,name=guestnode.containerd \
   -chardev "file,id=plugin,path=$d/plugin.log" -device virtserialport,bus=vs.0,chardev=plugin,name=guestnode.plugin \
+  -chardev "pipe,id=ctl,path=$d/ctl" -device virtserialport,bus=vs.0,chardev=ctl,name=guestnode.ctl \
   </dev/null >>"$d/qemu.log" 2>&1 9>&- &
 qpid=$!
 echo "$qpid" >"$d/qemu.pid"
 setsid "$BED_DIR/bin/tcprelay" -listen "$ip:$KUBELET_PORT" -to "127.0.0.1:$port" </dev/null >>"$d/relay.log" 2>&1 9>&- &
 echo $! >"$d/relay.pid"
-log "$name: qemu pid $qpid (-smp $smp -m $mem), node IP $ip, kubelet via 127.0.0.1:$port, pods $cidr, rxe0 on $(link_ip "$idx") (eth1 = $tap on $LINK_BRIDGE)"
+log "$name: qemu pid $qpid (-smp $smp -m $mem), node IP $ip, kubelet via 127.0.0.1:$port, pods $cidr$rails_desc"
 
 ms() { echo $(($(date +%s%N) / 1000000 - start_ms)); }
 secs() { printf '%d.%01d' $(($1 / 1000)) $((($1 % 1000) / 100)); }
@@ -286,7 +307,7 @@ wait_until() { # seconds what command...
 node_ready() { [[ $(kubectl get node "$name" -o 'jsonpath={.status.conditions[?(@.type=="Ready")].status}') == True ]]; }
 allocatable() { [[ $(kubectl get node "$name" -o "jsonpath={.status.allocatable.rdma/rdma_shared_device_a}") == "$RESOURCE_COUNT" ]]; }
 
-wait_until "$timeout_s" "rxe0 in the guest" grep -q 'RXE-READY' "$d/console.log"
+wait_until "$timeout_s" "rxe0..rxe$((LINK_RAILS - 1)) in the guest" grep -q 'RXE-READY' "$d/console.log"
 t_rxe=$(ms)
 wait_until "$timeout_s" "the node object" kubectl get node "$name"
 t_reg=$(ms)
@@ -303,6 +324,11 @@ t_ready=$(ms)
 wait_until 120 "$RESOURCE=$RESOURCE_COUNT in $name's allocatable" allocatable
 t_res=$(ms)
 wait_until 120 "the images imported in the guest" grep -q 'IMAGES-READY' "$d/console.log"
+# Rails staged down from the start (GUESTNODE_DOWN_RAILS="NODE:DEV ...").
+for s in ${GUESTNODE_DOWN_RAILS:-}; do
+  [[ ${s%%:*} == "$name" ]] || continue
+  "$here/rail.sh" "$name" "${s#*:}" down >&2 || die "$name: staging rail ${s#*:} down failed"
+done
 ok=1
 trap - EXIT INT TERM
 cat >"$d/timings" <<TM
@@ -311,5 +337,5 @@ GUESTNODE_REGISTERED_MS=$t_reg
 GUESTNODE_READY_MS=$t_ready
 GUESTNODE_RESOURCE_MS=$t_res
 TM
-log "$name: boot -> rxe0 ACTIVE $(secs "$t_rxe") s, -> node registered $(secs "$t_reg") s, -> Ready $(secs "$t_ready") s, -> $RESOURCE=$RESOURCE_COUNT allocatable $(secs "$t_res") s"
+log "$name: boot -> rxe0..rxe$((LINK_RAILS - 1)) ACTIVE $(secs "$t_rxe") s, -> node registered $(secs "$t_reg") s, -> Ready $(secs "$t_ready") s, -> $RESOURCE=$RESOURCE_COUNT allocatable $(secs "$t_res") s"
 echo "$name Ready: node IP $ip, logs $d"

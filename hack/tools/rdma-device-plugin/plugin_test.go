@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
@@ -15,19 +16,26 @@ import (
 	"github.com/rdmasuite/rdmasuite/hack/tools/rdma-device-plugin/rdmadev"
 )
 
-// rxeFixture is a root with one Soft-RoCE device rxe0 on eth0 (uverbs0) and rdma_cm.
+// rxeFixture is a root shaped like a guest node's: two Soft-RoCE rails,
+// rxe0 on eth1 (port ACTIVE, uverbs0) and rxe1 on eth2 (port DOWN: a staged
+// link-down, uverbs1), and rdma_cm.
 func rxeFixture(t *testing.T) string {
 	t.Helper()
 	root := t.TempDir()
-	files := map[string]string{
-		"sys/devices/virtual/infiniband/rxe0/ports/1/state":             "4: ACTIVE\n",
-		"sys/devices/virtual/infiniband/rxe0/ports/1/link_layer":        "Ethernet\n",
-		"sys/devices/virtual/infiniband/rxe0/ports/1/gid_attrs/ndevs/0": "eth0\n",
-		"sys/devices/virtual/infiniband/rxe0/parent":                    "eth0\n",
-		"sys/devices/virtual/infiniband/rxe0/node_type":                 "1: CA\n",
-		"sys/devices/virtual/infiniband_verbs/uverbs0/ibdev":            "rxe0\n",
-		"dev/infiniband/uverbs0":                                        "",
-		"dev/infiniband/rdma_cm":                                        "",
+	files := map[string]string{"dev/infiniband/rdma_cm": ""}
+	links := map[string]string{}
+	for i, state := range []string{"4: ACTIVE", "1: DOWN"} {
+		dev, uverbs, netdev := fmt.Sprintf("rxe%d", i), fmt.Sprintf("uverbs%d", i), fmt.Sprintf("eth%d", i+1)
+		d := "sys/devices/virtual/infiniband/" + dev
+		files[d+"/ports/1/state"] = state + "\n"
+		files[d+"/ports/1/link_layer"] = "Ethernet\n"
+		files[d+"/ports/1/gid_attrs/ndevs/0"] = netdev + "\n"
+		files[d+"/parent"] = netdev + "\n"
+		files[d+"/node_type"] = "1: CA\n"
+		files["sys/devices/virtual/infiniband_verbs/"+uverbs+"/ibdev"] = dev + "\n"
+		files["dev/infiniband/"+uverbs] = ""
+		links["sys/class/infiniband/"+dev] = "../../devices/virtual/infiniband/" + dev
+		links["sys/class/infiniband_verbs/"+uverbs] = "../../devices/virtual/infiniband_verbs/" + uverbs
 	}
 	for p, s := range files {
 		p = filepath.Join(root, p)
@@ -38,10 +46,7 @@ func rxeFixture(t *testing.T) string {
 			t.Fatal(err)
 		}
 	}
-	for p, target := range map[string]string{
-		"sys/class/infiniband/rxe0":          "../../devices/virtual/infiniband/rxe0",
-		"sys/class/infiniband_verbs/uverbs0": "../../devices/virtual/infiniband_verbs/uverbs0",
-	} {
+	for p, target := range links {
 		p = filepath.Join(root, p)
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 			t.Fatal(err)
@@ -157,17 +162,22 @@ func TestRegisterListAllocateReregister(t *testing.T) {
 		}
 		got[d.HostPath] = d.Permissions
 	}
-	if len(got) != 2 || got["/dev/infiniband/uverbs0"] != "rw" || got["/dev/infiniband/rdma_cm"] != "rw" {
-		t.Fatalf("Allocate device specs = %v; want uverbs0 and rdma_cm, rw", got)
+	// Both rails, the one whose port is DOWN too (a pod measures every rail
+	// and sees the down one fail), and rdma_cm once.
+	if len(got) != 3 || got["/dev/infiniband/uverbs0"] != "rw" || got["/dev/infiniband/uverbs1"] != "rw" ||
+		got["/dev/infiniband/rdma_cm"] != "rw" {
+		t.Fatalf("Allocate device specs = %v; want uverbs0, uverbs1 and rdma_cm, rw", got)
 	}
 	if len(ar.ContainerResponses[0].Mounts) != 0 || len(ar.ContainerResponses[0].Envs) != 0 {
 		t.Fatalf("Allocate: unexpected mounts/envs %+v", ar.ContainerResponses[0])
 	}
 
-	// The device disappears: ListAndWatch sends the devices Unhealthy and
+	// The devices disappear: ListAndWatch sends the devices Unhealthy and
 	// Allocate refuses.
-	if err := os.Remove(filepath.Join(root, "sys/class/infiniband/rxe0")); err != nil {
-		t.Fatal(err)
+	for _, dev := range []string{"rxe0", "rxe1"} {
+		if err := os.Remove(filepath.Join(root, "sys/class/infiniband", dev)); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if _, err := p.refresh(); err != nil {
 		t.Fatal(err)
@@ -177,7 +187,7 @@ func TestRegisterListAllocateReregister(t *testing.T) {
 		t.Fatal(err)
 	}
 	if resp.Devices[0].Health != pluginapi.Unhealthy {
-		t.Fatalf("after rxe0 vanished: %s, want Unhealthy", resp.Devices[0].Health)
+		t.Fatalf("after rxe0 and rxe1 vanished: %s, want Unhealthy", resp.Devices[0].Health)
 	}
 	if _, err := c.Allocate(ctxT, &pluginapi.AllocateRequest{ContainerRequests: []*pluginapi.ContainerAllocateRequest{{}}}); err == nil {
 		t.Fatal("Allocate with no device selected must fail")

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -25,8 +26,9 @@ type Device struct {
 	Driver string `json:"driver"`
 	// LinkTypes are the distinct link layers of its ports: Ethernet, InfiniBand.
 	LinkTypes []string `json:"linkTypes"`
-	// Netdevs are the network interfaces the device sits on (GID attributes,
-	// the parent device's net/ directory, or a software device's parent).
+	// Netdevs are the network interfaces the device sits on: a software
+	// device's parent, the parent device's net/ directory, or else the
+	// netdevs of its first GID slots' attributes.
 	Netdevs []string `json:"netdevs"`
 	// PortStates maps port number to its state ("ACTIVE", "DOWN", ...).
 	PortStates map[string]string `json:"portStates"`
@@ -94,6 +96,10 @@ func anyEqual(want, have []string, fold bool) bool {
 	return false
 }
 
+// gidSlotsRead is how many GID slots per port Scan reads netdev names from
+// when a device names no netdev otherwise.
+const gidSlotsRead = 16
+
 // Scanner reads RDMA devices under Root ("/" on a node).
 type Scanner struct {
 	Root string
@@ -157,13 +163,6 @@ func (s Scanner) device(name string) (Device, error) {
 			st = st[i+2:]
 		}
 		d.PortStates[p] = st
-		ndevs, _ := filepath.Glob(filepath.Join(pdir, "gid_attrs", "ndevs", "*"))
-		for _, f := range ndevs {
-			// Unused GID slots read as EINVAL or empty.
-			if n := readTrim(f); n != "" {
-				netdevs[n] = true
-			}
-		}
 	}
 	// Hardware: the parent device's net/ directory and bound driver.
 	if ents, err := os.ReadDir(filepath.Join(dir, "device", "net")); err == nil {
@@ -183,6 +182,20 @@ func (s Scanner) device(name string) (Device, error) {
 				d.Driver = "siw"
 			case strings.Contains(nt, "CA"):
 				d.Driver = "rdma_rxe"
+			}
+		}
+	}
+	// Neither a parent netdev nor a net/ directory: the netdevs named by the
+	// first GID slots' attributes. Only the first few: a port has up to 1024
+	// slots (rxe: 1024, all with files), and reading every one on each rescan
+	// cost a software device's node a third of its CPU under TCG.
+	if len(netdevs) == 0 {
+		for _, p := range ports {
+			for i := 0; i < gidSlotsRead; i++ {
+				// Unused GID slots read as EINVAL or empty.
+				if n := readTrim(filepath.Join(dir, "ports", p, "gid_attrs", "ndevs", strconv.Itoa(i))); n != "" {
+					netdevs[n] = true
+				}
 			}
 		}
 	}
