@@ -205,3 +205,34 @@ func TestNormalizeLinkType(t *testing.T) {
 		}
 	}
 }
+
+// A device with neither a parent netdev nor a net/ directory: its netdevs
+// come from the first GID slots' attributes (slot 0 and 3 used, 2 empty).
+func TestScanGIDNetdevFallback(t *testing.T) {
+	root := t.TempDir()
+	for p, s := range map[string]string{
+		"sys/devices/virtual/infiniband/vdev0/ports/1/state":             "4: ACTIVE\n",
+		"sys/devices/virtual/infiniband/vdev0/ports/1/link_layer":        "Ethernet\n",
+		"sys/devices/virtual/infiniband/vdev0/ports/1/gid_attrs/ndevs/0": "eth5\n",
+		"sys/devices/virtual/infiniband/vdev0/ports/1/gid_attrs/ndevs/2": "",
+		"sys/devices/virtual/infiniband/vdev0/ports/1/gid_attrs/ndevs/3": "eth5.100\n",
+	} {
+		p = filepath.Join(root, p)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(s), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.MkdirAll(filepath.Join(root, "sys/class/infiniband"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("../../devices/virtual/infiniband/vdev0", filepath.Join(root, "sys/class/infiniband/vdev0")); err != nil {
+		t.Fatal(err)
+	}
+	devs := scan(t, root)
+	if len(devs) != 1 || !reflect.DeepEqual(devs[0].Netdevs, []string{"eth5", "eth5.100"}) {
+		t.Fatalf("Scan = %+v; want vdev0 on eth5 and eth5.100", devs)
+	}
+}
