@@ -19,6 +19,7 @@ import (
 	"github.com/rdmasuite/rdmasuite/workloads/mr"
 	"github.com/rdmasuite/rdmasuite/workloads/podenv"
 	"github.com/rdmasuite/rdmasuite/workloads/probeout"
+	"github.com/rdmasuite/rdmasuite/workloads/units"
 	"github.com/rdmasuite/rdmasuite/workloads/verbs"
 )
 
@@ -161,27 +162,7 @@ func parseBWFlags(name string, args []string) (*bwFlags, *flag.FlagSet, error) {
 	return f, fs, nil
 }
 
-func parseSizes(s string) ([]int, error) {
-	var out []int
-	for _, part := range strings.Split(s, ",") {
-		part = strings.TrimSpace(part)
-		mult := 1
-		switch {
-		case strings.HasSuffix(part, "K"):
-			mult, part = 1<<10, strings.TrimSuffix(part, "K")
-		case strings.HasSuffix(part, "M"):
-			mult, part = 1<<20, strings.TrimSuffix(part, "M")
-		case strings.HasSuffix(part, "G"):
-			mult, part = 1<<30, strings.TrimSuffix(part, "G")
-		}
-		n, err := strconv.Atoi(part)
-		if err != nil || n <= 0 {
-			return nil, fmt.Errorf("bad size %q: want e.g. 65536, 64K, 1M", part)
-		}
-		out = append(out, n*mult)
-	}
-	return out, nil
-}
+func parseSizes(s string) ([]int, error) { return units.ParseSizes(s) }
 
 func signalContext() (context.Context, context.CancelFunc) {
 	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)

@@ -8,6 +8,7 @@ package runner
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -104,8 +105,17 @@ func (c Config) SizesArg() string {
 	return strings.Join(parts, ",")
 }
 
-// ParseSizes reads "64K,1M,4096" into bytes (units.ParseSizes).
-func ParseSizes(s string) ([]int, error) { return units.ParseSizes(s) }
+// ParseSizes reads "64K,1M,4096" into bytes (units.ParseSizes); a size
+// given twice is an error (it would be measured and judged twice).
+func ParseSizes(s string) ([]int, error) {
+	sizes, err := units.ParseSizes(s)
+	for i := range sizes {
+		if err == nil && slices.Contains(sizes[:i], sizes[i]) {
+			err = fmt.Errorf("size %s given twice in %q", units.Bytes(int64(sizes[i])), s)
+		}
+	}
+	return sizes, err
+}
 
 // SplitList splits a comma-separated flag value (units.SplitList).
 func SplitList(s string) []string { return units.SplitList(s) }

@@ -3,7 +3,6 @@ package units
 
 import (
 	"fmt"
-	"slices"
 	"strconv"
 	"strings"
 )
@@ -27,7 +26,7 @@ func Bytes(n int64) string {
 
 // ParseSizes reads a comma-separated list of sizes in bytes or with a K, M
 // or G suffix (binary: 64K = 65536), the way perftest's -s and our flags
-// take them: "64K,1M,4096". A size given twice is an error.
+// take them: "64K,1M,4096".
 func ParseSizes(s string) ([]int, error) {
 	var out []int
 	for _, part := range SplitList(s) {
@@ -43,9 +42,6 @@ func ParseSizes(s string) ([]int, error) {
 		n, err := strconv.Atoi(num)
 		if err != nil || n <= 0 {
 			return nil, fmt.Errorf("bad size %q: want e.g. 65536, 64K, 1M", part)
-		}
-		if slices.Contains(out, n*mult) {
-			return nil, fmt.Errorf("size %q given twice", part)
 		}
 		out = append(out, n*mult)
 	}
