@@ -205,11 +205,21 @@ func (r *Runner) runPair(ctx context.Context, v Variant, p pairing.Pair, in *ver
 	}
 	r.AddPhase(PhasePodStart, cres.StartLatency)
 	r.AddPhase(PhaseCollection, cres.Collect)
+	// A client that measured sent the server its finish: the server ends
+	// at once. One that failed may not have: give the server a short while
+	// to write what it saw, and judge the client's output either way.
+	serverWait := time.Minute
+	if cres.ExitCode != 0 || err != nil {
+		serverWait = 15 * time.Second
+	}
 	collectStart := time.Now()
-	sres, err := podrun.Wait(ctx, r.Kube, srv, time.Minute)
+	sres, err := podrun.Wait(ctx, r.Kube, srv, serverWait)
 	in.Server.Logs, in.Server.Exit = sres.Logs, sres.ExitCode
-	if err != nil && in.Client.PodErr == nil {
-		in.Server.PodErr = err
+	if err != nil {
+		in.Server.WaitErr = err
+		if in.Server.Logs == "" {
+			in.Server.Logs, _ = podrun.Logs(context.WithoutCancel(ctx), r.Kube, r.Namespace(), srvSpec.Name)
+		}
 	}
 	r.AddPhase(PhaseCollection, time.Since(collectStart))
 	r.recordBWPhases(in.Client.Logs)

@@ -163,6 +163,13 @@ func Bandwidth(in BWInput) BWResult {
 	// An exit code that contradicts a clean output is not a pass: the probe
 	// knows something its JSON does not say.
 	for _, s := range []Side{in.Client, in.Server} {
+		if s.WaitErr != nil {
+			for i := range res.Checks {
+				if res.Checks[i].Status == reports.Pass {
+					setOutcome(&res.Checks[i], reports.Error, fmt.Sprintf("pod %s on %s did not end after its peer finished: %v", s.Pod, s.Node, s.WaitErr), "")
+				}
+			}
+		}
 		if s.Exit == 0 {
 			continue
 		}
@@ -341,8 +348,10 @@ func (in BWInput) evidence() []string {
 	var ev []string
 	for _, s := range []Side{in.Client, in.Server} {
 		ev = append(ev, fmt.Sprintf("pod %s on %s: %s (exit %d)", s.Pod, s.Node, s.Command, s.Exit))
-		if s.PodErr != nil {
-			ev = append(ev, "  "+s.PodErr.Error())
+		for _, err := range []error{s.PodErr, s.WaitErr} {
+			if err != nil {
+				ev = append(ev, "  "+err.Error())
+			}
 		}
 		if t := lastLines(s.Logs, 6); t != "" {
 			ev = append(ev, "  "+strings.ReplaceAll(t, "\n", "\n  "))

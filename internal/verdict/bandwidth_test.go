@@ -288,3 +288,22 @@ func TestBandwidthHostdevNoNetdev(t *testing.T) {
 		t.Fatalf("%+v", c)
 	}
 }
+
+// A client that failed fast (here: a probe too old for the flags, no
+// envelope) is what the check reports, not the server that then waited:
+// the server's wait is evidence, and it can only demote a pass.
+func TestClientFailureIsNotMaskedByTheWaitingServer(t *testing.T) {
+	in := bwInput(t, []string{"write"}, []int{k64}, "rdmaprobe bw: flag provided but not defined: -rails", "rdmaprobe bw server: waiting")
+	in.Client.Exit = 1
+	in.Server.WaitErr = errors.New("probe pod did not finish in time: phase Running")
+	c := Bandwidth(in).Checks[0]
+	if c.Status != reports.Error || !strings.Contains(c.Reason, "flag provided but not defined") {
+		t.Fatalf("%+v", c)
+	}
+	cli, srv := pairOut(t, []string{"write"}, []int{k64}, 1, 195, nil)
+	in = bwInput(t, []string{"write"}, []int{k64}, cli, srv)
+	in.Server.WaitErr = errors.New("probe pod did not finish in time")
+	if c := Bandwidth(in).Checks[0]; c.Status != reports.Error || !strings.Contains(c.Reason, "did not end") {
+		t.Fatalf("a server that never ended cannot leave a pass: %+v", c)
+	}
+}

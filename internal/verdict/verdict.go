@@ -21,7 +21,11 @@ type Side struct {
 	Logs      string
 	Exit      int32
 	PodErr    error // the pod never ran or did not finish (scheduling, image, timeout)
-	Command   string
+	// WaitErr: the pod ran and printed, but did not end in time after its
+	// peer finished (a bandwidth server). What it printed is still judged;
+	// a check that would pass does not.
+	WaitErr error
+	Command string
 }
 
 // Memlock judges `rdmaprobe mr` in one pod: the rlimit (judged even with no
