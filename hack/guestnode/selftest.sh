@@ -139,10 +139,10 @@ bw_rail() {
     return
   fi
   out=$(kubectl -n "$ns" logs "$cli" 2>&1 || true)
-  p=$(phase "$cli")
-  avg=$(grep -o '"bwAvgGbps":[0-9.e+-]*' <<<"$out" | head -1 | cut -d: -f2)
-  mbs=$(grep -o '"bwAvgMBps":[0-9.e+-]*' <<<"$out" | head -1 | cut -d: -f2)
-  gid=$(grep -o '"gid":"[^"]*"' <<<"$out" | head -1)
+  p=$(phase "$cli" || true)
+  avg=$(grep -o '"bwAvgGbps":[0-9.e+-]*' <<<"$out" | head -1 | cut -d: -f2 || true)
+  mbs=$(grep -o '"bwAvgMBps":[0-9.e+-]*' <<<"$out" | head -1 | cut -d: -f2 || true)
+  gid=$(grep -o '"gid":"[^"]*"' <<<"$out" | head -1 || true)
   local ok=0
   [[ $p == Succeeded ]] && awk -v a="${avg:-0}" 'BEGIN {exit !(a > 0)}' && ok=1
   if [[ $want == pass ]]; then
