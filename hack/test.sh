@@ -144,6 +144,15 @@ kc get ns rdmasuite-not-ours >/dev/null || { echo "cleanup deleted a namespace t
 kc delete ns rdmasuite-not-ours --wait=false >/dev/null
 expect_rc 2 "$rdmasuite" cleanup --kubeconfig "$BED_DIR/kubeconfig" --run no-such-run
 echo "cleanup: stale run namespace deleted, others untouched"
+# --keep-on-failure: a failed run (host probe off: doctor/node not-run) keeps
+# its namespace, labelled, and names the command that removes it.
+(cd suites && exec "$results/suites.test" --kubeconfig="$BED_DIR/kubeconfig" --labels suite=doctor --node-probe=false \
+  --network-operator=false --keep-on-failure --report-dir="$results/kept" >"$results/kept.log" 2>&1) && { echo "kept run passed"; exit 1; }
+kept=$(sed -n 's/.*rdmasuite cleanup --run \([0-9a-f]*\).*/\1/p' "$results/kept.log" | head -1)
+[[ -n $kept && $(kc get ns "rdmasuite-$kept" -o 'jsonpath={.metadata.labels.rdmasuite\.io/kept}') == true ]] ||
+  { tail -20 "$results/kept.log"; echo "--keep-on-failure did not keep a labelled namespace"; exit 1; }
+"$rdmasuite" cleanup --kubeconfig "$BED_DIR/kubeconfig" --run "$kept" | grep -q 'kept by --keep-on-failure'
+echo "keep-on-failure: rdmasuite-$kept kept, then removed by cleanup --run"
 
 step "bed down leaves nothing behind"
 hack/bed.sh down
