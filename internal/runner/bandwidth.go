@@ -129,6 +129,9 @@ func (r *Runner) portsCheck(v Variant, n corev1.Node, rails []bw.Rail, ok bool) 
 	for _, rl := range rails {
 		found = append(found, fmt.Sprintf("%s %s %gGb/s", rl.Name(), rl.State, rl.RateGbps))
 	}
+	if len(found) == 0 {
+		found = []string{"none"}
+	}
 	c.Evidence = []string{"rails in the pod: " + strings.Join(found, ", ")}
 	c.Measured = []reports.Measurement{{Name: "ports", Node: n.Name, Value: float64(len(rails)), Unit: "ports"}}
 	if r.Cfg.Device != "" || v.Netdev != "" {
