@@ -161,8 +161,16 @@ func Bandwidth(in BWInput) BWResult {
 		}
 	}
 	// An exit code that contradicts a clean output is not a pass: the probe
-	// knows something its JSON does not say.
-	for _, s := range []Side{in.Client, in.Server} {
+	// knows something its JSON does not say. A non-zero exit that the
+	// output explains (a rail's error, a missing size) is the probe's rule
+	// "exit 0 only when everything requested was measured": that rail
+	// already fails, and the rails it measured keep their verdict.
+	explained := map[*Side]bool{
+		&in.Client: cErr == nil && (cPerr != nil || len(cli.Incomplete()) > 0),
+		&in.Server: sErr == nil && (sPerr != nil || len(srv.Incomplete()) > 0),
+	}
+	for _, sp := range []*Side{&in.Client, &in.Server} {
+		s := *sp
 		if s.WaitErr != nil {
 			for i := range res.Checks {
 				if res.Checks[i].Status == reports.Pass {
@@ -170,7 +178,7 @@ func Bandwidth(in BWInput) BWResult {
 				}
 			}
 		}
-		if s.Exit == 0 {
+		if s.Exit == 0 || explained[sp] {
 			continue
 		}
 		for i := range res.Checks {
@@ -227,7 +235,10 @@ func (in BWInput) judgeRail(c *reports.Check, op string, rr bw.RailResult, srvBy
 	}
 	m, st, why := reports.Judge(fmt.Sprintf("%s_%s_avg", op, SizeName(largest)), "Gb/s", in.Client.Node, port, judged,
 		reports.Threshold{Op: floor.Op, Value: floor.Value, Source: floor.Source})
-	c.Measured = append(c.Measured, m)
+	if judged != nil {
+		// Nothing measured is said in the diagnosis, never as a 0 value.
+		c.Measured = append(c.Measured, m)
+	}
 	switch {
 	case rr.Error != nil:
 		side, perr := in.Client, rr.Error

@@ -171,14 +171,16 @@ func TestPartialSweepIsNotAPass(t *testing.T) {
 		if c.Status != reports.Fail || !strings.Contains(c.Diagnosis, "retry counter") || !strings.Contains(c.Diagnosis, "1MiB") {
 			t.Fatalf("sizes %v: %+v", sizes, c)
 		}
-		var judged *reports.Measurement
-		for i := range c.Measured {
-			if c.Measured[i].Threshold != nil {
-				judged = &c.Measured[i]
+		// The 64 KiB value is recorded but never judged; the judged size
+		// (1 MiB, the largest requested) has no value, and the diagnosis
+		// says it was not measured.
+		for _, m := range c.Measured {
+			if m.Threshold != nil || m.Name != "write_64KiB_avg" {
+				t.Fatalf("sizes %v: only the unjudged 64 KiB value may be recorded: %+v", sizes, c.Measured)
 			}
 		}
-		if judged == nil || judged.Name != "write_1MiB_avg" {
-			t.Fatalf("the largest requested size must be the judged one: %+v", c.Measured)
+		if !strings.Contains(c.Diagnosis, "not measured: 1MiB") {
+			t.Fatalf("sizes %v: %q", sizes, c.Diagnosis)
 		}
 	}
 }
@@ -305,5 +307,27 @@ func TestClientFailureIsNotMaskedByTheWaitingServer(t *testing.T) {
 	in.Server.WaitErr = errors.New("probe pod did not finish in time")
 	if c := Bandwidth(in).Checks[0]; c.Status != reports.Error || !strings.Contains(c.Reason, "did not end") {
 		t.Fatalf("a server that never ended cannot leave a pass: %+v", c)
+	}
+}
+
+// A staged link-down on one rail fails that rail only: the probe exits 1
+// because of it, and that exit, explained by the rail's error in the
+// output, must not demote the rails that were measured.
+func TestExplainedExitKeepsTheMeasuredRails(t *testing.T) {
+	cli, srv := pairOut(t, []string{"write"}, []int{k64}, 2, 195, func(c, s *bw.ProbeOutput) {
+		c.Requested.Ops, s.Requested.Ops = []bw.Op{"write"}, []bw.Op{"write"}
+		c.Rails[1].Runs = nil
+		c.Rails[1].Error = probeout.Errorf(probeout.KindLinkDown, "rxe1/1 is DOWN")
+	})
+	in := bwInput(t, []string{"write"}, []int{k64}, cli, srv)
+	in.Client.Exit = 1
+	cs := Bandwidth(in).Checks
+	if len(cs) != 2 || cs[0].Status != reports.Pass || cs[1].Status != reports.Fail {
+		t.Fatalf("%s", statuses(cs))
+	}
+	for _, m := range cs[1].Measured {
+		if m.Threshold != nil {
+			t.Errorf("an unmeasured rail shows a judged value: %+v", m)
+		}
 	}
 }
