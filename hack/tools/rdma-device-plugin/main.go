@@ -30,6 +30,7 @@ import (
 	"time"
 
 	"github.com/rdmasuite/rdmasuite/hack/tools/rdma-device-plugin/rdmadev"
+	"github.com/rdmasuite/rdmasuite/workloads/units"
 )
 
 type fileConfig struct {
@@ -37,15 +38,8 @@ type fileConfig struct {
 	ConfigList             []resourceConfig `json:"configList"`
 }
 
-func splitList(s string) []string {
-	var out []string
-	for _, f := range strings.Split(s, ",") {
-		if f = strings.TrimSpace(f); f != "" {
-			out = append(out, f)
-		}
-	}
-	return out
-}
+// splitList splits a comma-separated flag (one splitter for the repo).
+func splitList(s string) []string { return units.SplitList(s) }
 
 func main() {
 	log.SetFlags(log.LstdFlags | log.Lmicroseconds)
