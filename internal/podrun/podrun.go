@@ -168,6 +168,9 @@ func Start(ctx context.Context, cs kubernetes.Interface, s Spec, timeout time.Du
 	if ended != nil {
 		return cur, 0, ended
 	}
+	if werr != nil && ctx.Err() != nil {
+		return cur, 0, stopped(ctx, s.Namespace, created.Name, s.Node, cur)
+	}
 	if werr != nil {
 		return cur, 0, fmt.Errorf("%w: server pod %s/%s on node %q not running after %s: %s%s", ErrTimeout, s.Namespace, created.Name,
 			s.Node, timeout, Describe(cur), warningEvents(context.WithoutCancel(ctx), cs, s.Namespace, created.Name))
@@ -202,11 +205,22 @@ func waitFrom(ctx context.Context, cs kubernetes.Interface, pod *corev1.Pod, tim
 	collect := time.Now()
 	res.Logs, _ = Logs(context.WithoutCancel(ctx), cs, pod.Namespace, pod.Name)
 	res.Collect = time.Since(collect)
+	if werr != nil && ctx.Err() != nil {
+		return res, stopped(ctx, pod.Namespace, pod.Name, res.Pod.Spec.NodeName, res.Pod)
+	}
 	if werr != nil {
 		return res, fmt.Errorf("%w: pod %s/%s on node %q after %s: %s%s", ErrTimeout, pod.Namespace, pod.Name,
 			res.Pod.Spec.NodeName, timeout, Describe(res.Pod), warningEvents(context.WithoutCancel(ctx), cs, pod.Namespace, pod.Name))
 	}
 	return res, nil
+}
+
+// stopped is the error for a pod the run itself stopped waiting for: the
+// suite's internal deadline (below go test -timeout) or an interrupt, not
+// the pod's own timeout.
+func stopped(ctx context.Context, ns, name, node string, p *corev1.Pod) error {
+	return fmt.Errorf("pod %s/%s on node %q was still running when the run stopped waiting (%v: the suite's internal deadline below go test -timeout, or an interrupt): %s",
+		ns, name, node, ctx.Err(), Describe(p))
 }
 
 // warningEvents returns the pod's last Warning events (FailedCreatePodSandBox,

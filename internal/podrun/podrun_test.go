@@ -56,3 +56,18 @@ func TestDescribeNamesWaitingReason(t *testing.T) {
 		}
 	}
 }
+
+// A pod the run stops waiting for (internal deadline, interrupt) says so,
+// not "did not finish in time" against its own timeout.
+func TestRunStoppedByTheRunsDeadline(t *testing.T) {
+	cs := fake.NewClientset()
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	_, err := Run(ctx, cs, Spec{Name: "p", Namespace: "ns", Node: "n1", Image: "img"}, time.Minute)
+	if err == nil || !strings.Contains(err.Error(), "context deadline exceeded") || !strings.Contains(err.Error(), "internal deadline") {
+		t.Fatalf("%v", err)
+	}
+	if _, err := cs.CoreV1().Pods("ns").Get(context.Background(), "p", metav1.GetOptions{}); err == nil {
+		t.Fatal("the pod must be deleted when the run stops waiting")
+	}
+}
