@@ -144,10 +144,17 @@ func measurements(r Run) (map[measKey]measVal, []measKey) {
 				node = firstNode(c)
 			}
 			k := measKey{c.ID, c.Variant, node, m.Port, m.Name}
-			if _, dup := out[k]; dup {
-				continue // the first value of a key is the one compared
+			v := measVal{m, label, statusKey{c.ID, c.Variant, firstNode(c), c.Rail}}
+			if prev, dup := out[k]; dup {
+				// One node and port measured against several peers (pairing
+				// all, cross rails): the worst value stands for the key, so
+				// one bad path cannot hide behind a good one.
+				if worse(m, prev.m) {
+					out[k] = v
+				}
+				continue
 			}
-			out[k] = measVal{m, label, statusKey{c.ID, c.Variant, firstNode(c), c.Rail}}
+			out[k] = v
 			order = append(order, k)
 		}
 	}
@@ -260,6 +267,20 @@ func Diff(base, run Run, tolerance float64) DiffResult {
 		return a.Name < b.Name
 	})
 	return res
+}
+
+// worse reports whether a is worse than b (same key): lower is worse unless
+// the threshold is "<="; in bytes, -1 (unlimited) is the best value.
+func worse(a, b Measurement) bool {
+	lowerBetter := a.Threshold != nil && a.Threshold.Op == "<="
+	unl := func(v float64) bool { return a.Unit == "bytes" && v < 0 }
+	switch {
+	case unl(a.Value) || unl(b.Value):
+		return !unl(a.Value) && unl(b.Value) != lowerBetter
+	case lowerBetter:
+		return a.Value > b.Value
+	}
+	return a.Value < b.Value
 }
 
 // compare fills Pct, Regression and Note for a value present in both runs.

@@ -158,3 +158,27 @@ func TestDiffTable(t *testing.T) {
 		t.Errorf("memlock improvement:\n%s", out)
 	}
 }
+
+// With --pairing all (or cross rails) one node and port is measured against
+// several peers: a drop on one path is a regression even when another path
+// of the same port stayed fast.
+func TestDiffWorstPathPerPortCounts(t *testing.T) {
+	mk := func(ac float64) Run {
+		c := func(peer string, v float64) Check {
+			return Check{ID: "bandwidth/write", Variant: "shared-dev", Nodes: []string{"a", peer}, Status: Pass,
+				Measured: []Measurement{{Name: "write_1MiB_avg", Node: "a", Port: "mlx5_0/1", Value: v, Unit: "Gb/s",
+					Threshold: &Threshold{Op: ">=", Value: 100}}}}
+		}
+		return Run{Checks: []Check{c("b", 190), c("c", ac)}}
+	}
+	if d := Diff(mk(190), mk(120), 0.05); d.Regressions() == 0 {
+		t.Fatalf("a→c fell 190 → 120 and nothing regressed: %+v", d.Deltas)
+	}
+	if d := Diff(mk(190), mk(188), 0.05); d.Regressions() != 0 {
+		t.Fatalf("within tolerance: %+v", d.Deltas)
+	}
+	if !worse(Measurement{Unit: "bytes", Value: 65536}, Measurement{Unit: "bytes", Value: -1}) ||
+		worse(Measurement{Unit: "bytes", Value: -1}, Measurement{Unit: "bytes", Value: 65536}) {
+		t.Fatal("unlimited memlock is the best value")
+	}
+}

@@ -162,9 +162,10 @@ func TestMain(m *testing.M) {
 			os.Exit(finishRun(started, rc.Host, version, code))
 		})
 	}
-	// Interrupts must not leak the namespace: delete it, then exit.
+	// Interrupts (Ctrl-C, kill, a closed ssh session) must not leak the
+	// namespace: delete it, then exit.
 	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	go func() {
 		s := <-sigs
 		finish(130, s.String())
@@ -192,6 +193,17 @@ func TestMain(m *testing.M) {
 // deletes the run namespace (or keeps it with --keep-on-failure).
 func finishRun(started time.Time, server, version string, code int) int {
 	res := run.Results(started, server, version)
+	// The results file must not read PASSED when go test did not: a failure
+	// outside the checks (a t.Fatal, an interrupt, the watchdog, features
+	// that never started) becomes a row saying so.
+	if code != 0 && res.ExitCode() == reports.ExitPassed {
+		why := map[int]string{130: "interrupted (SIGINT/SIGTERM/SIGHUP) before every feature finished"}[code]
+		if why == "" {
+			why = fmt.Sprintf("go test failed (exit %d) outside the recorded checks: see its output", code)
+		}
+		res.Checks = append(res.Checks, reports.Check{ID: "run/incomplete", Title: "the run finished every feature it was asked for",
+			Status: reports.Error, Reason: why})
+	}
 	if path, err := runner.WriteResults(*flagReportDir, res); err != nil {
 		fmt.Fprintf(os.Stderr, "rdmasuite: writing results: %v\n", err)
 		code = max(code, reports.ExitBroken)
@@ -207,7 +219,10 @@ func finishRun(started time.Time, server, version string, code int) int {
 			code = rc
 		}
 	} else {
-		reports.PhasesText(os.Stdout, res.Phases)
+		// Nothing was recorded: the labels selected no feature (a typo in
+		// --labels?) or none could start. Nothing measured is no pass.
+		fmt.Fprintln(os.Stderr, "rdmasuite: no check ran: nothing was measured (check --labels / -run)")
+		code = max(code, reports.ExitBroken)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), *flagCleanupWait+15*time.Second)
 	defer cancel()

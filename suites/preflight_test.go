@@ -3,6 +3,7 @@ package suites
 import (
 	"context"
 	"flag"
+	"fmt"
 	"testing"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 
 	"github.com/rdmasuite/rdmasuite/internal/doctor"
 	"github.com/rdmasuite/rdmasuite/internal/runner"
+	"github.com/rdmasuite/rdmasuite/reports"
 )
 
 var (
@@ -33,13 +35,16 @@ func TestPreflight(t *testing.T) {
 			start := time.Now()
 			dyn, err := dynamic.NewForConfig(cfg.Client().RESTConfig())
 			if err != nil {
-				t.Fatal(err)
+				assertChecks(t, []reports.Check{{ID: "doctor/gather", Status: reports.Error, Reason: err.Error()}})
+				return ctx
 			}
 			state, err := doctor.Gather(ctx, kube, dyn, doctor.GatherOptions{NodeSelector: *flagNodeLabels,
 				Resources: runner.SplitList(*flagPreflightRes), NetworkOperatorNS: *flagNetOpNS, GPUOperatorNS: runner.SplitList(*flagGPUOpNS),
 				NoNetworkOperator: !*flagNetOp})
 			if err != nil {
-				t.Fatal(err)
+				assertChecks(t, []reports.Check{{ID: "doctor/gather", Title: "the doctor could read the cluster",
+					Status: reports.Error, Reason: fmt.Sprintf("reading nodes, operator pods and NicClusterPolicy failed: %v", err)}})
+				return ctx
 			}
 			state.Hosts, state.HostsMissing = run.ProbeHosts(ctx, state)
 			assertChecks(t, doctor.Checks(state, doctor.Diagnose(state), time.Since(start)))

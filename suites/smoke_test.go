@@ -14,6 +14,7 @@ import (
 
 	"github.com/rdmasuite/rdmasuite/internal/names"
 	"github.com/rdmasuite/rdmasuite/internal/podrun"
+	"github.com/rdmasuite/rdmasuite/reports"
 	"github.com/rdmasuite/rdmasuite/workloads/podenv"
 	"github.com/rdmasuite/rdmasuite/workloads/probeout"
 	"github.com/rdmasuite/rdmasuite/workloads/tcpcheck"
@@ -43,10 +44,21 @@ func runEnvProbe(ctx context.Context, s podrun.Spec) (podenv.Env, podrun.Result,
 	return e, res, probeout.Parse(res.Logs, "env", &e)
 }
 
+// smokeCheck records the assessment's outcome as a check when it returns
+// (also through t.Fatal), so smoke runs have rows like every other suite.
+func smokeCheck(t *testing.T, id, title string) {
+	c := reports.Check{ID: id, Title: title, Status: reports.Pass}
+	if t.Failed() {
+		c.Status, c.Diagnosis = reports.Fail, "see the go test output of "+t.Name()
+	}
+	run.Record(c)
+}
+
 func TestSmoke(t *testing.T) {
 	probeEveryNode := features.New("the in-pod probe runs on every node").
 		WithLabel("suite", "smoke").
 		Assess("rdmaprobe env reports the node it ran on, read back through the API", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
+			defer smokeCheck(t, "smoke/probe-every-node", "the in-pod probe runs on every node")
 			nodes := selectedNodes(ctx, t)
 			var wg sync.WaitGroup
 			errs := make([]error, len(nodes))
@@ -79,6 +91,7 @@ func TestSmoke(t *testing.T) {
 	rdmaPod := features.New("a pod asking for the RDMA resource and IPC_LOCK is scheduled").
 		WithLabel("suite", "smoke").
 		Assess("the scheduler places it on a node that advertises the resource, and it holds IPC_LOCK", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
+			defer smokeCheck(t, "smoke/rdma-pod-scheduled", "a pod asking for the RDMA resource and IPC_LOCK is scheduled where it is advertised")
 			e, res, err := runEnvProbe(ctx, podrun.Spec{Name: "smoke-rdma",
 				Resources: map[string]int64{*flagRDMARes: 1}, AddCaps: []corev1.Capability{"IPC_LOCK"}})
 			if err != nil {
@@ -102,6 +115,7 @@ func TestSmoke(t *testing.T) {
 			return ctx
 		}).
 		Assess("a pod without IPC_LOCK does not hold it (the probe can tell the difference)", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
+			defer smokeCheck(t, "smoke/no-ipc-lock", "a pod without IPC_LOCK does not hold it")
 			e, _, err := runEnvProbe(ctx, podrun.Spec{Name: "smoke-noipclock"})
 			if err != nil {
 				t.Fatal(err)
@@ -115,6 +129,7 @@ func TestSmoke(t *testing.T) {
 	podNetwork := features.New("pods on different nodes reach each other over the pod network").
 		WithLabel("suite", "smoke").
 		Assess("a TCP exchange from a pod on one node to a pod on another succeeds", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
+			defer smokeCheck(t, "smoke/pod-network", "pods on different nodes reach each other over the pod network")
 			nodes := selectedNodes(ctx, t)
 			if len(nodes) < 2 {
 				t.Fatalf("cross-node check needs two nodes, --node-selector=%q matches %d", *flagNodeLabels, len(nodes))

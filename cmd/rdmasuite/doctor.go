@@ -18,7 +18,7 @@ import (
 	"github.com/rdmasuite/rdmasuite/workloads/units"
 )
 
-// errFindings makes `rdmasuite doctor` exit 3 when something was found.
+// errFindings makes `rdmasuite doctor` exit 1 (checks failed) when something was found.
 var errFindings = errors.New("known failure modes found")
 
 // runDoctor is the API-level doctor without the test framework: nodes,

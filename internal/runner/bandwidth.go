@@ -41,17 +41,17 @@ func (r *Runner) Bandwidth(ctx context.Context, v Variant) []reports.Check {
 	nodes, err := r.SelectedNodes(ctx)
 	if err != nil {
 		return perOp(func(op string) reports.Check {
-			return reports.Check{ID: "bandwidth/" + op, Variant: v.Name, Status: reports.Error, Reason: err.Error()}
+			return reports.Check{ID: "bandwidth/" + op, Variant: v.Label, Status: reports.Error, Reason: err.Error()}
 		})
 	}
 	if why := Prerequisite(r.Kube, v); why != "" {
-		return perOp(func(op string) reports.Check { return NotRun("bandwidth/"+op, v.Name, why, nodeNames(nodes)...) })
+		return perOp(func(op string) reports.Check { return NotRun("bandwidth/"+op, v.Label, why, nodeNames(nodes)...) })
 	}
 	with, without := SplitAdvertising(nodes, v.Resource)
 	var out []reports.Check
 	for _, n := range without {
 		for _, op := range ops {
-			out = append(out, NotAdvertising("bandwidth/"+op, v.Name, n, v.Resource))
+			out = append(out, NotAdvertising("bandwidth/"+op, v.Label, n, v.Resource))
 		}
 	}
 	names := nodeNames(with)
@@ -65,7 +65,7 @@ func (r *Runner) Bandwidth(ctx context.Context, v Variant) []reports.Check {
 	}
 	if err != nil {
 		return append(out, perOp(func(op string) reports.Check {
-			return NotRun("bandwidth/"+op, v.Name, fmt.Sprintf("%v: nodes advertising %s: %v", err, v.Resource, names), names...)
+			return NotRun("bandwidth/"+op, v.Label, fmt.Sprintf("%v: nodes advertising %s: %v", err, v.Resource, names), names...)
 		})...)
 	}
 	seen := railsSeen{m: map[string][]bw.Rail{}}
@@ -120,7 +120,7 @@ func (s *railsSeen) get(node string) ([]bw.Rail, bool) {
 // portsCheck compares the rails a node's pods saw with the SKU's ports per
 // node: fewer is a failure naming what is there and what is missing.
 func (r *Runner) portsCheck(v Variant, n corev1.Node, rails []bw.Rail, ok bool) reports.Check {
-	c := reports.Check{ID: "bandwidth/ports", Title: "the pods see as many RDMA ports as the SKU has", Variant: v.Name, Nodes: []string{n.Name}}
+	c := reports.Check{ID: "bandwidth/ports", Title: "the pods see as many RDMA ports as the SKU has", Variant: v.Label, Nodes: []string{n.Name}}
 	if !ok {
 		c.Status, c.Reason = reports.NotRun, fmt.Sprintf("no readable bandwidth probe output from %s: its rails are unknown (see the bandwidth rows)", n.Name)
 		return c
@@ -164,8 +164,8 @@ func (r *Runner) portsCheck(v Variant, n corev1.Node, rails []bw.Rail, ok bool) 
 // pair runs one server pod and one client pod, judges them, and deletes
 // both before it returns.
 func (r *Runner) pair(ctx context.Context, v Variant, p pairing.Pair, client corev1.Node, seen *railsSeen) []reports.Check {
-	in := verdict.BWInput{Variant: v.Name, Resource: v.Resource, Network: v.Network, Ops: r.Cfg.BWOps,
-		Sizes: r.Cfg.BWSizes, RailMode: r.Cfg.RailMode}
+	in := verdict.BWInput{Variant: v.Label, Resource: v.Resource, Network: v.Network, Ops: r.Cfg.BWOps,
+		Sizes: r.Cfg.BWSizes, RailMode: r.Cfg.RailMode, OneRail: r.Cfg.Device != "" || v.Netdev != ""}
 	in.SKU, in.SKUErr = r.Cfg.Thresholds.ForNode(p.Client, client.Labels, r.Cfg.SKU)
 	r.runPair(ctx, v, p, &in)
 	res := verdict.Bandwidth(in)
@@ -176,9 +176,9 @@ func (r *Runner) pair(ctx context.Context, v Variant, p pairing.Pair, client cor
 
 func (r *Runner) runPair(ctx context.Context, v Variant, p pairing.Pair, in *verdict.BWInput) {
 	srvArgs := append([]string{"bw", "server", "--port", strconv.Itoa(BWPort), "--timeout", "2m"}, r.DeviceArgs(v)...)
-	srvSpec := r.Spec(v, names.Object("bw-"+v.Name+"-s", p.Server, p.Client), p.Server, srvArgs, v.NeedsCaps)
+	srvSpec := r.Spec(v, names.Object("bw-"+v.Name+"-s", p.Server, p.Client, v.Resource), p.Server, srvArgs, v.NeedsCaps)
 	in.Server = verdict.Side{Node: p.Server, Pod: srvSpec.Name, Command: "rdmaprobe " + strings.Join(srvArgs, " ")}
-	in.Client = verdict.Side{Node: p.Client, Pod: names.Object("bw-"+v.Name+"-c", p.Client, p.Server)}
+	in.Client = verdict.Side{Node: p.Client, Pod: names.Object("bw-"+v.Name+"-c", p.Client, p.Server, v.Resource)}
 
 	srv, srvStart, err := podrun.Start(ctx, r.Kube, srvSpec, r.Cfg.PodTimeout)
 	if srv != nil {

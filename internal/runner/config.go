@@ -80,9 +80,26 @@ func (c Config) Validate() error {
 	if c.Pairing != pairing.Ring && c.Pairing != pairing.All {
 		return fmt.Errorf("--pairing %q: ring or all", c.Pairing)
 	}
-	for _, v := range c.Variants {
+	if len(c.Variants) == 0 {
+		return fmt.Errorf("--variants is empty: give shared-dev, hostdev or both")
+	}
+	for i, v := range c.Variants {
 		if v != VariantSharedDev && v != VariantHostdev {
 			return fmt.Errorf("--variants: unknown variant %q: shared-dev or hostdev", v)
+		}
+		if slices.Contains(c.Variants[:i], v) {
+			return fmt.Errorf("--variants: %s given twice", v)
+		}
+	}
+	if slices.Contains(c.Variants, VariantSharedDev) && len(c.RDMAResources) == 0 {
+		return fmt.Errorf("--rdma-resource is empty but the shared-dev variant was asked for: name the shared device plugin's resource, e.g. rdma/rdma_shared_device_a")
+	}
+	if slices.Contains(c.Variants, VariantHostdev) && c.HostdevRes == "" {
+		return fmt.Errorf("--hostdev-resource is empty but the hostdev variant was asked for: name the SR-IOV device plugin's resource, e.g. nvidia.com/hostdev")
+	}
+	for i, op := range c.BWOps {
+		if slices.Contains(c.BWOps[:i], op) {
+			return fmt.Errorf("--bw-ops: %s given twice", op)
 		}
 	}
 	for _, a := range c.AllowNotRun {

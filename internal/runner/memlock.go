@@ -21,7 +21,7 @@ func (r *Runner) Memlock(ctx context.Context, v Variant) []reports.Check {
 	if err != nil {
 		var cs []reports.Check
 		for _, id := range ids {
-			cs = append(cs, reports.Check{ID: id, Variant: v.Name, Status: reports.Error, Reason: err.Error()})
+			cs = append(cs, reports.Check{ID: id, Variant: v.Label, Status: reports.Error, Reason: err.Error()})
 		}
 		return cs
 	}
@@ -29,7 +29,7 @@ func (r *Runner) Memlock(ctx context.Context, v Variant) []reports.Check {
 	var out []reports.Check
 	for _, n := range without {
 		for _, id := range ids {
-			out = append(out, NotAdvertising(id, v.Name, n, v.Resource))
+			out = append(out, NotAdvertising(id, v.Label, n, v.Resource))
 		}
 	}
 	return append(out, r.Collect(len(with), func(i int) []reports.Check {
@@ -43,12 +43,12 @@ func (r *Runner) Memlock(ctx context.Context, v Variant) []reports.Check {
 			required = "1M"
 		}
 		args := append([]string{"mr", "--required", required, "--max", r.Cfg.MemlockMax}, r.DeviceArgs(v)...)
-		spec := r.Spec(v, names.Object("mr-"+v.Name, n.Name), n.Name, args, r.Cfg.MemlockIPCLock)
+		spec := r.Spec(v, names.Object("mr-"+v.Name, n.Name, v.Resource), n.Name, args, r.Cfg.MemlockIPCLock)
 		res, err := podrun.Run(ctx, r.Kube, spec, r.Cfg.PodTimeout)
 		r.AddPhase(PhasePodStart, res.StartLatency)
 		r.AddPhase(PhaseCollection, res.Collect)
 		side := verdict.Side{Node: n.Name, Pod: spec.Name, Logs: res.Logs, Exit: res.ExitCode,
 			Command: "rdmaprobe " + strings.Join(args, " "), PodErr: err}
-		return verdict.Memlock(v.Name, side, sku, skuErr)
+		return verdict.Memlock(v.Label, side, sku, skuErr)
 	})...)
 }

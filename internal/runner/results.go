@@ -69,11 +69,13 @@ func WriteResults(dir string, run reports.Run) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	// The link goes first: if this write fails, no script may read an
+	// older run's verdict as this one's.
+	latest := filepath.Join(filepath.Dir(path), "results.json")
+	_ = os.Remove(latest)
 	if err := reports.Write(path, run); err != nil {
 		return path, err
 	}
-	latest := filepath.Join(filepath.Dir(path), "results.json")
-	_ = os.Remove(latest)
 	return path, os.Symlink(filepath.Base(path), latest)
 }
 

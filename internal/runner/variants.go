@@ -19,6 +19,7 @@ const (
 // Variant is how pods get their RDMA device in one of the field's two setups.
 type Variant struct {
 	Name      string // shared-dev or hostdev
+	Label     string // what checks carry: Name, plus the resource when one variant has several
 	Resource  string
 	Network   string // Multus network (hostdev)
 	Netdev    string // interface the probe picks the device from (hostdev)
@@ -32,10 +33,14 @@ func (c Config) VariantList() []Variant {
 		switch v {
 		case VariantSharedDev:
 			for _, res := range c.RDMAResources {
-				out = append(out, Variant{Name: VariantSharedDev, Resource: res, NeedsCaps: true})
+				label := VariantSharedDev
+				if len(c.RDMAResources) > 1 {
+					label += ":" + res // two shared-dev resources must not share check keys
+				}
+				out = append(out, Variant{Name: VariantSharedDev, Label: label, Resource: res, NeedsCaps: true})
 			}
 		case VariantHostdev:
-			out = append(out, Variant{Name: VariantHostdev, Resource: c.HostdevRes, Network: c.HostdevNet, Netdev: c.HostdevNetdev, NeedsCaps: true})
+			out = append(out, Variant{Name: VariantHostdev, Label: VariantHostdev, Resource: c.HostdevRes, Network: c.HostdevNet, Netdev: c.HostdevNetdev, NeedsCaps: true})
 		}
 	}
 	return out

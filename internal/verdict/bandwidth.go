@@ -21,10 +21,13 @@ type BWInput struct {
 	Ops      []string
 	Sizes    []int  // requested message sizes, bytes; the largest is judged
 	RailMode string // bw.RailsSame or bw.RailsCross
-	Client   Side
-	Server   Side
-	SKU      *thresholds.SKU
-	SKUErr   error
+	// OneRail: the run named one device (--device, --netdev): the pair owes
+	// the rails the probes selected, not every port the pods can see.
+	OneRail bool
+	Client  Side
+	Server  Side
+	SKU     *thresholds.SKU
+	SKUErr  error
 }
 
 // BWResult is the verdict of one pair plus the rails each side found, which
@@ -110,15 +113,24 @@ func Bandwidth(in BWInput) BWResult {
 	if sErr != nil {
 		serverRails = nil // unknown: the client's own view of the pairing stands
 	}
+	// The server's result per (server rail, client rail), and per server
+	// rail for those it recorded without a client rail (unpaired).
 	srvByRail := map[string]bw.RailResult{}
 	for _, rr := range srv.Rails {
-		srvByRail[rr.Local.Name()] = rr
+		srvByRail[pairKey(rr.Local, rr.Peer)] = rr
+		if rr.Peer == nil {
+			srvByRail[rr.Local.Name()] = rr
+		}
 	}
 	got := map[string]bw.RailResult{}
 	for _, rr := range cli.Rails {
 		got[pairKey(rr.Local, rr.Peer)] = rr
 	}
-	pairs := expectedPairs(cli.Found, serverRails, in.RailMode)
+	clientRails := cli.Found
+	if in.OneRail {
+		clientRails, serverRails = measuredRails(cli.Rails)
+	}
+	pairs := expectedPairs(clientRails, serverRails, in.RailMode)
 	// A rail result the client printed for a pair we did not expect (the
 	// server's list was unreadable) is judged too: nothing is dropped.
 	seen := map[string]bool{}
@@ -146,10 +158,10 @@ func Bandwidth(in BWInput) BWResult {
 	// Same mode: a server rail beyond the client's last one owes a result
 	// too (the server records why it went unpaired).
 	if in.RailMode != bw.RailsCross {
-		for i := len(cli.Found); i < len(serverRails); i++ {
+		for i := len(clientRails); i < len(serverRails); i++ {
 			sr := serverRails[i]
 			msg := fmt.Sprintf("server rail %s on %s has no client rail to pair with: the client pod on %s sees %d rail(s)",
-				sr.Name(), in.Server.Node, in.Client.Node, len(cli.Found))
+				sr.Name(), in.Server.Node, in.Client.Node, len(clientRails))
 			if rr, ok := srvByRail[sr.Name()]; ok && rr.Error != nil {
 				msg += " (" + rr.Error.Message + ")"
 			}
@@ -158,6 +170,15 @@ func Bandwidth(in BWInput) BWResult {
 				setOutcome(&c, reports.Fail, msg, FixNoDevice)
 				res.Checks = append(res.Checks, c)
 			}
+		}
+	}
+	// Nothing requested may vanish: an op without a single row is an error.
+	for _, op := range in.Ops {
+		if !slices.ContainsFunc(res.Checks, func(c reports.Check) bool { return c.ID == "bandwidth/"+op }) {
+			c := in.check(op, "")
+			setOutcome(&c, reports.Error, fmt.Sprintf("no rail pair of %s → %s could be judged for %s (client exit %d): see the evidence",
+				in.Client.Node, in.Server.Node, op, in.Client.Exit), "")
+			res.Checks = append(res.Checks, c)
 		}
 	}
 	// An exit code that contradicts a clean output is not a pass: the probe
@@ -244,7 +265,7 @@ func (in BWInput) judgeRail(c *reports.Check, op string, rr bw.RailResult, srvBy
 		side, perr := in.Client, rr.Error
 		// "The peer failed": the server's own result for its rail says why.
 		if perr.Kind == probeout.KindPeer && rr.Peer != nil {
-			if s, ok := srvByRail[rr.Peer.Name()]; ok && s.Error != nil && s.Error.Kind != probeout.KindPeer {
+			if s, ok := srvByRail[pairKey(*rr.Peer, &rr.Local)]; ok && s.Error != nil && s.Error.Kind != probeout.KindPeer {
 				side, perr = in.Server, s.Error
 			}
 		}
@@ -253,6 +274,17 @@ func (in BWInput) judgeRail(c *reports.Check, op string, rr bw.RailResult, srvBy
 			msg += fmt.Sprintf(" (not measured: %s)", strings.Join(missing, ", "))
 		}
 		setOutcome(c, st, msg, fix)
+	case rr.Peer != nil && srvByRail[pairKey(*rr.Peer, &rr.Local)].Error != nil &&
+		srvByRail[pairKey(*rr.Peer, &rr.Local)].Error.Kind != probeout.KindPeer:
+		// The client measured, yet the server recorded an error of its own
+		// for this very pair: not a pass until someone looks. (A "peer"
+		// error there only echoes the client, whose output is complete.)
+		e := srvByRail[pairKey(*rr.Peer, &rr.Local)].Error
+		st, msg, fix := in.explain(in.Server, rr.Peer.Name(), e)
+		if st == reports.Fail {
+			st = reports.Error
+		}
+		setOutcome(c, st, "the client measured this rail but the server reported: "+msg, fix)
 	case len(missing) > 0:
 		setOutcome(c, reports.Fail, fmt.Sprintf("requested size(s) %s not measured on %s, and the probe reported no error for them", strings.Join(missing, ", "), c.Rail), "")
 	case st == reports.Fail:
@@ -339,6 +371,23 @@ func expectedPairs(client, server []bw.Rail, mode string) []railPair {
 		out = append(out, p)
 	}
 	return out
+}
+
+// measuredRails are the client rails and their peers the client's output
+// holds, in order, each once.
+func measuredRails(rails []bw.RailResult) (client, server []bw.Rail) {
+	seen := map[string]bool{}
+	for _, rr := range rails {
+		if !seen["c"+rr.Local.Name()] {
+			seen["c"+rr.Local.Name()] = true
+			client = append(client, rr.Local)
+		}
+		if rr.Peer != nil && !seen["s"+rr.Peer.Name()] {
+			seen["s"+rr.Peer.Name()] = true
+			server = append(server, *rr.Peer)
+		}
+	}
+	return client, server
 }
 
 func pairKey(local bw.Rail, peer *bw.Rail) string {

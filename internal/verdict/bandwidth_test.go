@@ -331,3 +331,40 @@ func TestExplainedExitKeepsTheMeasuredRails(t *testing.T) {
 		}
 	}
 }
+
+// --device: the pods see two ports but the run measured one; the port the
+// run did not ask for owes nothing.
+func TestNamedDeviceOwesOnlyItsRail(t *testing.T) {
+	cli, srv := pairOut(t, []string{"write"}, []int{k64}, 2, 195, func(c, s *bw.ProbeOutput) {
+		c.Rails, s.Rails = c.Rails[1:], s.Rails[1:]
+	})
+	in := bwInput(t, []string{"write"}, []int{k64}, cli, srv)
+	in.OneRail = true
+	cs := Bandwidth(in).Checks
+	if len(cs) != 1 || cs[0].Status != reports.Pass || cs[0].Rail != "mlx5_1/1→mlx5_1/1" {
+		t.Fatalf("%s", statuses(cs))
+	}
+}
+
+// The server's own error for a pair the client measured is not a pass;
+// in cross mode it is matched per (server rail, client rail).
+func TestServerSideErrorForAMeasuredPair(t *testing.T) {
+	cli, srv := pairOut(t, []string{"write"}, []int{k64}, 2, 195, func(c, s *bw.ProbeOutput) {
+		s.Rails[1].Error = probeout.Errorf(probeout.KindTransport, "server: work completion: local protection error")
+	})
+	cs := Bandwidth(bwInput(t, []string{"write"}, []int{k64}, cli, srv)).Checks
+	if cs[0].Status != reports.Pass || cs[1].Status != reports.Error || !strings.Contains(cs[1].Reason, "local protection") {
+		t.Fatalf("%s %+v", statuses(cs), cs[1])
+	}
+}
+
+// A pair whose outputs leave nothing to judge still gets a row per op.
+func TestNoPairVanishes(t *testing.T) {
+	cli := envelope(t, bw.ProbeOutput{Role: "client", Found: []bw.Rail{rail(0, "mlx5_0", 200)}}, nil)
+	in := bwInput(t, []string{"write", "read"}, []int{k64}, cli, "garbage")
+	in.RailMode, in.Client.Exit = bw.RailsCross, 1
+	cs := Bandwidth(in).Checks
+	if len(cs) != 2 || cs[0].Status == reports.Pass || cs[1].Status == reports.Pass {
+		t.Fatalf("%s", statuses(cs))
+	}
+}
