@@ -181,8 +181,8 @@ func (r *Runner) runPair(ctx context.Context, v Variant, p pairing.Pair, in *ver
 	in.Client = verdict.Side{Node: p.Client, Pod: names.Object("bw-"+v.Name+"-c", p.Client, p.Server, v.Resource)}
 
 	srv, srvStart, err := podrun.Start(ctx, r.Kube, srvSpec, r.Cfg.PodTimeout)
-	if srv != nil {
-		defer r.deletePod(srvSpec.Namespace, srvSpec.Name)
+	if srv != nil && !srvSpec.Keep {
+		defer podrun.Delete(r.Kube, srvSpec.Namespace, srvSpec.Name)
 	}
 	if err != nil {
 		in.Server.PodErr = err

@@ -13,7 +13,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/rdmasuite/rdmasuite/internal/cluster"
-	"github.com/rdmasuite/rdmasuite/internal/podrun"
 	"github.com/rdmasuite/rdmasuite/reports"
 )
 
@@ -178,15 +177,6 @@ func parallel(n, limit int, fn func(i int)) {
 		}()
 	}
 	wg.Wait()
-}
-
-// deletePod deletes a probe pod unless the run keeps failed objects for
-// debugging (then the namespace outlives the run; see KeepOnFailure).
-func (r *Runner) deletePod(ns, name string) {
-	if r.Cfg.KeepOnFailure {
-		return
-	}
-	podrun.Delete(r.Kube, ns, name)
 }
 
 // Describe is the one-line-per-check text an assertion prints.

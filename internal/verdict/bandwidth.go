@@ -186,30 +186,32 @@ func Bandwidth(in BWInput) BWResult {
 	// output explains (a rail's error, a missing size) is the probe's rule
 	// "exit 0 only when everything requested was measured": that rail
 	// already fails, and the rails it measured keep their verdict.
-	explained := map[*Side]bool{
-		&in.Client: cErr == nil && (cPerr != nil || len(cli.Incomplete()) > 0),
-		&in.Server: sErr == nil && (sPerr != nil || len(srv.Incomplete()) > 0),
-	}
-	for _, sp := range []*Side{&in.Client, &in.Server} {
-		s := *sp
+	for _, side := range []struct {
+		s         Side
+		explained bool
+	}{
+		{in.Client, cErr == nil && (cPerr != nil || len(cli.Incomplete()) > 0)},
+		{in.Server, sErr == nil && (sPerr != nil || len(srv.Incomplete()) > 0)},
+	} {
+		s := side.s
 		if s.WaitErr != nil {
-			for i := range res.Checks {
-				if res.Checks[i].Status == reports.Pass {
-					setOutcome(&res.Checks[i], reports.Error, fmt.Sprintf("pod %s on %s did not end after its peer finished: %v", s.Pod, s.Node, s.WaitErr), "")
-				}
-			}
+			demotePasses(res.Checks, fmt.Sprintf("pod %s on %s did not end after its peer finished: %v", s.Pod, s.Node, s.WaitErr))
 		}
-		if s.Exit == 0 || explained[sp] {
-			continue
-		}
-		for i := range res.Checks {
-			if res.Checks[i].Status == reports.Pass {
-				setOutcome(&res.Checks[i], reports.Error, fmt.Sprintf("pod %s on %s exited %d although its output shows this rail measured: "+
-					"a non-zero exit is never a pass (see the evidence)", s.Pod, s.Node, s.Exit), "")
-			}
+		if s.Exit != 0 && !side.explained {
+			demotePasses(res.Checks, fmt.Sprintf("pod %s on %s exited %d although its output shows this rail measured: "+
+				"a non-zero exit is never a pass (see the evidence)", s.Pod, s.Node, s.Exit))
 		}
 	}
 	return res
+}
+
+// demotePasses turns every passing check into an error with reason.
+func demotePasses(cs []reports.Check, reason string) {
+	for i := range cs {
+		if cs[i].Status == reports.Pass {
+			setOutcome(&cs[i], reports.Error, reason, "")
+		}
+	}
 }
 
 func (in BWInput) check(op, rail string) reports.Check {
@@ -260,27 +262,30 @@ func (in BWInput) judgeRail(c *reports.Check, op string, rr bw.RailResult, srvBy
 		// Nothing measured is said in the diagnosis, never as a 0 value.
 		c.Measured = append(c.Measured, m)
 	}
+	// The server's own error for this very pair, if it recorded one (a
+	// "peer" error there only echoes the client and is not its own).
+	var srvErr *probeout.Error
+	if rr.Peer != nil {
+		if e := srvByRail[pairKey(*rr.Peer, &rr.Local)].Error; e != nil && e.Kind != probeout.KindPeer {
+			srvErr = e
+		}
+	}
 	switch {
 	case rr.Error != nil:
 		side, perr := in.Client, rr.Error
 		// "The peer failed": the server's own result for its rail says why.
-		if perr.Kind == probeout.KindPeer && rr.Peer != nil {
-			if s, ok := srvByRail[pairKey(*rr.Peer, &rr.Local)]; ok && s.Error != nil && s.Error.Kind != probeout.KindPeer {
-				side, perr = in.Server, s.Error
-			}
+		if perr.Kind == probeout.KindPeer && srvErr != nil {
+			side, perr = in.Server, srvErr
 		}
 		st, msg, fix := in.explain(side, port, perr)
 		if len(missing) > 0 {
 			msg += fmt.Sprintf(" (not measured: %s)", strings.Join(missing, ", "))
 		}
 		setOutcome(c, st, msg, fix)
-	case rr.Peer != nil && srvByRail[pairKey(*rr.Peer, &rr.Local)].Error != nil &&
-		srvByRail[pairKey(*rr.Peer, &rr.Local)].Error.Kind != probeout.KindPeer:
+	case srvErr != nil:
 		// The client measured, yet the server recorded an error of its own
-		// for this very pair: not a pass until someone looks. (A "peer"
-		// error there only echoes the client, whose output is complete.)
-		e := srvByRail[pairKey(*rr.Peer, &rr.Local)].Error
-		st, msg, fix := in.explain(in.Server, rr.Peer.Name(), e)
+		// for this very pair: not a pass until someone looks.
+		st, msg, fix := in.explain(in.Server, rr.Peer.Name(), srvErr)
 		if st == reports.Fail {
 			st = reports.Error
 		}
