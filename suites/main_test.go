@@ -192,18 +192,7 @@ func TestMain(m *testing.M) {
 // finishRun writes the results, makes the exit code agree with them, and
 // deletes the run namespace (or keeps it with --keep-on-failure).
 func finishRun(started time.Time, server, version string, code int) int {
-	res := run.Results(started, server, version)
-	// The results file must not read PASSED when go test did not: a failure
-	// outside the checks (a t.Fatal, an interrupt, the watchdog, features
-	// that never started) becomes a row saying so.
-	if code != 0 && res.ExitCode() == reports.ExitPassed {
-		why := map[int]string{130: "interrupted (SIGINT/SIGTERM/SIGHUP) before every feature finished"}[code]
-		if why == "" {
-			why = fmt.Sprintf("go test failed (exit %d) outside the recorded checks: see its output", code)
-		}
-		res.Checks = append(res.Checks, reports.Check{ID: "run/incomplete", Title: "the run finished every feature it was asked for",
-			Status: reports.Error, Reason: why})
-	}
+	res, code := runner.Reconcile(run.Results(started, server, version), code)
 	if path, err := runner.WriteResults(*flagReportDir, res); err != nil {
 		fmt.Fprintf(os.Stderr, "rdmasuite: writing results: %v\n", err)
 		code = max(code, reports.ExitBroken)
@@ -212,17 +201,9 @@ func finishRun(started time.Time, server, version string, code int) int {
 	}
 	if len(res.Checks) > 0 {
 		_ = reports.Table(os.Stdout, res)
-		// go test, the results file and the report tell one story: a run
-		// whose checks did not pass never exits 0.
-		if rc := res.ExitCode(); code == 0 && rc != 0 {
-			fmt.Printf("rdmasuite: %s, exit %d\n", reports.SummaryText(res), rc)
-			code = rc
-		}
+		fmt.Printf("rdmasuite: %s, exit %d\n", reports.SummaryText(res), code)
 	} else {
-		// Nothing was recorded: the labels selected no feature (a typo in
-		// --labels?) or none could start. Nothing measured is no pass.
 		fmt.Fprintln(os.Stderr, "rdmasuite: no check ran: nothing was measured (check --labels / -run)")
-		code = max(code, reports.ExitBroken)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), *flagCleanupWait+15*time.Second)
 	defer cancel()

@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -77,6 +78,32 @@ func WriteResults(dir string, run reports.Run) (string, error) {
 		return path, err
 	}
 	return path, os.Symlink(filepath.Base(path), latest)
+}
+
+// Reconcile makes go test's exit code and the run's results tell one
+// story before either is written:
+//   - a failure outside the checks (a t.Fatal, an interrupt, the watchdog,
+//     features that never started) becomes a run/incomplete error row, so
+//     the results never read PASSED when go test did not;
+//   - checks that did not pass never leave exit 0;
+//   - a run that recorded no check at all (a --labels typo, nothing could
+//     start) measured nothing: exit 2, never 0.
+func Reconcile(res reports.Run, code int) (reports.Run, int) {
+	if code != 0 && res.ExitCode() == reports.ExitPassed {
+		why := fmt.Sprintf("go test failed (exit %d) outside the recorded checks: see its output", code)
+		if code == 130 {
+			why = "interrupted (SIGINT/SIGTERM/SIGHUP) before every feature finished"
+		}
+		res.Checks = append(res.Checks, reports.Check{ID: "run/incomplete", Title: "the run finished every feature it was asked for",
+			Status: reports.Error, Reason: why})
+	}
+	if len(res.Checks) == 0 {
+		return res, max(code, reports.ExitBroken)
+	}
+	if rc := res.ExitCode(); code == 0 {
+		code = rc
+	}
+	return res, code
 }
 
 // Deadline is when the run stops starting work so that teardown (pod and

@@ -151,3 +151,45 @@ func TestConfigValidateNamesTheFlag(t *testing.T) {
 		}
 	}
 }
+
+// go test's exit code and the results agree: the results never read PASSED
+// when go test failed, failed checks never exit 0, nothing measured is 2.
+func TestReconcileExitCodeAndResults(t *testing.T) {
+	pass := reports.Check{ID: "memlock/rlimit", Nodes: []string{"n"}, Status: reports.Pass}
+	fail := reports.Check{ID: "bandwidth/write", Nodes: []string{"n"}, Status: reports.Fail, Diagnosis: "x"}
+	for _, tc := range []struct {
+		name     string
+		checks   []reports.Check
+		code     int
+		wantCode int
+		wantRow  string // reason text of an added run/incomplete row, "" for none
+	}{
+		{"all passed", []reports.Check{pass}, 0, 0, ""},
+		{"go test failed outside the checks", []reports.Check{pass}, 1, 1, "outside the recorded checks"},
+		{"interrupted", []reports.Check{pass}, 130, 130, "interrupted"},
+		{"a check failed, go test said 0", []reports.Check{pass, fail}, 0, reports.ExitChecksFailed, ""},
+		{"unallowed not-run, go test said 0", []reports.Check{pass, NotRun("bandwidth/read", "hostdev", "no Multus")}, 0, reports.ExitChecksFailed, ""},
+		{"nothing recorded", nil, 0, reports.ExitBroken, ""},
+		{"nothing recorded, interrupted", nil, 130, 130, ""},
+	} {
+		res, code := Reconcile(reports.Run{Checks: append([]reports.Check(nil), tc.checks...)}, tc.code)
+		if code != tc.wantCode {
+			t.Errorf("%s: exit %d, want %d", tc.name, code, tc.wantCode)
+		}
+		var row *reports.Check
+		for i := range res.Checks {
+			if res.Checks[i].ID == "run/incomplete" {
+				row = &res.Checks[i]
+			}
+		}
+		switch {
+		case tc.wantRow == "" && row != nil:
+			t.Errorf("%s: unexpected row %+v", tc.name, row)
+		case tc.wantRow != "" && (row == nil || row.Status != reports.Error || !strings.Contains(row.Reason, tc.wantRow)):
+			t.Errorf("%s: want a run/incomplete error row with %q, got %+v", tc.name, tc.wantRow, row)
+		}
+		if code != 0 && res.Passed() {
+			t.Errorf("%s: exit %d but the results read PASSED", tc.name, code)
+		}
+	}
+}
