@@ -17,7 +17,8 @@ import (
 )
 
 var (
-	flagPreflightRes = flag.String("preflight-resources", "rdma/rdma_shared_device_a,nvidia.com/hostdev,nvidia.com/gpu", "extended resources every selected node must advertise (allocatable > 0)")
+	flagPreflightRes = flag.String("preflight-resources", "", "extended resources every selected node must advertise (allocatable > 0); empty: derived per node from the NicClusterPolicy's device-plugin config on RDMA nodes and nvidia.com/gpu on nodes labelled nvidia.com/gpu.present=true")
+	flagUnusedPorts  = flag.String("unused-ports", "", "RDMA ports left unused or disabled on purpose, not reported down: mlx5_3/1, mlx5_3 (every port) or node-7:mlx5_3/1")
 	flagNetOpNS      = flag.String("network-operator-namespace", "nvidia-network-operator", "namespace of the NVIDIA Network Operator (MOFED driver pods)")
 	flagNetOp        = flag.Bool("network-operator", true, "the cluster runs the NVIDIA Network Operator; false when RDMA drivers are managed outside Kubernetes (host MOFED / inbox): a missing NicClusterPolicy is then expected, not a check that could not run")
 	flagGPUOpNS      = flag.String("gpu-operator-namespaces", "gpu-operator,nvidia-gpu-operator", "namespaces of the NVIDIA GPU Operator")
@@ -40,7 +41,7 @@ func TestPreflight(t *testing.T) {
 			}
 			state, err := doctor.Gather(ctx, kube, dyn, doctor.GatherOptions{NodeSelector: *flagNodeLabels,
 				Resources: runner.SplitList(*flagPreflightRes), NetworkOperatorNS: *flagNetOpNS, GPUOperatorNS: runner.SplitList(*flagGPUOpNS),
-				NoNetworkOperator: !*flagNetOp})
+				NoNetworkOperator: !*flagNetOp, UnusedPorts: runner.SplitList(*flagUnusedPorts)})
 			if err != nil {
 				assertChecks(t, []reports.Check{{ID: "doctor/gather", Title: "the doctor could read the cluster",
 					Status: reports.Error, Reason: fmt.Sprintf("reading nodes, operator pods and NicClusterPolicy failed: %v", err)}})

@@ -28,7 +28,7 @@ func runDoctor(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("doctor", flag.ContinueOnError)
 	kubeconfig := fs.String("kubeconfig", "", "kubeconfig (default $KUBECONFIG, or in-cluster)")
 	selector := fs.String("node-selector", "", "label selector for the nodes to check")
-	resources := fs.String("resources", "rdma/rdma_shared_device_a,nvidia.com/hostdev,nvidia.com/gpu", "extended resources every node must advertise")
+	resources := fs.String("resources", "", "extended resources every selected node must advertise; empty: derived per node from the NicClusterPolicy's device-plugin config on RDMA nodes and nvidia.com/gpu on nodes labelled nvidia.com/gpu.present=true")
 	netNS := fs.String("network-operator-namespace", "nvidia-network-operator", "Network Operator namespace")
 	netOp := fs.Bool("network-operator", true, "the cluster runs the NVIDIA Network Operator; false when RDMA drivers are managed outside Kubernetes (a missing NicClusterPolicy is then expected)")
 	gpuNS := fs.String("gpu-operator-namespaces", "gpu-operator,nvidia-gpu-operator", "GPU Operator namespaces")

@@ -10,12 +10,14 @@ import (
 
 // Checks turns findings into checks of the results model: one failed check
 // per finding, and one "doctor/node" check per node without any. That check
-// passes only when every source the catalogue needs was read for the node:
-// the API facts (always gathered here) and the host facts (the host probe).
-// A node whose host facts are missing is not-run with the reason, never a
-// pass. A finding without a node (something could not be looked at) is a
-// not-run check too.
+// passes only when every source the rules need was read and judged for the
+// node: the API facts (always gathered here) and the host facts (the host
+// probe). A node whose host facts are missing, or where something could not
+// be judged (a port state unreadable, no PSI, RDMA resource names unknown),
+// is not-run with the reason, never a pass. A finding without a node
+// (something could not be looked at) is a not-run check too.
 func Checks(s State, fs []Finding, took time.Duration) []reports.Check {
+	v := NewView(s)
 	var out []reports.Check
 	withFinding := map[string]bool{}
 	for _, f := range fs {
@@ -29,19 +31,23 @@ func Checks(s State, fs []Finding, took time.Duration) []reports.Check {
 		}
 		out = append(out, c)
 	}
-	for _, n := range s.Nodes {
+	for _, n := range v.Nodes {
 		if withFinding[n.Name] {
 			continue
 		}
 		c := reports.Check{ID: "doctor/node", Title: "no known failure mode on the node", Nodes: []string{n.Name},
-			Status: reports.Pass, Duration: took.Seconds()}
-		if _, ok := s.Hosts[n.Name]; !ok {
-			why := s.HostsMissing[n.Name]
-			if why == "" {
-				why = "host facts were not gathered"
+			Status: reports.Pass, Duration: took.Seconds(), Evidence: n.Notes}
+		var why []string
+		if n.Host == nil {
+			reason := s.HostsMissing[n.Name]
+			if reason == "" {
+				reason = "host facts were not gathered"
 			}
-			c.Status, c.Reason = reports.NotRun, "API facts show no known failure mode, but the host-level checks "+
-				"(storage modules, driver markers, peermem, ports, I/O pressure) did not run on this node: "+why
+			why = append(why, "the host-level checks (storage modules, driver markers, peermem, ports, I/O pressure) did not run on this node: "+reason)
+		}
+		why = append(why, n.Unjudged...)
+		if len(why) > 0 {
+			c.Status, c.Reason = reports.NotRun, "API facts show no known failure mode, but not everything was judged: "+strings.Join(why, "; ")
 		}
 		out = append(out, c)
 	}

@@ -21,13 +21,14 @@ var NicClusterPolicyGVR = schema.GroupVersionResource{Group: "mellanox.com", Ver
 
 // GatherOptions say where the operators live and what to require.
 type GatherOptions struct {
-	NodeSelector       string
-	Resources          []string
-	NetworkOperatorNS  string
-	GPUOperatorNS      []string
-	LogTailLines       int64
-	PerCallTimeout     time.Duration
-	IncludeUnscheduled bool
+	NodeSelector      string
+	Resources         []string
+	NetworkOperatorNS string
+	GPUOperatorNS     []string
+	LogTailLines      int64
+	PerCallTimeout    time.Duration
+	// UnusedPorts: see State.UnusedPorts.
+	UnusedPorts []string
 	// NoNetworkOperator: the cluster does not use the NVIDIA Network
 	// Operator (see State.NoNetworkOperator).
 	NoNetworkOperator bool
@@ -37,7 +38,7 @@ type GatherOptions struct {
 // operator pods with the logs of unhealthy ones (current and previous
 // container), and the NicClusterPolicy. Host facts are added by the caller.
 func Gather(ctx context.Context, cs kubernetes.Interface, dyn dynamic.Interface, o GatherOptions) (State, error) {
-	s := State{Resources: o.Resources, Logs: map[string]string{}, Roles: DefaultRoles, NoNetworkOperator: o.NoNetworkOperator}
+	s := State{Resources: o.Resources, Logs: map[string]string{}, Roles: DefaultRoles, NoNetworkOperator: o.NoNetworkOperator, UnusedPorts: o.UnusedPorts}
 	if len(o.GPUOperatorNS) > 0 {
 		s.Roles.GPUNamespaces = o.GPUOperatorNS
 	}
@@ -65,15 +66,23 @@ func Gather(ctx context.Context, cs kubernetes.Interface, dyn dynamic.Interface,
 			return s, fmt.Errorf("list pods in %s: %w", ns, err)
 		}
 		for _, p := range pods.Items {
-			if !selected[p.Spec.NodeName] && !(o.IncludeUnscheduled && p.Spec.NodeName == "") {
+			// A DaemonSet pod the scheduler could not place has no node
+			// name yet; its affinity names the node it is for, and its
+			// Pending state with the scheduler's reason is evidence.
+			if !selected[podNode(&p)] {
 				continue
 			}
 			s.Pods = append(s.Pods, p)
-			if podReady(&p) {
+			if podReady(&p) || p.Spec.NodeName == "" {
 				continue
 			}
-			for _, c := range p.Spec.Containers {
-				s.Logs[LogKey(p.Namespace, p.Name, c.Name)] = containerLogs(ctx, cs, &p, c.Name, o)
+			// Every container, init containers included: the peermem
+			// error is in nvidia-peermem-ctr, the MOFED wait in the
+			// mofed-validation init container.
+			for _, c := range append(append([]corev1.Container{}, p.Spec.InitContainers...), p.Spec.Containers...) {
+				if l := containerLogs(ctx, cs, &p, c.Name, o); l != "" {
+					s.Logs[LogKey(p.Namespace, p.Name, c.Name)] = l
+				}
 			}
 		}
 	}

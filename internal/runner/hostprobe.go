@@ -57,13 +57,16 @@ func (r *Runner) ProbeHosts(ctx context.Context, s doctor.State) (map[string]doc
 }
 
 func hostFacts(r node.Report) doctor.HostFacts {
-	h := doctor.HostFacts{StorageModulesLoaded: r.StorageModulesLoaded, DriverReady: r.Markers.DriverReady.Present, PortsDown: r.PortsDown()}
+	h := doctor.HostFacts{StorageModulesLoaded: r.StorageModulesLoaded, DriverReady: r.Markers.DriverReady.Present,
+		DriverReadyAt: r.Markers.DriverReady.ModTime, MellanoxDriversDir: r.Markers.MellanoxDriversDir,
+		MemoryPeerClients: r.Markers.MemoryPeers.Clients, PortsDown: r.PortsDown(), PortsUnknown: r.PortsUnknown()}
 	if m, ok := r.Module("nvidia_peermem"); ok && m.Loaded {
 		h.PeermemLoaded = true
 	}
-	if r.Pressure.IO.Available {
-		v := r.Pressure.IO.Some.Avg10
-		h.IOSomeAvg10 = &v
+	if io := r.Pressure.IO; io.Available && io.Some != nil {
+		h.IO = &doctor.PSIAverages{Avg10: io.Some.Avg10, Avg60: io.Some.Avg60, Avg300: io.Some.Avg300}
+	} else {
+		h.IOUnavailable = io.Reason
 	}
 	if r.Pressure.CPU.IOWaitPercent != nil {
 		v := *r.Pressure.CPU.IOWaitPercent

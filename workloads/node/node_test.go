@@ -471,3 +471,22 @@ func TestReportJSONKeys(t *testing.T) {
 		t.Errorf("round trip changed the report")
 	}
 }
+
+// A port whose state file cannot be read is unknown, never DOWN: reporting
+// it down would send an operator to check a cable that may be fine.
+func TestUnreadablePortStateIsUnknownNotDown(t *testing.T) {
+	root := buildTree(t, "base.tree", "healthy.tree")
+	if err := os.Remove(filepath.Join(root, "sys/devices/pci0000:00/0000:01:00.0/infiniband/mlx5_0/ports/1/state")); err != nil {
+		t.Fatal(err)
+	}
+	r, err := Collect(Options{HostRoot: root, Now: func() time.Time { return t0 }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := r.PortsDown(); len(got) != 0 {
+		t.Errorf("ports down %q, want none (the state is unknown)", got)
+	}
+	if got := r.PortsUnknown(); !reflect.DeepEqual(got, []string{"mlx5_0/1"}) {
+		t.Errorf("ports unknown %q", got)
+	}
+}

@@ -258,14 +258,29 @@ func netdevPort(h hostFS, base string) int {
 	return 1
 }
 
-// PortsDown lists every port that is not ACTIVE as "mlx5_1/1: 1: DOWN
-// (2: Polling)", ibstat's State and Physical state in one line (seed 002).
+// PortsDown lists every port whose state was read and is not ACTIVE as
+// "mlx5_1/1: 1: DOWN (2: Polling)", ibstat's State and Physical state in one
+// line (seed 002). A port whose state file could not be read is not down:
+// it is unknown, and PortsUnknown lists it.
 func (r Report) PortsDown() []string {
 	out := []string{}
 	for _, d := range r.RDMA.Devices {
 		for _, p := range d.Ports {
-			if !p.Active {
+			if !p.Active && p.State != "" {
 				out = append(out, fmt.Sprintf("%s/%d: %s (%s)", d.Name, p.Port, p.State, p.PhysState))
+			}
+		}
+	}
+	return out
+}
+
+// PortsUnknown lists the ports whose state could not be read ("mlx5_1/1").
+func (r Report) PortsUnknown() []string {
+	out := []string{}
+	for _, d := range r.RDMA.Devices {
+		for _, p := range d.Ports {
+			if p.State == "" {
+				out = append(out, fmt.Sprintf("%s/%d", d.Name, p.Port))
 			}
 		}
 	}

@@ -1,0 +1,84 @@
+package doctor
+
+import (
+	"fmt"
+)
+
+// expectedResources derives what the node must advertise, and says which
+// source said so: an explicit list (strict, every node), else the
+// NicClusterPolicy's device-plugin configs for nodes that have RDMA NICs,
+// and nvidia.com/gpu for nodes the GPU Operator labelled as GPU nodes. A
+// control-plane or CPU node carries none of those signs and owes nothing.
+// An RDMA node whose resource names cannot be known is unjudged.
+func (v *View) expectedResources(n *NodeView) (exp []Expected, notes, unjudged []string) {
+	if len(v.Resources) > 0 {
+		for _, r := range v.Resources {
+			exp = append(exp, Expected{Resource: r, Source: "the resources flag (required of every selected node)", Strict: true})
+		}
+	} else {
+		if rdma, why := n.RDMANode(); rdma {
+			switch {
+			case !v.Policy.Present:
+				unjudged = append(unjudged, fmt.Sprintf("the node has RDMA NICs (%s) but no RDMA resource name is known "+
+					"(no NicClusterPolicy with a device-plugin config): pass the resources to expect "+
+					"(--preflight-resources in the suite, --resources in rdmasuite doctor) to judge its allocatable", why))
+			default:
+				unjudged = append(unjudged, v.Policy.ConfigErrors...)
+				for _, r := range v.Policy.DevicePluginResources {
+					exp = append(exp, Expected{Resource: r, Source: fmt.Sprintf("NicClusterPolicy %s device-plugin config, on an RDMA node (%s)", v.Policy.Name, why)})
+				}
+			}
+		}
+		if n.Node.Labels[GPUPresentLabel] == "true" {
+			exp = append(exp, Expected{Resource: GPUResource, Source: "node label " + GPUPresentLabel + "=true", Strict: true})
+		}
+	}
+	if len(exp) == 0 && len(unjudged) == 0 {
+		notes = append(notes, "expects no extended resource: no RDMA or GPU node label ("+MellanoxNICLabel+", "+
+			MOFEDWaitLabel+", "+GPUPresentLabel+"), no MOFED pod, no resources flag")
+	}
+	for _, e := range exp {
+		notes = append(notes, fmt.Sprintf("expects %s (source: %s)", e.Resource, e.Source))
+	}
+	return exp, notes, unjudged
+}
+
+// Missing is an expected resource the node does not advertise.
+type Missing struct {
+	Resource string
+	Text     string // "allocatable rdma/x: missing (expected from …)"
+}
+
+// missingResources returns the expected resources the node does not
+// advertise. Non-strict ones count only when the node advertises none of
+// them (see Expected.Strict); one registered with 0 always counts (the
+// plugin found no healthy device).
+func (n *NodeView) missingResources() []Missing {
+	var out, loose []Missing
+	looseSeen := false
+	for _, e := range n.Expected {
+		q, ok := n.Node.Status.Allocatable[corev1ResourceName(e.Resource)]
+		state := ""
+		switch {
+		case !ok:
+			state = "missing"
+		case q.IsZero():
+			state = "0"
+		}
+		m := Missing{Resource: e.Resource, Text: fmt.Sprintf("allocatable %s: %s (expected from %s)", e.Resource, state, e.Source)}
+		switch {
+		case state == "" && !e.Strict:
+			looseSeen = true
+		case state == "":
+		case e.Strict || state == "0":
+			out = append(out, m)
+		default:
+			loose = append(loose, m)
+		}
+	}
+	if !looseSeen && len(loose) > 0 {
+		loose[len(loose)-1].Text += " — the node advertises none of the device-plugin config's resources"
+		out = append(out, loose...)
+	}
+	return out
+}

@@ -1,0 +1,143 @@
+package doctor
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/klog/v2"
+)
+
+// PolicyFacts are the NicClusterPolicy settings the rules read.
+type PolicyFacts struct {
+	Present     bool
+	Name        string
+	Tolerations []corev1.Toleration
+	// Env is spec.ofedDriver.env (name → value).
+	Env map[string]string
+	// DevicePluginResources are the extended resources the policy's device
+	// plugins advertise (rdmaSharedDevicePlugin and sriovDevicePlugin
+	// configs), e.g. "rdma/rdma_shared_device_a", "nvidia.com/hostdev".
+	// ConfigErrors say which config could not be parsed.
+	DevicePluginResources []string
+	ConfigErrors          []string
+}
+
+// readPolicy reads the policy without assuming one schema version: fields
+// that are absent are simply not set.
+func readPolicy(u *unstructured.Unstructured) PolicyFacts {
+	if u == nil {
+		return PolicyFacts{}
+	}
+	p := PolicyFacts{Present: true, Name: u.GetName(), Env: map[string]string{}}
+	raw, _, _ := unstructured.NestedSlice(u.Object, "spec", "tolerations")
+	for _, r := range raw {
+		m, ok := r.(map[string]any)
+		if !ok {
+			continue
+		}
+		t := corev1.Toleration{}
+		t.Key, _ = m["key"].(string)
+		op, _ := m["operator"].(string)
+		t.Operator = corev1.TolerationOperator(op)
+		t.Value, _ = m["value"].(string)
+		eff, _ := m["effect"].(string)
+		t.Effect = corev1.TaintEffect(eff)
+		p.Tolerations = append(p.Tolerations, t)
+	}
+	env, _, _ := unstructured.NestedSlice(u.Object, "spec", "ofedDriver", "env")
+	for _, e := range env {
+		if m, ok := e.(map[string]any); ok {
+			name, _ := m["name"].(string)
+			p.Env[name] = fmt.Sprint(m["value"])
+		}
+	}
+	// Default prefixes: the RDMA shared device plugin's is "rdma"; the
+	// Network Operator deploys the SR-IOV device plugin with resources
+	// under "nvidia.com" in its examples, and configs usually say so.
+	for _, dp := range []struct{ field, list, prefix string }{
+		{"rdmaSharedDevicePlugin", "configList", "rdma"},
+		{"sriovDevicePlugin", "resourceList", "nvidia.com"},
+	} {
+		cfg, found, _ := unstructured.NestedString(u.Object, "spec", dp.field, "config")
+		if !found || strings.TrimSpace(cfg) == "" {
+			continue
+		}
+		var parsed map[string][]struct {
+			ResourceName   string `json:"resourceName"`
+			ResourcePrefix string `json:"resourcePrefix"`
+		}
+		if err := json.Unmarshal([]byte(cfg), &parsed); err != nil {
+			p.ConfigErrors = append(p.ConfigErrors, fmt.Sprintf("spec.%s.config is not valid JSON: %v", dp.field, err))
+			continue
+		}
+		for _, r := range parsed[dp.list] {
+			if r.ResourceName == "" {
+				continue
+			}
+			prefix := r.ResourcePrefix
+			if prefix == "" {
+				prefix = dp.prefix
+			}
+			p.DevicePluginResources = append(p.DevicePluginResources, prefix+"/"+r.ResourceName)
+		}
+	}
+	return p
+}
+
+// EnvTrue reports whether spec.ofedDriver.env sets name=true.
+func (p PolicyFacts) EnvTrue(name string) bool { return strings.EqualFold(p.Env[name], "true") }
+
+// dsAutoTolerated are the taints the DaemonSet controller tolerates for
+// every DaemonSet pod by itself (Kubernetes docs, "DaemonSet: Taints and
+// tolerations"); network-unavailable only for host-network pods, which the
+// MOFED driver pod is. Such a taint never keeps the MOFED pod away, whatever
+// the NicClusterPolicy says.
+var dsAutoTolerated = map[string]corev1.TaintEffect{
+	"node.kubernetes.io/not-ready":           corev1.TaintEffectNoExecute,
+	"node.kubernetes.io/unreachable":         corev1.TaintEffectNoExecute,
+	"node.kubernetes.io/disk-pressure":       corev1.TaintEffectNoSchedule,
+	"node.kubernetes.io/memory-pressure":     corev1.TaintEffectNoSchedule,
+	"node.kubernetes.io/pid-pressure":        corev1.TaintEffectNoSchedule,
+	"node.kubernetes.io/unschedulable":       corev1.TaintEffectNoSchedule,
+	"node.kubernetes.io/network-unavailable": corev1.TaintEffectNoSchedule,
+}
+
+// untoleratedTaints are the node's taints that keep the policy's pods off
+// it: NoSchedule/NoExecute, not tolerated by the policy, not tolerated
+// automatically for DaemonSets.
+func (p PolicyFacts) untoleratedTaints(n *corev1.Node) []corev1.Taint {
+	var out []corev1.Taint
+	for _, t := range n.Spec.Taints {
+		if t.Effect == corev1.TaintEffectPreferNoSchedule {
+			continue
+		}
+		if eff, ok := dsAutoTolerated[t.Key]; ok && eff == t.Effect {
+			continue
+		}
+		tolerated := false
+		for i := range p.Tolerations {
+			if p.Tolerations[i].ToleratesTaint(klog.Background(), &t, false) {
+				tolerated = true
+				break
+			}
+		}
+		if !tolerated {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+func (p PolicyFacts) describeTolerations() string {
+	if len(p.Tolerations) == 0 {
+		return "none"
+	}
+	var parts []string
+	for _, t := range p.Tolerations {
+		parts = append(parts, fmt.Sprintf("%s %s %s:%s", t.Key, t.Operator, t.Value, t.Effect))
+	}
+	return strings.Join(parts, "; ")
+}

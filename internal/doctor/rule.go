@@ -1,0 +1,133 @@
+// Package doctor maps what the suite observes (node labels, taints and
+// allocatable, operator pods and their logs, the NicClusterPolicy, host
+// probe reports) to the known root causes from the incident write-ups and
+// from real operator reports.
+//
+// Findings are data: each is one Rule (its id, severity, cause, fix, the
+// evidence that raises it, the look-alike states that must not, and one
+// evaluation over the View) registered from its own file. Adding a finding
+// means adding a rule and its tests; nothing else changes. KNOWN_ANSWERS.md
+// is generated from the registered rules (go test -run TestKnownAnswersDoc
+// -update).
+package doctor
+
+import (
+	"fmt"
+	"sort"
+)
+
+// Severity of a finding.
+type Severity string
+
+const (
+	Critical Severity = "critical" // RDMA/GPU capacity of the node is lost
+	Warning  Severity = "warning"  // degraded or at risk
+	Info     Severity = "info"     // a consequence of another finding
+)
+
+// Rule is one known failure mode and how to recognise it.
+type Rule struct {
+	ID       string
+	Severity Severity
+	// Seed is the incident write-up it comes from ("000".."004"), or
+	// "field" for failure modes found in public operator reports.
+	Seed  string
+	Cause string
+	Fix   string
+	// Raises names the evidence that raises the finding; Silent lists the
+	// look-alike states that must not. Both are the known-answer document.
+	Raises string
+	Silent []string
+	// Eval returns one hit per affected node (Node "" for a cluster-wide
+	// finding that could not be looked at: reported as not-run).
+	Eval func(v *View) []Hit
+}
+
+// Hit is one place a rule matched, with the evidence that made it match.
+type Hit struct {
+	Node     string
+	Evidence []string
+}
+
+func hit(node string, evidence ...string) Hit { return Hit{Node: node, Evidence: evidence} }
+
+// Finding is one observed failure mode on one node.
+type Finding struct {
+	ID       string   `json:"id"`
+	Severity Severity `json:"severity"`
+	Node     string   `json:"node"`
+	Evidence []string `json:"evidence"`
+	Cause    string   `json:"cause"`
+	Fix      string   `json:"fix"`
+	Seed     string   `json:"seed"`
+}
+
+// Catalogue holds every registered rule by id.
+var Catalogue = map[string]*Rule{}
+
+var ruleOrder []string
+
+// register adds a rule to the catalogue; rule files call it from a package
+// variable so that a new rule needs no edit anywhere else.
+func register(r Rule) *Rule {
+	if r.ID == "" || r.Eval == nil || r.Cause == "" || r.Fix == "" || r.Raises == "" {
+		panic(fmt.Sprintf("doctor: rule %q is incomplete (id, cause, fix, raises and eval are required)", r.ID))
+	}
+	if _, dup := Catalogue[r.ID]; dup {
+		panic("doctor: rule registered twice: " + r.ID)
+	}
+	Catalogue[r.ID] = &r
+	ruleOrder = append(ruleOrder, r.ID)
+	return &r
+}
+
+// Rules returns the registered rules sorted by id.
+func Rules() []*Rule {
+	ids := append([]string(nil), ruleOrder...)
+	sort.Strings(ids)
+	out := make([]*Rule, 0, len(ids))
+	for _, id := range ids {
+		out = append(out, Catalogue[id])
+	}
+	return out
+}
+
+func (r *Rule) finding(h Hit) Finding {
+	return Finding{ID: r.ID, Severity: r.Severity, Node: h.Node, Evidence: h.Evidence, Cause: r.Cause, Fix: r.Fix, Seed: r.Seed}
+}
+
+// Diagnose applies every rule to the state. Findings are sorted by node and
+// id; a healthy node gets none.
+func Diagnose(s State) []Finding {
+	v := NewView(s)
+	var out []Finding
+	for _, r := range Rules() {
+		for _, h := range r.Eval(v) {
+			out = append(out, r.finding(h))
+		}
+	}
+	return dedupe(out)
+}
+
+// dedupe merges hits of one rule on one node (e.g. the API and the host
+// probe both saw storage modules) into one finding with all the evidence.
+func dedupe(fs []Finding) []Finding {
+	seen := map[string]int{}
+	var out []Finding
+	for _, f := range fs {
+		k := f.ID + "|" + f.Node
+		if i, ok := seen[k]; ok {
+			out[i].Evidence = append(out[i].Evidence, f.Evidence...)
+			continue
+		}
+		seen[k] = len(out)
+		out = append(out, f)
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		if out[i].Node != out[j].Node {
+			return out[i].Node < out[j].Node
+		}
+		return out[i].ID < out[j].ID
+	})
+	return out
+}

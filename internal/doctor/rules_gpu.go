@@ -1,0 +1,209 @@
+package doctor
+
+import (
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"regexp"
+	"strings"
+	"time"
+)
+
+// Rules about the GPU Operator's driver pod and GPUDirect RDMA (peermem).
+
+// peermemInsertFailed matches modprobe's refusal to load nvidia_peermem,
+// whatever the errno text ("Invalid argument", "Unknown symbol in module").
+var peermemInsertFailed = []*regexp.Regexp{regexp.MustCompile(`(?i)could not insert '?nvidia[_-]peermem'?`)}
+
+// MOFEDValidationInit is the GPU driver pod's init container that waits for
+// MOFED's .driver-ready when driver.rdma.enabled=true (GPU Operator up to
+// 23.x); newer driver pods wait in k8s-driver-manager instead, logging
+// "Waiting for MOFED to be installed" (testdata/realworld).
+const MOFEDValidationInit = "mofed-validation"
+
+var waitingForMOFED = []*regexp.Regexp{
+	regexp.MustCompile(`(?i)waiting for mofed`),
+	regexp.MustCompile(`(?i)stat .*/run/mellanox/drivers/\.driver-ready`),
+}
+
+// waitsForMOFED returns the driver pod's init container that is waiting for
+// MOFED, if any.
+func (v *View) waitsForMOFED(p *corev1.Pod) string {
+	c := pendingInit(p)
+	if c == "" {
+		return ""
+	}
+	if c == MOFEDValidationInit {
+		return c
+	}
+	if _, ok := firstMatch(v.ContainerLogs(p, c), waitingForMOFED); ok {
+		return c
+	}
+	return ""
+}
+
+const (
+	PeermemRace            = "peermem-before-mofed"
+	PeermemMismatch        = "peermem-mofed-mismatch"
+	PeermemNotRegistered   = "peermem-not-registered"
+	GPUDriverWaitsForMOFED = "gpu-driver-waits-for-mofed"
+	GPUOperatorCascade     = "gpu-operator-init-cascade"
+)
+
+// peermemFailure is a GPU driver pod on the node whose log shows the
+// nvidia_peermem insert failing, with the line and when it failed.
+type peermemFailure struct {
+	evidence []string
+	at       time.Time
+}
+
+func (v *View) peermemFailures(n *NodeView) []peermemFailure {
+	var out []peermemFailure
+	for _, p := range n.GPUDriver {
+		if line, ok := firstMatch(v.Logs(p), peermemInsertFailed); ok {
+			out = append(out, peermemFailure{evidence: []string{fmt.Sprintf("GPU driver pod %s/%s: %s", p.Namespace, p.Name, podState(p)), "log: " + line},
+				at: lastFailure(p)})
+		}
+	}
+	return out
+}
+
+// readyBefore reports whether MOFED's .driver-ready existed before t: then
+// a peermem failure at t was not the ordering race.
+func readyBefore(h *HostFacts, t time.Time) bool {
+	return h != nil && h.DriverReady && h.DriverReadyAt != nil && !t.IsZero() && h.DriverReadyAt.Before(t)
+}
+
+// peermemVerdict splits an insert failure into the race (MOFED not ready
+// when the GPU driver loaded peermem) and the mismatch (MOFED was ready, or
+// is not a container at all, and the symbols still do not match).
+func (v *View) peermemVerdict(n *NodeView, f peermemFailure) (string, []string) {
+	ev := append([]string(nil), f.evidence...)
+	h := n.Host
+	switch {
+	case readyBefore(h, f.at):
+		return PeermemMismatch, append(ev, fmt.Sprintf("host: .driver-ready present since %s, before the failure at %s: MOFED was ready first",
+			h.DriverReadyAt.UTC().Format(time.RFC3339), f.at.UTC().Format(time.RFC3339)))
+	case h != nil && !v.ContainerMOFED(n), h == nil && v.NoNetworkOperator:
+		return PeermemMismatch, append(ev, "MOFED is not run by the Network Operator on this node (no MOFED pod, no /run/mellanox/drivers): there is no driver container to race with")
+	case h == nil:
+		return PeermemRace, append(ev, "host facts missing: whether .driver-ready predates the failure is unknown; if it does, the cause is a GPU driver/MOFED mismatch ("+PeermemMismatch+")")
+	case !h.DriverReady:
+		return PeermemRace, append(ev, "host: /run/mellanox/drivers/.driver-ready absent")
+	default:
+		return PeermemRace, append(ev, "host: .driver-ready was created after the failure: MOFED became ready too late")
+	}
+}
+
+func peermemRule(id string) func(v *View) []Hit {
+	return func(v *View) []Hit {
+		var out []Hit
+		for _, n := range v.Nodes {
+			for _, f := range v.peermemFailures(n) {
+				if got, ev := v.peermemVerdict(n, f); got == id {
+					out = append(out, hit(n.Name, ev...))
+				}
+			}
+			// From the host alone: peermem loaded while a MOFED container
+			// has not declared itself ready.
+			if h := n.Host; id == PeermemRace && h != nil && h.PeermemLoaded && !h.DriverReady && v.ContainerMOFED(n) {
+				out = append(out, hit(n.Name, "host: nvidia_peermem loaded", "host: /run/mellanox/drivers/.driver-ready absent"))
+			}
+		}
+		return out
+	}
+}
+
+var _ = register(Rule{ID: PeermemRace, Severity: Critical, Seed: "001/003",
+	Cause:  "the GPU driver loaded nvidia_peermem before MOFED created /run/mellanox/drivers/.driver-ready (both operators start at once after a kernel upgrade): modprobe fails (\"could not insert 'nvidia_peermem': Invalid argument\") and the driver pod crash-loops",
+	Fix:    "make the GPU Operator wait for MOFED: set driver.rdma.enabled=true with the Network Operator's MOFED (the driver then waits in mofed-validation for .driver-ready), or delete the GPU driver pod once .driver-ready exists so it restarts in order",
+	Raises: "\"could not insert 'nvidia_peermem'\" in any container of a GPU driver pod (nvidia-driver-ctr, nvidia-peermem-ctr; ClusterPolicy or NVIDIADriver pods) while .driver-ready is absent, created after the failure, or unknown; or the host probe sees nvidia_peermem loaded without .driver-ready on a MOFED-container node",
+	Silent: []string{".driver-ready present before the failure (peermem-mofed-mismatch)", "host-installed MOFED (no driver container to race with)"},
+	Eval:   peermemRule(PeermemRace)})
+
+var _ = register(Rule{ID: PeermemMismatch, Severity: Critical, Seed: "field",
+	Cause:  "nvidia_peermem failed to load although MOFED was ready (or MOFED is installed on the host): its symbols do not match the loaded MOFED ib_core (the GPU driver's peermem was built against another MOFED version, or against the inbox RDMA stack)",
+	Fix:    "check dmesg for \"disagrees about version of symbol\" / \"Unknown symbol ib_register_peer_memory_client\"; align the GPU driver and MOFED versions (GPU Operator / Network Operator compatibility matrix), with host MOFED set driver.rdma.useHostMofed=true, then delete the GPU driver pod",
+	Raises: "the nvidia_peermem insert failure in a GPU driver pod's log, and .driver-ready existed before the failure or MOFED is not a Network Operator container on the node",
+	Silent: []string{".driver-ready absent or newer than the failure (peermem-before-mofed)"},
+	Eval:   peermemRule(PeermemMismatch)})
+
+var _ = register(Rule{ID: PeermemNotRegistered, Severity: Critical, Seed: "field",
+	Cause:  "nvidia_peermem is loaded but no peer-memory client is registered with ib_core (/sys/kernel/mm/memory_peers has no nv_mem): GPUDirect RDMA silently falls back to host memory staging, or fails to register GPU buffers",
+	Fix:    "reload nvidia_peermem after MOFED (delete the GPU driver pod, or rmmod nvidia_peermem && modprobe nvidia_peermem on the node); it must load against the MOFED ib_core that is running now",
+	Raises: "host probe: nvidia_peermem loaded and no client directory under /sys/kernel/mm/memory_peers",
+	Silent: []string{"nvidia_peermem loaded with memory_peers/nv_mem present", "nvidia_peermem not loaded (GPUDirect RDMA not in use)",
+		"peermem loaded before .driver-ready on a MOFED-container node (peermem-before-mofed explains it)"},
+	Eval: func(v *View) []Hit {
+		var out []Hit
+		for _, n := range v.Nodes {
+			h := n.Host
+			if h == nil || !h.PeermemLoaded || len(h.MemoryPeerClients) > 0 {
+				continue
+			}
+			if !h.DriverReady && v.ContainerMOFED(n) {
+				continue
+			}
+			out = append(out, hit(n.Name, "host: nvidia_peermem loaded", "host: /sys/kernel/mm/memory_peers has no registered client"))
+		}
+		return out
+	}})
+
+var _ = register(Rule{ID: GPUDriverWaitsForMOFED, Severity: Critical, Seed: "001/003",
+	Cause:  "the GPU driver pod waits in its mofed-validation init container for MOFED's /run/mellanox/drivers/.driver-ready (driver.rdma.enabled=true): MOFED is not ready on the node, or MOFED is installed on the host and never writes the marker; the GPU driver, toolkit and device plugin never start",
+	Fix:    "fix MOFED on the node (see its findings: not ready, crash loop, Pending); with MOFED installed on the host set driver.rdma.useHostMofed=true in the GPU Operator's ClusterPolicy/NVIDIADriver",
+	Raises: "a GPU driver pod whose first unfinished init container is mofed-validation, or logs \"Waiting for MOFED to be installed\" / stats .driver-ready (k8s-driver-manager)",
+	Silent: []string{"a driver pod past its init containers", "a driver pod in k8s-driver-manager doing something else (draining, evicting GPU pods)"},
+	Eval: func(v *View) []Hit {
+		var out []Hit
+		for _, n := range v.Nodes {
+			for _, p := range n.GPUDriver {
+				c := v.waitsForMOFED(p)
+				if c == "" {
+					continue
+				}
+				ev := []string{fmt.Sprintf("GPU driver pod %s/%s: %s", p.Namespace, p.Name, podState(p))}
+				if l := v.ContainerLogs(p, c); l != "" {
+					ev = append(ev, c+" log: "+tail(l, 2))
+				}
+				ev = append(ev, n.describeMOFED())
+				switch h := n.Host; {
+				case h == nil:
+				case h.DriverReady:
+					ev = append(ev, "host: .driver-ready present (the validation should pass on its next poll)")
+				case !v.ContainerMOFED(n):
+					ev = append(ev, "host: no /run/mellanox/drivers and no MOFED pod: MOFED is host-installed, set driver.rdma.useHostMofed=true")
+				default:
+					ev = append(ev, "host: /run/mellanox/drivers/.driver-ready absent")
+				}
+				out = append(out, hit(n.Name, ev...))
+			}
+		}
+		return out
+	}})
+
+var _ = register(Rule{ID: GPUOperatorCascade, Severity: Info, Seed: "001",
+	Cause:  "GPU Operator pods on this node are stuck in Init because they wait for the driver (.driver-ctr-ready, toolkit-ready never created)",
+	Fix:    "fix the driver pod's failure; these pods start by themselves afterwards",
+	Raises: "a GPU Operator pod in Init on a node whose GPU driver pod is not Ready",
+	Silent: []string{"pods in Init while the driver pod is Ready (another cause)"},
+	Eval: func(v *View) []Hit {
+		var out []Hit
+		for _, n := range v.Nodes {
+			var broken []string
+			for _, p := range n.GPUDriver {
+				if !podReady(p) {
+					broken = append(broken, fmt.Sprintf("%s/%s: %s", p.Namespace, p.Name, podState(p)))
+				}
+			}
+			if len(broken) == 0 {
+				continue
+			}
+			for _, p := range n.GPUPods {
+				if st := initWaiting(p); st != "" {
+					out = append(out, hit(n.Name, fmt.Sprintf("pod %s/%s: %s", p.Namespace, p.Name, podState(p)), "GPU driver pod not Ready: "+strings.Join(broken, "; ")))
+				}
+			}
+		}
+		return out
+	}})
