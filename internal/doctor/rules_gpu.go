@@ -150,7 +150,7 @@ var _ = register(Rule{ID: PeermemNotRegistered, Severity: Critical, Seed: "field
 	}})
 
 var _ = register(Rule{ID: GPUDriverWaitsForMOFED, Severity: Critical, Seed: "001/003",
-	Cause:  "the GPU driver pod waits in its mofed-validation init container for MOFED's /run/mellanox/drivers/.driver-ready (driver.rdma.enabled=true): MOFED is not ready on the node, or MOFED is installed on the host and never writes the marker; the GPU driver, toolkit and device plugin never start",
+	Cause:  "the GPU driver pod waits in an init container (mofed-validation; k8s-driver-manager in newer releases) for MOFED's /run/mellanox/drivers/.driver-ready (driver.rdma.enabled=true): MOFED is not ready on the node, or MOFED is installed on the host and never writes the marker; the GPU driver, toolkit and device plugin never start",
 	Fix:    "fix MOFED on the node (see its findings: not ready, crash loop, Pending); with MOFED installed on the host set driver.rdma.useHostMofed=true in the GPU Operator's ClusterPolicy/NVIDIADriver",
 	Raises: "a GPU driver pod whose first unfinished init container is mofed-validation, or logs \"Waiting for MOFED to be installed\" / stats .driver-ready (k8s-driver-manager)",
 	Silent: []string{"a driver pod past its init containers", "a driver pod in k8s-driver-manager doing something else (draining, evicting GPU pods)"},
@@ -203,6 +203,39 @@ var _ = register(Rule{ID: GPUOperatorCascade, Severity: Info, Seed: "001",
 				if st := initWaiting(p); st != "" {
 					out = append(out, hit(n.Name, fmt.Sprintf("pod %s/%s: %s", p.Namespace, p.Name, podState(p)), "GPU driver pod not Ready: "+strings.Join(broken, "; ")))
 				}
+			}
+		}
+		return out
+	}})
+
+const GPUDriverNotReady = "gpu-driver-not-ready"
+
+var _ = register(Rule{ID: GPUDriverNotReady, Severity: Warning, Seed: "field",
+	Cause:  "the GPU driver pod on the node is not Ready for a reason not in the catalogue (a container crash-looping or waiting): GPUs, the container toolkit and GPUDirect RDMA are not usable there",
+	Fix:    "read the failing container's log in the evidence (kubectl logs -n <ns> <pod> -c <container> --previous) and the node's dmesg",
+	Raises: "a GPU driver pod (ClusterPolicy or NVIDIADriver) not Ready and explained by no other rule (peermem insert failure, waiting for MOFED), e.g. nvidia-peermem-ctr \"Module nvidia-peermem not found\"",
+	Silent: []string{"a Ready driver pod", "a driver pod whose failure another rule names (peermem-before-mofed, peermem-mofed-mismatch, gpu-driver-waits-for-mofed)"},
+	Eval: func(v *View) []Hit {
+		var out []Hit
+		for _, n := range v.Nodes {
+			for _, p := range n.GPUDriver {
+				if podReady(p) || v.waitsForMOFED(p) != "" {
+					continue
+				}
+				if _, explained := firstMatch(v.Logs(p), peermemInsertFailed); explained {
+					continue
+				}
+				ev := []string{fmt.Sprintf("GPU driver pod %s/%s: %s", p.Namespace, p.Name, podState(p))}
+				for _, cs := range p.Status.ContainerStatuses {
+					if !cs.Ready {
+						if l := v.ContainerLogs(p, cs.Name); l != "" {
+							ev = append(ev, fmt.Sprintf("container %s not ready, log tail: %s", cs.Name, tail(l, 2)))
+						} else {
+							ev = append(ev, fmt.Sprintf("container %s not ready", cs.Name))
+						}
+					}
+				}
+				out = append(out, hit(n.Name, ev...))
 			}
 		}
 		return out

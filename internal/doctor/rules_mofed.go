@@ -121,10 +121,10 @@ var _ = register(Rule{ID: MOFEDCrashLoop, Severity: Critical, Seed: "000",
 		var out []Hit
 		for _, n := range v.Nodes {
 			for _, p := range n.MOFED {
-				crash, restarts := crashLooping(p)
+				crash, _ := crashLooping(p)
 				logs := v.Logs(p)
 				if _, known := firstMatch(logs, storageModulePhrases); crash && !known {
-					out = append(out, hit(n.Name, fmt.Sprintf("MOFED pod %s/%s: %s, %d restarts", p.Namespace, p.Name, podState(p), restarts), "log tail: "+tail(logs, 3)))
+					out = append(out, hit(n.Name, fmt.Sprintf("MOFED pod %s/%s: %s", p.Namespace, p.Name, podState(p)), "log tail: "+tail(logs, 3)))
 				}
 			}
 		}

@@ -1,0 +1,222 @@
+package doctor
+
+import (
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// GPU Operator driver pods and GPUDirect RDMA (seeds 001/003 and field reports).
+
+// nvidiaDriverPod is a driver pod created through the NVIDIADriver CRD:
+// another name prefix, the same component label
+// (realworld/nvidiadriver-crd-driver-daemonset-naming.txt).
+func nvidiaDriverPod(node string) corev1.Pod {
+	p := pod(gpuNS, "nvidia-gpu-driver-ubuntu22.04-7c6d7bd86b-"+node, node, "nvidia-driver-ctr", "nvidia-peermem-ctr")
+	p.Labels = map[string]string{"app": "nvidia-gpu-driver-ubuntu22.04-7c6d7bd86b", "app.kubernetes.io/component": "nvidia-driver"}
+	return p
+}
+
+// peermemCrash: the driver pod's nvidia-peermem-ctr crash-loops on the
+// insert error at failedAt; .driver-ready was (re)created at readyAt (nil:
+// absent).
+func peermemCrash(t *testing.T, p corev1.Pod, failedAt time.Time, readyAt *time.Time) State {
+	s := healthy()
+	p.Status.ContainerStatuses[1].Ready, p.Status.ContainerStatuses[1].RestartCount = false, 64
+	p.Status.ContainerStatuses[1].State = corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}}
+	p.Status.ContainerStatuses[1].LastTerminationState.Terminated = &corev1.ContainerStateTerminated{ExitCode: 1, FinishedAt: metav1.NewTime(failedAt)}
+	p.Status.Conditions[0].Status = corev1.ConditionFalse
+	s.replacePod(p)
+	s.log(p, "nvidia-peermem-ctr", realWorld(t, "peermem-ctr-invalid-argument-symbol-mismatch.txt"))
+	s.host(p.Spec.NodeName, func(h *HostFacts) {
+		h.PeermemLoaded, h.MemoryPeerClients = false, nil
+		h.DriverReady, h.DriverReadyAt = readyAt != nil, readyAt
+	})
+	return s
+}
+
+func at(t time.Time) *time.Time { return &t }
+
+var _ = answer(knownAnswer{rule: PeermemRace, name: "nvidia-peermem-ctr of an NVIDIADriver pod, .driver-ready absent", source: "realworld/peermem-ctr-invalid-argument-symbol-mismatch.txt (log lines)",
+	raises: true, node: "node-2", evidence: `could not insert 'nvidia_peermem': Invalid argument(.|\n)*\.driver-ready absent`,
+	state: func(t *testing.T) State { return peermemCrash(t, nvidiaDriverPod("node-2"), t0, nil) }})
+
+var _ = answer(knownAnswer{rule: PeermemRace, name: "seed 001: nvidia-driver-ctr, .driver-ready created after the failure", source: "staged (seed 001)",
+	raises: true, node: "node-1", evidence: `created after the failure`,
+	state: func(t *testing.T) State {
+		p := driverPod("node-1")
+		s := peermemCrash(t, p, t0, at(t0.Add(81*time.Second)))
+		s.log(p, "nvidia-peermem-ctr", "")
+		s.log(p, "nvidia-driver-ctr", "Loading NVIDIA driver kernel modules...\nmodprobe: ERROR: could not insert 'nvidia_peermem': Invalid argument")
+		return s
+	}})
+
+var _ = answer(knownAnswer{rule: PeermemRace, name: "host only: peermem loaded, no .driver-ready", source: "staged (seed 003)",
+	raises: true, node: "node-1", evidence: `host: nvidia_peermem loaded`,
+	state: func(*testing.T) State {
+		s := healthy()
+		s.host("node-1", func(h *HostFacts) { h.DriverReady, h.DriverReadyAt = false, nil })
+		return s
+	}})
+
+var _ = answer(knownAnswer{rule: PeermemRace, name: "MOFED ready an hour before the insert failed", source: "realworld/peermem-ctr-invalid-argument-symbol-mismatch.txt",
+	state: func(t *testing.T) State {
+		return peermemCrash(t, nvidiaDriverPod("node-2"), t0, at(t0.Add(-time.Hour)))
+	}})
+
+var _ = answer(knownAnswer{rule: PeermemMismatch, name: "insert fails although .driver-ready predates it (ABI mismatch after a MOFED change)", source: "realworld/peermem-ctr-invalid-argument-symbol-mismatch.txt",
+	raises: true, node: "node-2", evidence: `before the failure at 2026-09-08T17:16:02Z: MOFED was ready first`,
+	state: func(t *testing.T) State {
+		return peermemCrash(t, nvidiaDriverPod("node-2"), t0, at(t0.Add(-time.Hour)))
+	}})
+
+var _ = answer(knownAnswer{rule: PeermemMismatch, name: "host-installed MOFED: no container to race with", source: "realworld/nv-peer-mem-unknown-symbol-ofed-reinstalled.txt",
+	raises: true, node: "node-1", evidence: `not run by the Network Operator`,
+	state: func(t *testing.T) State {
+		s := peermemCrash(t, driverPod("node-1"), t0, nil)
+		s.log(driverPod("node-1"), "nvidia-peermem-ctr", realWorld(t, "nv-peer-mem-unknown-symbol-ofed-reinstalled.txt")+
+			"\nmodprobe: ERROR: could not insert 'nvidia_peermem': Unknown symbol in module, or unknown parameter (see dmesg)")
+		s.Pods = s.Pods[2:]
+		s.NoNetworkOperator, s.Policy = true, nil
+		s.host("node-1", func(h *HostFacts) { h.MellanoxDriversDir = false })
+		return s
+	}})
+
+var _ = answer(knownAnswer{rule: PeermemMismatch, name: "the race: .driver-ready absent", source: "realworld/peermem-ctr-invalid-argument-symbol-mismatch.txt (log lines)",
+	state: func(t *testing.T) State { return peermemCrash(t, nvidiaDriverPod("node-2"), t0, nil) }})
+
+var _ = answer(knownAnswer{rule: PeermemNotRegistered, name: "nvidia_peermem loaded, memory_peers empty", source: "realworld/memory-peers-sysfs-nv-mem.txt",
+	raises: true, node: "node-2", evidence: `memory_peers has no registered client`,
+	state: func(*testing.T) State {
+		s := healthy()
+		s.host("node-2", func(h *HostFacts) { h.MemoryPeerClients = nil })
+		return s
+	}})
+
+var _ = answer(knownAnswer{rule: PeermemNotRegistered, name: "nv_mem registered", source: "realworld/memory-peers-sysfs-nv-mem.txt", clean: true,
+	state: func(*testing.T) State { return healthy() }})
+
+var _ = answer(knownAnswer{rule: PeermemNotRegistered, name: "peermem not loaded (no GPUDirect RDMA)", source: "staged", clean: true,
+	state: func(*testing.T) State {
+		s := healthy()
+		for _, n := range []string{"node-1", "node-2"} {
+			s.host(n, func(h *HostFacts) { h.PeermemLoaded, h.MemoryPeerClients = false, nil })
+		}
+		return s
+	}})
+
+// waitingDriver: the driver pod sits in the init container that waits for
+// MOFED, logging what it logs there.
+func waitingDriver(t *testing.T, p corev1.Pod, done []string, initName, log string) State {
+	s := healthy()
+	p = inInit(p, done, initName)
+	s.replacePod(p)
+	s.log(p, initName, log)
+	s.host(p.Spec.NodeName, func(h *HostFacts) {
+		h.DriverReady, h.DriverReadyAt, h.PeermemLoaded, h.MemoryPeerClients = false, nil, false, nil
+	})
+	s.replacePod(crashing(mofedPod(p.Spec.NodeName), 3, t0))
+	return s
+}
+
+var _ = answer(knownAnswer{rule: GPUDriverWaitsForMOFED, name: "mofed-validation init container (GPU Operator 22.9)", source: "realworld/mofed-validation-waiting-v22.9.txt",
+	raises: true, node: "node-2", evidence: `Init:0/1 \(waiting in init container mofed-validation\)(.|\n)*statx '/run/mellanox/drivers/.driver-ready'`,
+	state: func(t *testing.T) State {
+		return waitingDriver(t, driverPod("node-2"), nil, "mofed-validation",
+			realWorldGrep(t, "mofed-validation-waiting-v22.9.txt", `(stdout|stderr) F `))
+	}})
+
+var _ = answer(knownAnswer{rule: GPUDriverWaitsForMOFED, name: "k8s-driver-manager waiting for MOFED (NVIDIADriver pod)", source: "realworld/driver-manager-waiting-for-mofed.txt",
+	raises: true, node: "node-1", evidence: `k8s-driver-manager log: .*Waiting for MOFED to be installed`,
+	state: func(t *testing.T) State {
+		return waitingDriver(t, nvidiaDriverPod("node-1"), nil, "k8s-driver-manager",
+			realWorldGrep(t, "driver-manager-waiting-for-mofed.txt", `^time=`))
+	}})
+
+var _ = answer(knownAnswer{rule: GPUDriverWaitsForMOFED, name: "k8s-driver-manager draining GPU pods", source: "staged",
+	state: func(*testing.T) State {
+		s := healthy()
+		p := inInit(driverPod("node-1"), nil, "k8s-driver-manager")
+		s.replacePod(p)
+		s.log(p, "k8s-driver-manager", `time="2026-08-19T12:00:00Z" level=info msg=Draining node nvidia-gpu-node-1 of any GPU pods...`)
+		return s
+	}})
+
+var _ = answer(knownAnswer{rule: GPUDriverNotReady, name: "nvidia-peermem-ctr: Module nvidia-peermem not found (userspace-only install)", source: "realworld/peermem-ctr-module-not-found-userspace-only.txt",
+	raises: true, node: "node-1", evidence: `container nvidia-peermem-ctr not ready, log tail: .*Module nvidia-peermem not found`,
+	state: func(t *testing.T) State {
+		s := healthy()
+		p := driverPod("node-1")
+		p.Status.ContainerStatuses[1].Ready = false
+		p.Status.ContainerStatuses[1].State = corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}}
+		p.Status.Conditions[0].Status = corev1.ConditionFalse
+		s.replacePod(p)
+		s.log(p, "nvidia-peermem-ctr", "modprobe: FATAL: Module nvidia-peermem not found in directory /lib/modules/6.8.0-1059-azure")
+		return s
+	}})
+
+var _ = answer(knownAnswer{rule: GPUDriverNotReady, name: "peermem insert failure (named by the peermem rules)", source: "realworld/peermem-ctr-invalid-argument-symbol-mismatch.txt",
+	state: func(t *testing.T) State { return peermemCrash(t, nvidiaDriverPod("node-2"), t0, nil) }})
+
+var _ = answer(knownAnswer{rule: GPUOperatorCascade, name: "seed 001: toolkit in Init behind a crash-looping driver", source: "staged (seed 001)",
+	raises: true, node: "node-2", evidence: `nvidia-container-toolkit-daemonset-sxfkr: Init:0/1`,
+	state: func(t *testing.T) State {
+		s := peermemCrash(t, driverPod("node-2"), t0, nil)
+		s.replacePod(inInit(pod(gpuNS, "nvidia-container-toolkit-daemonset-sxfkr", "node-2", "nvidia-container-toolkit-ctr"), nil, "driver-validation"))
+		return s
+	}})
+
+var _ = answer(knownAnswer{rule: GPUOperatorCascade, name: "pod in Init while the driver is Ready", source: "staged",
+	state: func(*testing.T) State {
+		s := healthy()
+		s.replacePod(inInit(pod(gpuNS, "nvidia-container-toolkit-daemonset-sxfkr", "node-2", "nvidia-container-toolkit-ctr"), nil, "driver-validation"))
+		return s
+	}})
+
+// --- I/O pressure (seed 004) -------------------------------------------------
+
+func pressure(avgs map[string]PSIAverages) State {
+	s := healthy()
+	s.Nodes = nil
+	s.Pods = nil
+	s.Hosts = map[string]HostFacts{}
+	for name, a := range avgs {
+		s.Nodes = append(s.Nodes, rdmaNode(name))
+		s.Pods = append(s.Pods, mofedPod(name))
+		h := healthyHost()
+		h.IO = &PSIAverages{a.Avg10, a.Avg60, a.Avg300}
+		s.Hosts[name] = h
+	}
+	return s
+}
+
+var _ = answer(knownAnswer{rule: IOPressureOutlier, name: "seed 004: one VM sustained, peers clean", source: "staged (seed 004 numbers)",
+	raises: true, node: "vm-3", evidence: `avg300 = 41.0%(.|\n)*vm-3=46.0/44.0/41.0`,
+	state: func(*testing.T) State {
+		return pressure(map[string]PSIAverages{"vm-1": {0.8, 0.6, 0.5}, "vm-2": {1.2, 1.0, 0.9}, "vm-3": {46, 44, 41}, "vm-4": {0.5, 0.4, 0.4}})
+	}})
+
+var _ = answer(knownAnswer{rule: IOPressureOutlier, name: "sustained outlier quiet for the last 10 s", source: "staged",
+	raises: true, node: "vm-3", evidence: `avg60 = 38.0%`,
+	state: func(*testing.T) State {
+		return pressure(map[string]PSIAverages{"vm-1": {0.8, 0.6, 0.5}, "vm-2": {1.2, 1.0, 0.9}, "vm-3": {0.3, 38, 40}, "vm-4": {0.5, 0.4, 0.4}})
+	}})
+
+var _ = answer(knownAnswer{rule: IOPressureOutlier, name: "a 10 s burst: avg10 high, avg60/avg300 like the peers'", source: "staged",
+	clean: true,
+	state: func(*testing.T) State {
+		return pressure(map[string]PSIAverages{"vm-1": {0.8, 0.6, 0.5}, "vm-2": {1.2, 1.0, 0.9}, "vm-3": {85, 14, 3.1}, "vm-4": {0.5, 0.4, 0.4}})
+	}})
+
+var _ = answer(knownAnswer{rule: IOPressureOutlier, name: "busy cluster: median 40 %, one node at 46 %", source: "staged",
+	clean: true,
+	state: func(*testing.T) State {
+		return pressure(map[string]PSIAverages{"vm-1": {40, 40, 40}, "vm-2": {40, 40, 40}, "vm-3": {47, 46, 46}, "vm-4": {40, 40, 40}})
+	}})
+
+var _ = answer(knownAnswer{rule: IOPressureOutlier, name: "idle cluster", source: "realworld/proc-pressure-io.txt", clean: true,
+	state: func(*testing.T) State {
+		return pressure(map[string]PSIAverages{"vm-1": {0, 0, 0}, "vm-2": {0.1, 0, 0}, "vm-3": {2, 1.5, 1.2}, "vm-4": {0, 0, 0}})
+	}})
