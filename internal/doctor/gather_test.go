@@ -1,0 +1,45 @@
+package doctor
+
+import (
+	"context"
+	"testing"
+
+	"k8s.io/client-go/kubernetes/fake"
+)
+
+// Gathering keeps the pods the rules need: a Pending DaemonSet pod aimed at
+// a selected node (its scheduler message is the evidence), not pods of
+// other nodes; and the logs of every container of an unhealthy pod, init
+// containers included (nvidia-peermem-ctr, mofed-validation).
+func TestGatherKeepsPendingPodsAndEveryContainersLog(t *testing.T) {
+	n1, n2, other := rdmaNode("node-1"), rdmaNode("node-2"), rdmaNode("node-9")
+	n1.Labels["pool"], n2.Labels["pool"] = "gpu", "gpu"
+	pending := pendingFor(mofedPod("node-2"), "node-2", "0/3 nodes are available: 1 node(s) had untolerated taint {a: b}")
+	elsewhere := pendingFor(mofedPod("node-9"), "node-9", "x")
+	drv := inInit(driverPod("node-1"), nil, "mofed-validation")
+	healthyMOFED := mofedPod("node-1")
+	cs := fake.NewClientset(&n1, &n2, &other, &pending, &elsewhere, &drv, &healthyMOFED)
+	s, err := Gather(context.Background(), cs, nil, GatherOptions{NodeSelector: "pool=gpu", NetworkOperatorNS: netNS, GPUOperatorNS: []string{gpuNS}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := map[string]bool{}
+	for _, p := range s.Pods {
+		names[p.Name] = true
+	}
+	if !names[pending.Name] || names[elsewhere.Name] || !names[drv.Name] || !names[healthyMOFED.Name] || len(s.Pods) != 3 {
+		t.Fatalf("pods gathered: %v", names)
+	}
+	for _, c := range []string{"mofed-validation", "nvidia-driver-ctr", "nvidia-peermem-ctr"} {
+		if s.Logs[LogKey(gpuNS, drv.Name, c)] == "" {
+			t.Errorf("no log gathered for %s of the unhealthy driver pod: %v", c, s.Logs)
+		}
+	}
+	if _, ok := s.Logs[LogKey(netNS, healthyMOFED.Name, "mofed-container")]; ok {
+		t.Error("a Ready pod's log was gathered")
+	}
+	v := NewView(s)
+	if got := v.Node("node-2").MOFED; len(got) != 1 || got[0].Name != pending.Name {
+		t.Fatalf("the Pending pod is not attributed to node-2: %v", got)
+	}
+}
