@@ -51,8 +51,9 @@ type Missing struct {
 
 // missingResources returns the expected resources the node does not
 // advertise. Non-strict ones count only when the node advertises none of
-// them (see Expected.Strict); one registered with 0 always counts (the
-// plugin found no healthy device).
+// them above 0 (see Expected.Strict): the RDMA shared device plugin
+// registers a config resource whose selectors match nothing with 0 ("no
+// devices in device pool, creating empty resource server").
 func (n *NodeView) missingResources() []Missing {
 	var out, loose []Missing
 	looseSeen := false
@@ -70,14 +71,14 @@ func (n *NodeView) missingResources() []Missing {
 		case state == "" && !e.Strict:
 			looseSeen = true
 		case state == "":
-		case e.Strict || state == "0":
+		case e.Strict:
 			out = append(out, m)
 		default:
 			loose = append(loose, m)
 		}
 	}
 	if !looseSeen && len(loose) > 0 {
-		loose[len(loose)-1].Text += " — the node advertises none of the device-plugin config's resources"
+		loose[len(loose)-1].Text += " — the node advertises none of the device-plugin config's resources above 0"
 		out = append(out, loose...)
 	}
 	return out

@@ -117,7 +117,7 @@ func policy(tolerations []any, env []any) *unstructured.Unstructured {
 
 func healthyHost() HostFacts {
 	ready := t0.Add(-time.Hour)
-	return HostFacts{DriverReady: true, DriverReadyAt: &ready, MellanoxDriversDir: true, PeermemLoaded: true,
+	return HostFacts{DriverReady: true, DriverReadyAt: &ready, PeermemLoaded: true,
 		MemoryPeerClients: []string{"nv_mem"}, IO: &PSIAverages{Avg10: 0.4, Avg60: 0.3, Avg300: 0.2}}
 }
 

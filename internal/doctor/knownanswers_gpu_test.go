@@ -80,7 +80,6 @@ var _ = answer(knownAnswer{rule: PeermemMismatch, name: "host-installed MOFED: n
 			"\nmodprobe: ERROR: could not insert 'nvidia_peermem': Unknown symbol in module, or unknown parameter (see dmesg)")
 		s.Pods = s.Pods[2:]
 		s.NoNetworkOperator, s.Policy = true, nil
-		s.host("node-1", func(h *HostFacts) { h.MellanoxDriversDir = false })
 		return s
 	}})
 

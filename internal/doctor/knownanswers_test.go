@@ -112,7 +112,7 @@ var _ = answer(knownAnswer{rule: StorageModules, name: "DOCA Go entrypoint wordi
 		return storageCrash(t, realWorld(t, "mofed-storage-modules-loaded-go-entrypoint.txt"))
 	}})
 
-var _ = answer(knownAnswer{rule: StorageModules, name: "host only: rpcrdma loaded, /run/mellanox/drivers without .driver-ready", source: "staged (seed 000)",
+var _ = answer(knownAnswer{rule: StorageModules, name: "host only: rpcrdma loaded, no .driver-ready, the policy deploys MOFED on this RDMA node", source: "staged (seed 000)",
 	raises: true, node: "node-2", evidence: `host: storage modules loaded: rpcrdma`,
 	state: func(*testing.T) State {
 		s := healthy()
@@ -132,21 +132,33 @@ var _ = answer(knownAnswer{rule: StorageModules, name: "host-installed MOFED wit
 		s.Resources = []string{"rdma/rdma_shared_device_a", "nvidia.com/gpu"}
 		for _, n := range []string{"node-1", "node-2"} {
 			s.host(n, func(h *HostFacts) {
-				h.DriverReady, h.DriverReadyAt, h.MellanoxDriversDir, h.StorageModulesLoaded = false, nil, false, []string{"rpcrdma", "xprtrdma"}
+				h.DriverReady, h.DriverReadyAt, h.StorageModulesLoaded = false, nil, []string{"rpcrdma", "xprtrdma"}
 			})
 		}
 		return s
 	}})
 
-var _ = answer(knownAnswer{rule: StorageModules, name: "host-installed MOFED without the flag: no MOFED pod, no /run/mellanox/drivers", source: "staged",
+// hostMOFEDWithPolicy: MOFED installed on the hosts, the Network Operator
+// deploys only the device plugin (a policy without spec.ofedDriver), the
+// GPU driver runs GPUDirect RDMA with peermem registered. The GPU driver
+// DaemonSet creates /run/mellanox/drivers on every GPU node, so that
+// directory proves nothing (realworld review of gpu-operator's
+// assets/state-driver/0500_daemonset.yaml).
+func hostMOFEDWithPolicy() State {
+	s := healthy()
+	delete(s.Policy.Object["spec"].(map[string]any), "ofedDriver")
+	s.Pods = []corev1.Pod{driverPod("node-1"), driverPod("node-2")}
+	for _, n := range []string{"node-1", "node-2"} {
+		s.host(n, func(h *HostFacts) { h.DriverReady, h.DriverReadyAt = false, nil })
+	}
+	return s
+}
+
+var _ = answer(knownAnswer{rule: StorageModules, name: "host-installed MOFED, policy without ofedDriver, rpcrdma for NFS over RDMA", source: "staged",
 	clean: true,
 	state: func(*testing.T) State {
-		s := healthy()
-		s.Pods = []corev1.Pod{driverPod("node-1"), driverPod("node-2")}
-		s.host("node-1", func(h *HostFacts) {
-			h.DriverReady, h.DriverReadyAt, h.MellanoxDriversDir, h.StorageModulesLoaded = false, nil, false, []string{"rpcrdma"}
-		})
-		s.host("node-2", func(h *HostFacts) { h.DriverReady, h.DriverReadyAt, h.MellanoxDriversDir = false, nil, false })
+		s := hostMOFEDWithPolicy()
+		s.host("node-1", func(h *HostFacts) { h.StorageModulesLoaded = []string{"rpcrdma", "xprtrdma"} })
 		return s
 	}})
 

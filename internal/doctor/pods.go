@@ -75,10 +75,14 @@ func podNode(p *corev1.Pod) string {
 	return ""
 }
 
-// crashLooping reports a container in CrashLoopBackOff (or restarting with
-// a non-zero last exit) and the restart count.
+// crashLooping reports a container in CrashLoopBackOff (or not Ready after
+// restarting from a non-zero exit) and the restart count. A Ready container
+// with an old restart (an OOM kill days ago) is not crash-looping.
 func crashLooping(p *corev1.Pod) (bool, int32) {
 	for _, cs := range append(append([]corev1.ContainerStatus{}, p.Status.InitContainerStatuses...), p.Status.ContainerStatuses...) {
+		if cs.Ready || cs.State.Terminated != nil && cs.State.Terminated.ExitCode == 0 {
+			continue
+		}
 		if w := cs.State.Waiting; w != nil && w.Reason == "CrashLoopBackOff" {
 			return true, cs.RestartCount
 		}

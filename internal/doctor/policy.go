@@ -12,8 +12,11 @@ import (
 
 // PolicyFacts are the NicClusterPolicy settings the rules read.
 type PolicyFacts struct {
-	Present     bool
-	Name        string
+	Present bool
+	Name    string
+	// OFEDDriver: the policy deploys the MOFED/DOCA driver container
+	// (spec.ofedDriver); without it MOFED is the host's.
+	OFEDDriver  bool
 	Tolerations []corev1.Toleration
 	// Env is spec.ofedDriver.env (name → value).
 	Env map[string]string
@@ -32,7 +35,12 @@ func readPolicy(u *unstructured.Unstructured) PolicyFacts {
 		return PolicyFacts{}
 	}
 	p := PolicyFacts{Present: true, Name: u.GetName(), Env: map[string]string{}}
+	_, p.OFEDDriver, _ = unstructured.NestedMap(u.Object, "spec", "ofedDriver")
 	raw, _, _ := unstructured.NestedSlice(u.Object, "spec", "tolerations")
+	// The Network Operator's driver and network DaemonSets always tolerate
+	// nvidia.com/gpu:NoSchedule besides the policy's own tolerations
+	// (manifests/state-ofed-driver/0050_ofed-driver-ds.yaml).
+	p.Tolerations = append(p.Tolerations, corev1.Toleration{Key: "nvidia.com/gpu", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule})
 	for _, r := range raw {
 		m, ok := r.(map[string]any)
 		if !ok {
@@ -108,10 +116,13 @@ var dsAutoTolerated = map[string]corev1.TaintEffect{
 // untoleratedTaints are the node's taints that keep the policy's pods off
 // it: NoSchedule/NoExecute, not tolerated by the policy, not tolerated
 // automatically for DaemonSets.
-func (p PolicyFacts) untoleratedTaints(n *corev1.Node) []corev1.Taint {
+//
+// scheduledHere: a MOFED pod is already placed on the node; a NoSchedule
+// taint does not evict it, so such a taint is not what keeps MOFED away.
+func (p PolicyFacts) untoleratedTaints(n *corev1.Node, scheduledHere bool) []corev1.Taint {
 	var out []corev1.Taint
 	for _, t := range n.Spec.Taints {
-		if t.Effect == corev1.TaintEffectPreferNoSchedule {
+		if t.Effect == corev1.TaintEffectPreferNoSchedule || (scheduledHere && t.Effect == corev1.TaintEffectNoSchedule) {
 			continue
 		}
 		if eff, ok := dsAutoTolerated[t.Key]; ok && eff == t.Effect {
@@ -132,12 +143,12 @@ func (p PolicyFacts) untoleratedTaints(n *corev1.Node) []corev1.Taint {
 }
 
 func (p PolicyFacts) describeTolerations() string {
-	if len(p.Tolerations) == 0 {
-		return "none"
-	}
 	var parts []string
-	for _, t := range p.Tolerations {
+	for _, t := range p.Tolerations[1:] { // [0] is the built-in nvidia.com/gpu one
 		parts = append(parts, fmt.Sprintf("%s %s %s:%s", t.Key, t.Operator, t.Value, t.Effect))
+	}
+	if len(parts) == 0 {
+		return "none (besides the built-in nvidia.com/gpu:NoSchedule)"
 	}
 	return strings.Join(parts, "; ")
 }

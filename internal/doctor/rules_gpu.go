@@ -23,21 +23,26 @@ const MOFEDValidationInit = "mofed-validation"
 
 var waitingForMOFED = []*regexp.Regexp{
 	regexp.MustCompile(`(?i)waiting for mofed`),
+	regexp.MustCompile(`(?i)waiting for mellanox ofed`),
 	regexp.MustCompile(`(?i)stat .*/run/mellanox/drivers/\.driver-ready`),
 }
 
-// waitsForMOFED returns the driver pod's init container that is waiting for
-// MOFED, if any.
+// waitsForMOFED returns the driver pod's container that is waiting for
+// MOFED, if any: the pending init container (mofed-validation, or
+// k8s-driver-manager saying so), or a main container that is not Ready and
+// says so (nvidia-peermem-ctr loops "waiting for mellanox ofed and nvidia
+// drivers to be installed").
 func (v *View) waitsForMOFED(p *corev1.Pod) string {
-	c := pendingInit(p)
-	if c == "" {
+	if c := pendingInit(p); c != "" {
+		if _, ok := firstMatch(v.ContainerLogs(p, c), waitingForMOFED); ok || c == MOFEDValidationInit {
+			return c
+		}
 		return ""
 	}
-	if c == MOFEDValidationInit {
-		return c
-	}
-	if _, ok := firstMatch(v.ContainerLogs(p, c), waitingForMOFED); ok {
-		return c
+	for _, cs := range p.Status.ContainerStatuses {
+		if _, ok := firstMatch(v.ContainerLogs(p, cs.Name), waitingForMOFED); ok && !cs.Ready {
+			return cs.Name
+		}
 	}
 	return ""
 }
@@ -85,7 +90,7 @@ func (v *View) peermemVerdict(n *NodeView, f peermemFailure) (string, []string) 
 		return PeermemMismatch, append(ev, fmt.Sprintf("host: .driver-ready present since %s, before the failure at %s: MOFED was ready first",
 			h.DriverReadyAt.UTC().Format(time.RFC3339), f.at.UTC().Format(time.RFC3339)))
 	case h != nil && !v.ContainerMOFED(n), h == nil && v.NoNetworkOperator:
-		return PeermemMismatch, append(ev, "MOFED is not run by the Network Operator on this node (no MOFED pod, no /run/mellanox/drivers): there is no driver container to race with")
+		return PeermemMismatch, append(ev, "MOFED is not run by the Network Operator on this node (no MOFED pod, no spec.ofedDriver in the policy): there is no driver container to race with")
 	case h == nil:
 		return PeermemRace, append(ev, "host facts missing: whether .driver-ready predates the failure is unknown; if it does, the cause is a GPU driver/MOFED mismatch ("+PeermemMismatch+")")
 	case !h.DriverReady:
@@ -105,8 +110,10 @@ func peermemRule(id string) func(v *View) []Hit {
 				}
 			}
 			// From the host alone: peermem loaded while a MOFED container
-			// has not declared itself ready.
-			if h := n.Host; id == PeermemRace && h != nil && h.PeermemLoaded && !h.DriverReady && v.ContainerMOFED(n) {
+			// has not declared itself ready. Not while that container is
+			// restarting: it removes .driver-ready at every start, and a
+			// loaded peermem then blocks its reload (mofed-reload-blocked-by-peermem).
+			if h := n.Host; id == PeermemRace && h != nil && h.PeermemLoaded && !h.DriverReady && v.ContainerMOFED(n) && !n.MOFEDRestarting() {
 				out = append(out, hit(n.Name, "host: nvidia_peermem loaded", "host: /run/mellanox/drivers/.driver-ready absent"))
 			}
 		}
@@ -118,8 +125,10 @@ var _ = register(Rule{ID: PeermemRace, Severity: Critical, Seed: "001/003",
 	Cause:  "the GPU driver loaded nvidia_peermem before MOFED created /run/mellanox/drivers/.driver-ready (both operators start at once after a kernel upgrade): modprobe fails (\"could not insert 'nvidia_peermem': Invalid argument\") and the driver pod crash-loops",
 	Fix:    "make the GPU Operator wait for MOFED: set driver.rdma.enabled=true with the Network Operator's MOFED (the driver then waits in mofed-validation for .driver-ready), or delete the GPU driver pod once .driver-ready exists so it restarts in order",
 	Raises: "\"could not insert 'nvidia_peermem'\" in any container of a GPU driver pod (nvidia-driver-ctr, nvidia-peermem-ctr; ClusterPolicy or NVIDIADriver pods) while .driver-ready is absent, created after the failure, or unknown; or the host probe sees nvidia_peermem loaded without .driver-ready on a MOFED-container node",
-	Silent: []string{".driver-ready present before the failure (peermem-mofed-mismatch)", "host-installed MOFED (no driver container to race with)"},
-	Eval:   peermemRule(PeermemRace)})
+	Silent: []string{".driver-ready present before the failure (peermem-mofed-mismatch)", "host-installed MOFED (no driver container to race with; a policy without spec.ofedDriver)",
+		"/run/mellanox/drivers existing without .driver-ready (the GPU driver DaemonSet creates that directory on every GPU node)",
+		"a MOFED pod restarting or crash-looping (it removes .driver-ready at every start)"},
+	Eval: peermemRule(PeermemRace)})
 
 var _ = register(Rule{ID: PeermemMismatch, Severity: Critical, Seed: "field",
 	Cause:  "nvidia_peermem failed to load although MOFED was ready (or MOFED is installed on the host): its symbols do not match the loaded MOFED ib_core (the GPU driver's peermem was built against another MOFED version, or against the inbox RDMA stack)",
@@ -133,7 +142,8 @@ var _ = register(Rule{ID: PeermemNotRegistered, Severity: Critical, Seed: "field
 	Fix:    "reload nvidia_peermem after MOFED (delete the GPU driver pod, or rmmod nvidia_peermem && modprobe nvidia_peermem on the node); it must load against the MOFED ib_core that is running now",
 	Raises: "host probe: nvidia_peermem loaded and no client directory under /sys/kernel/mm/memory_peers",
 	Silent: []string{"nvidia_peermem loaded with memory_peers/nv_mem present", "nvidia_peermem not loaded (GPUDirect RDMA not in use)",
-		"peermem loaded before .driver-ready on a MOFED-container node (peermem-before-mofed explains it)"},
+		"peermem loaded before .driver-ready on a MOFED-container node (peermem-before-mofed explains it)",
+		"host-installed MOFED with nv_mem registered and no .driver-ready (host MOFED never writes it)"},
 	Eval: func(v *View) []Hit {
 		var out []Hit
 		for _, n := range v.Nodes {
@@ -141,8 +151,8 @@ var _ = register(Rule{ID: PeermemNotRegistered, Severity: Critical, Seed: "field
 			if h == nil || !h.PeermemLoaded || len(h.MemoryPeerClients) > 0 {
 				continue
 			}
-			if !h.DriverReady && v.ContainerMOFED(n) {
-				continue
+			if !h.DriverReady && v.ContainerMOFED(n) && !n.MOFEDRestarting() {
+				continue // peermem-before-mofed explains it
 			}
 			out = append(out, hit(n.Name, "host: nvidia_peermem loaded", "host: /sys/kernel/mm/memory_peers has no registered client"))
 		}
@@ -172,7 +182,7 @@ var _ = register(Rule{ID: GPUDriverWaitsForMOFED, Severity: Critical, Seed: "001
 				case h.DriverReady:
 					ev = append(ev, "host: .driver-ready present (the validation should pass on its next poll)")
 				case !v.ContainerMOFED(n):
-					ev = append(ev, "host: no /run/mellanox/drivers and no MOFED pod: MOFED is host-installed, set driver.rdma.useHostMofed=true")
+					ev = append(ev, "no MOFED pod and no spec.ofedDriver in the policy: MOFED is host-installed, set driver.rdma.useHostMofed=true")
 				default:
 					ev = append(ev, "host: /run/mellanox/drivers/.driver-ready absent")
 				}

@@ -18,6 +18,17 @@ var storageModulePhrases = []*regexp.Regexp{
 	regexp.MustCompile(`(?i)storage modules?.*(prevent|block|in use|must be unloaded|need to be unloaded)`),
 }
 
+// peermemInUsePhrases: the driver container cannot reload MOFED because
+// nvidia_peermem holds ib_core (doca-driver-build entrypoint.sh and the Go
+// entrypoint).
+var peermemInUsePhrases = []*regexp.Regexp{
+	regexp.MustCompile(`(?i)nvidia_peermem is used and will fail driver reload`),
+	regexp.MustCompile(`(?i)failed to unload nvidia_peermem`),
+}
+
+// mofedKnownPhrases are log lines a named MOFED rule explains.
+var mofedKnownPhrases = append(append([]*regexp.Regexp{}, storageModulePhrases...), peermemInUsePhrases...)
+
 // storageEvidence returns what shows storage modules blocking MOFED on the
 // node: a driver log line or, from the host, storage modules loaded while
 // the driver container never declared itself ready. Host MOFED setups never
@@ -116,14 +127,14 @@ var _ = register(Rule{ID: MOFEDCrashLoop, Severity: Critical, Seed: "000",
 	Cause:  "the MOFED driver pod is crash-looping for a reason not in the catalogue (see its log in the evidence)",
 	Fix:    "read the MOFED container log (kubectl logs -n <ns> <pod> -c mofed-container --previous) and the node's dmesg",
 	Raises: "a MOFED pod in CrashLoopBackOff or restarting after a non-zero exit, whose log matches no catalogued phrase",
-	Silent: []string{"a crash whose log refuses storage modules (a mofed-storage-modules finding instead)"},
+	Silent: []string{"a crash whose log refuses storage modules or a loaded nvidia_peermem (named findings instead)", "a Ready pod with an old restart (e.g. an OOM kill days ago)"},
 	Eval: func(v *View) []Hit {
 		var out []Hit
 		for _, n := range v.Nodes {
 			for _, p := range n.MOFED {
 				crash, _ := crashLooping(p)
 				logs := v.Logs(p)
-				if _, known := firstMatch(logs, storageModulePhrases); crash && !known {
+				if _, known := firstMatch(logs, mofedKnownPhrases); crash && !known {
 					out = append(out, hit(n.Name, fmt.Sprintf("MOFED pod %s/%s: %s", p.Namespace, p.Name, podState(p)), "log tail: "+tail(logs, 3)))
 				}
 			}
@@ -141,7 +152,7 @@ var _ = register(Rule{ID: MOFEDNotReady, Severity: Warning, Seed: "002",
 		for _, n := range v.Nodes {
 			for _, p := range n.MOFED {
 				crash, _ := crashLooping(p)
-				_, known := firstMatch(v.Logs(p), storageModulePhrases)
+				_, known := firstMatch(v.Logs(p), mofedKnownPhrases)
 				if !podReady(p) && !crash && !known {
 					out = append(out, hit(n.Name, fmt.Sprintf("MOFED pod %s/%s: %s", p.Namespace, p.Name, podState(p))))
 				}
@@ -177,7 +188,11 @@ var _ = register(Rule{ID: UntoleratedTaint, Severity: Critical, Seed: "002",
 		}
 		var out []Hit
 		for _, n := range v.Nodes {
-			taints := v.Policy.untoleratedTaints(n.Node)
+			scheduledHere := false
+			for _, p := range n.MOFED {
+				scheduledHere = scheduledHere || p.Spec.NodeName == n.Name
+			}
+			taints := v.Policy.untoleratedTaints(n.Node, scheduledHere)
 			if len(taints) == 0 {
 				continue
 			}
@@ -208,4 +223,23 @@ var _ = register(Rule{ID: NoNicClusterPolicy, Severity: Info, Seed: "002",
 			return nil
 		}
 		return []Hit{hit("", v.PolicyErr)}
+	}})
+
+const MOFEDBlockedByPeermem = "mofed-reload-blocked-by-peermem"
+
+var _ = register(Rule{ID: MOFEDBlockedByPeermem, Severity: Critical, Seed: "field",
+	Cause:  "the MOFED driver container cannot reload the driver because nvidia_peermem (loaded by the GPU driver for GPUDirect RDMA) holds ib_core: it aborts (\"Module nvidia_peermem is used and will FAIL driver reload\") and crash-loops, and the node has no RDMA until it is resolved",
+	Fix:    "stop GPUDirect RDMA jobs on the node, unload nvidia_peermem (rmmod nvidia_peermem, or delete the GPU driver pod), then delete the MOFED pod; the GPU driver reloads peermem once .driver-ready is back",
+	Raises: "the MOFED/DOCA driver container's log says nvidia_peermem is in use and will fail the reload, or failed to unload it",
+	Silent: []string{"a MOFED pod that reloaded with peermem unloaded (no such line)", "peermem-before-mofed is not raised from host facts while the MOFED pod restarts"},
+	Eval: func(v *View) []Hit {
+		var out []Hit
+		for _, n := range v.Nodes {
+			for _, p := range n.MOFED {
+				if line, ok := firstMatch(v.Logs(p), peermemInUsePhrases); ok {
+					out = append(out, hit(n.Name, fmt.Sprintf("MOFED pod %s/%s: %s", p.Namespace, p.Name, podState(p)), "log: "+line))
+				}
+			}
+		}
+		return out
 	}})

@@ -15,12 +15,7 @@ type HostFacts struct {
 	// is its modification time (when MOFED last declared itself ready).
 	DriverReady   bool
 	DriverReadyAt *time.Time
-	// MellanoxDriversDir: /run/mellanox/drivers exists, i.e. a MOFED driver
-	// container has run on this node (it is that container's hostPath).
-	// Without it, MOFED (if any) is installed on the host and never writes
-	// .driver-ready.
-	MellanoxDriversDir bool
-	PeermemLoaded      bool
+	PeermemLoaded bool
 	// MemoryPeerClients are the subdirectories of /sys/kernel/mm/memory_peers
 	// (nvidia_peermem registers "nv_mem"): a registered peer-memory client.
 	MemoryPeerClients []string

@@ -110,14 +110,33 @@ func (v *View) Node(name string) *NodeView { return v.byName[name] }
 
 // ContainerMOFED reports whether MOFED on the node is run by the Network
 // Operator's driver container, the only setup that writes .driver-ready
-// and refuses to start over storage modules. A host-installed MOFED
-// (--network-operator=false, or no MOFED pod and no /run/mellanox/drivers)
-// is not.
+// and refuses to start over storage modules: a MOFED pod is aimed at the
+// node, or the NicClusterPolicy deploys a driver (spec.ofedDriver) and the
+// node is an RDMA node. A host-installed MOFED (--network-operator=false, a
+// policy without ofedDriver) is not. /run/mellanox/drivers existing proves
+// nothing: the GPU Operator's driver DaemonSet mounts it DirectoryOrCreate
+// on every GPU node.
 func (v *View) ContainerMOFED(n *NodeView) bool {
 	if v.NoNetworkOperator {
 		return false
 	}
-	return len(n.MOFED) > 0 || (n.Host != nil && n.Host.MellanoxDriversDir)
+	if len(n.MOFED) > 0 {
+		return true
+	}
+	rdma, _ := n.RDMANode()
+	return v.Policy.OFEDDriver && rdma
+}
+
+// MOFEDRestarting reports a MOFED pod for the node that is not Ready: its
+// container removes .driver-ready at every start ("Unsetting driver ready
+// state"), so the marker's absence then says nothing about ordering.
+func (n *NodeView) MOFEDRestarting() bool {
+	for _, p := range n.MOFED {
+		if !podReady(p) {
+			return true
+		}
+	}
+	return false
 }
 
 // RDMANode reports whether the node has, or is meant to have, RDMA NICs

@@ -17,14 +17,14 @@ func TestHostFactsCarryWhatTheRulesNeed(t *testing.T) {
 	r := node.Report{
 		StorageModulesLoaded: []string{"rpcrdma"},
 		Modules:              []node.Module{{Name: "nvidia_peermem", Loaded: true}},
-		Markers: node.Markers{DriverReady: node.Marker{Present: true, ModTime: &ready}, MellanoxDriversDir: true,
+		Markers: node.Markers{DriverReady: node.Marker{Present: true, ModTime: &ready},
 			MemoryPeers: node.MemoryPeers{Clients: []string{"nv_mem"}}},
 		RDMA: node.RDMA{Devices: []node.Device{{Name: "mlx5_0", Ports: []node.Port{
 			{Port: 1, State: "1: DOWN", PhysState: "2: Polling"}, {Port: 2}}}}},
 		Pressure: node.Pressure{IO: node.PSI{Available: true, Some: &node.PSILine{Avg10: 1, Avg60: 20, Avg300: 30}}},
 	}
 	h := hostFacts(r)
-	if !h.DriverReady || h.DriverReadyAt == nil || !h.DriverReadyAt.Equal(ready) || !h.MellanoxDriversDir || !h.PeermemLoaded ||
+	if !h.DriverReady || h.DriverReadyAt == nil || !h.DriverReadyAt.Equal(ready) || !h.PeermemLoaded ||
 		!reflect.DeepEqual(h.MemoryPeerClients, []string{"nv_mem"}) || !reflect.DeepEqual(h.StorageModulesLoaded, []string{"rpcrdma"}) {
 		t.Errorf("markers/modules: %+v", h)
 	}
