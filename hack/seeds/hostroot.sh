@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
-# hostroot.sh DIR healthy|storage-modules — writes a minimal host root for
-# the doctor's host probe (rdmaprobe node --host-root), so the bed can show
-# a node "whose mounted host root shows rpcrdma loaded before .driver-ready"
-# (seed 000) next to a healthy one. Module lines follow /proc/modules' format.
+# hostroot.sh DIR healthy|storage-modules|host-mofed — writes a minimal host
+# root for the doctor's host probe (rdmaprobe node --host-root), so the bed
+# can show a node "whose mounted host root shows rpcrdma loaded before
+# .driver-ready" (seed 000) next to a healthy one, and a node whose MOFED is
+# installed on the host and serves an NFS-over-RDMA mount (rpcrdma loaded on
+# purpose, no Network Operator driver container: must not be a finding).
+# Module lines follow /proc/modules' format.
 set -euo pipefail
 dir=$1 kind=$2
 rm -rf "$dir"
@@ -26,7 +29,9 @@ healthy)
   ;;
 storage-modules)
   # Seed 000: an NFS-over-RDMA mount loaded the in-tree storage modules
-  # before MOFED; MOFED never got to create .driver-ready.
+  # before MOFED; the MOFED container (its hostPath is /run/mellanox/drivers,
+  # so the directory exists) crash-loops and never creates .driver-ready.
+  mkdir -p "$dir/run/mellanox/drivers"
   modules+="
 rpcrdma 286720 1 - Live 0x0000000000000000
 xprtrdma 16384 0 - Live 0x0000000000000000
@@ -34,7 +39,23 @@ sunrpc 684032 12 rpcrdma,nfsv4,nfs, Live 0x0000000000000000"
   mounts+="
 172.27.0.10:/shared /mnt/shared nfs4 rw,relatime,vers=4.1,proto=rdma,port=20049 0 0"
   ;;
-*) echo "usage: $0 DIR healthy|storage-modules" >&2; exit 2 ;;
+host-mofed)
+  # MOFED installed on the host (DKMS, --network-operator=false): its
+  # modules carry MOFED's version, rpcrdma/xprtrdma serve an NFS-over-RDMA
+  # mount, and no driver container ever ran (no /run/mellanox at all).
+  for m in mlx5_core mlx5_ib ib_core; do
+    mkdir -p "$dir/sys/module/$m"
+    echo live >"$dir/sys/module/$m/initstate"
+    echo 24.10-0.7.0 >"$dir/sys/module/$m/version"
+  done
+  modules+="
+rpcrdma 286720 1 - Live 0x0000000000000000
+xprtrdma 16384 0 - Live 0x0000000000000000
+sunrpc 684032 12 rpcrdma,nfsv4,nfs, Live 0x0000000000000000"
+  mounts+="
+172.27.0.10:/shared /mnt/shared nfs4 rw,relatime,vers=4.1,proto=rdma,port=20049 0 0"
+  ;;
+*) echo "usage: $0 DIR healthy|storage-modules|host-mofed" >&2; exit 2 ;;
 esac
 printf '%s\n' "$modules" >"$dir/proc/modules"
 printf '%s\n' "$mounts" >"$dir/proc/1/mounts"
