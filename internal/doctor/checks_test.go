@@ -43,6 +43,9 @@ func TestNodeCheckNeedsEverythingJudged(t *testing.T) {
 		{"RDMA node, resource names unknown", "no RDMA resource name is known", func(s *State) {
 			s.Policy, s.NoNetworkOperator = nil, true
 		}},
+		{"RDMA node, the policy configures no device plugin", "no RDMA resource name is known", func(s *State) {
+			delete(s.Policy.Object["spec"].(map[string]any), "rdmaSharedDevicePlugin")
+		}},
 		{"device-plugin config is not JSON", "spec.rdmaSharedDevicePlugin.config is not valid JSON", func(s *State) {
 			s.Policy.Object["spec"].(map[string]any)["rdmaSharedDevicePlugin"] = map[string]any{"config": "{configList: ["}
 		}},

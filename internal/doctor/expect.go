@@ -18,7 +18,7 @@ func (v *View) expectedResources(n *NodeView) (exp []Expected, notes, unjudged [
 	} else {
 		if rdma, why := n.RDMANode(); rdma {
 			switch {
-			case !v.Policy.Present:
+			case !v.Policy.Present || (len(v.Policy.DevicePluginResources) == 0 && len(v.Policy.ConfigErrors) == 0):
 				unjudged = append(unjudged, fmt.Sprintf("the node has RDMA NICs (%s) but no RDMA resource name is known "+
 					"(no NicClusterPolicy with a device-plugin config): pass the resources to expect "+
 					"(--preflight-resources in the suite, --resources in rdmasuite doctor) to judge its allocatable", why))
