@@ -58,7 +58,7 @@ func (r *Runner) ProbeHosts(ctx context.Context, s doctor.State) (map[string]doc
 
 func hostFacts(r node.Report) doctor.HostFacts {
 	h := doctor.HostFacts{StorageModulesLoaded: r.StorageModulesLoaded, DriverReady: r.Markers.DriverReady.Present,
-		DriverReadyAt: r.Markers.DriverReady.ModTime,
+		DriverReadyAt:     r.Markers.DriverReady.ModTime,
 		MemoryPeerClients: r.Markers.MemoryPeers.Clients, PortsDown: r.PortsDown(), PortsUnknown: r.PortsUnknown()}
 	if m, ok := r.Module("nvidia_peermem"); ok && m.Loaded {
 		h.PeermemLoaded = true
