@@ -13,16 +13,16 @@ here=$(cd "$(dirname "$0")" && pwd)
 GUEST_KMODULES=$here/kmodules.sh
 # shellcheck source=kmodules.sh
 . "$GUEST_KMODULES"
+# shellcheck source=kernel.sh
+. "$here/kernel.sh"
 # shellcheck source=../versions.sh
 . "$here/../versions.sh"
 
 # Bump when the image layout changes in a way the stamp below cannot see.
-GUEST_RECIPE_REV=1
+GUEST_RECIPE_REV=2
 # Kernel modules the guest loads (dependencies are added from modules.dep).
-# crc32_generic is only a soft dependency of rdma_rxe (it asks the crypto API
-# for "crc32" at run time), so modules.dep does not list it.
-MODULES=(crc32_generic virtio_pci virtio_console veth
-  udp_tunnel ip6_udp_tunnel ib_core ib_uverbs rdma_rxe rdma_ucm)
+# virtio_pci, virtio_console and crc32 are built into the pinned kernel.
+MODULES=(veth udp_tunnel ip6_udp_tunnel ib_core ib_uverbs rdma_rxe rdma_ucm)
 # Host programs copied with their ldd closure.
 PROGRAMS=(dash ibv_devinfo ibv_devices rdma ip ib_write_bw ib_read_bw ib_send_bw setpriv)
 # The rxe provider is dlopen()ed by libibverbs (ldd cannot see it).
@@ -34,16 +34,11 @@ HOST_PKGS=(busybox-static dash libc6 libibverbs1 ibverbs-providers ibverbs-utils
 log() { echo "guest-build: $*" >&2; }
 die() { log "ERROR: $*"; exit 1; }
 
-# linux-image-amd64 is a metapackage; it depends on the real kernel package
-# with an exact version: "Depends: linux-image-6.1.0-56-amd64 (= 6.1.192-2)".
-read -r kpkg kpkgver < <(apt-cache show --no-all-versions linux-image-amd64 2>/dev/null |
-  sed -n 's/^Depends: \(linux-image-[0-9][^ ,]*\) (= \([^)]*\)).*/\1 \2/p') || true
-[[ -n ${kpkgver:-} ]] || die "apt-cache knows no linux-image-amd64 (run apt-get update)"
-kver=${kpkg#linux-image-}
+kver=$GUEST_KVER
 dir=$RDMASUITE_CACHE/guest-$kver-r$GUEST_RECIPE_REV
-stamp="rev=$GUEST_RECIPE_REV $kpkg=$kpkgver
+stamp="rev=$GUEST_RECIPE_REV kernel=$GUEST_KVER=$GUEST_KERNEL_VERSION
 $(dpkg-query -W -f='${Package}=${Version}\n' "${HOST_PKGS[@]}")
-build.sh=$(cat "$here/build.sh" "$GUEST_KMODULES" | sha256sum | cut -c1-16)"
+build.sh=$(cat "$here/build.sh" "$GUEST_KMODULES" "$here/kernel.sh" | sha256sum | cut -c1-16)"
 
 # One builder at a time; the others wait and then reuse its result.
 mkdir -p "$RDMASUITE_CACHE"
@@ -56,19 +51,11 @@ fi
 
 work=$(mktemp -d "$RDMASUITE_CACHE/.guest-build.XXXXXX")
 trap 'rm -rf "$work"' EXIT
-log "building $dir (kernel $kpkg $kpkgver)"
+log "building $dir (kernel $GUEST_KVER $GUEST_KERNEL_VERSION from $GUEST_KERNEL_SUITE)"
 
 # --- kernel --------------------------------------------------------------------
-# As root, apt drops to the _apt user for downloads, which cannot write into a
-# private $HOME; the download is a plain signed-index fetch, so stay root.
-apt_opts=()
-((EUID == 0)) && apt_opts=(-o APT::Sandbox::User=root)
-(cd "$work" && apt-get download -q "${apt_opts[@]}" "$kpkg=$kpkgver" >&2)
-dpkg -x "$work"/"$kpkg"_*.deb "$work/k"
-rm -f "$work"/*.deb
-kmod=$work/k/lib/modules/$kver
-# The package ships no modules.dep (its postinst runs depmod): make one.
-depmod -b "$work/k" "$kver"
+fetch_guest_kernel "$work"
+kmod=$GUEST_KMOD
 
 root=$work/root
 mkdir -p "$root"/{bin,dev,proc,sys,tmp,etc,root,home/rdma,opt/test,usr/bin,usr/sbin,usr/lib/modules,usr/lib64}
@@ -77,7 +64,7 @@ ln -s usr/lib "$root/lib"
 ln -s usr/lib64 "$root/lib64"
 
 install_kmodules "$kmod" "$root" "$kver" "${MODULES[@]}"
-cp "$work/k/boot/vmlinuz-$kver" "$work/vmlinuz"
+cp "$GUEST_VMLINUZ" "$work/vmlinuz"
 log "modules: $(tr '\n' ' ' <"$root/etc/guest-modules")"
 
 # --- user space ----------------------------------------------------------------

@@ -25,9 +25,16 @@ install_kmodules() {
     [[ -n ${path[$n]:-} ]] || die "kernel $kver has no module $n"
     _kmod_visit "${path[$n]}"
   done
+  # busybox insmod wants plain .ko: compressed modules are unpacked (the
+  # appended signature stays; the kernel does not force signatures).
   for m in "${order[@]}"; do
-    case $m in *.ko) ;; *) die "$m is compressed; busybox insmod wants plain .ko" ;; esac
-    cp "$kmod/$m" "$root/usr/lib/modules/"
-    echo "${m##*/}" >>"$root/etc/guest-modules"
+    n=${m##*/}
+    case $m in
+    *.ko) cp "$kmod/$m" "$root/usr/lib/modules/" ;;
+    *.ko.xz) n=${n%.xz}; xz -dc "$kmod/$m" >"$root/usr/lib/modules/$n" ;;
+    *.ko.zst) n=${n%.zst}; zstd -qdc "$kmod/$m" >"$root/usr/lib/modules/$n" ;;
+    *) die "$m: unknown module compression" ;;
+    esac
+    echo "$n" >>"$root/etc/guest-modules"
   done
 }

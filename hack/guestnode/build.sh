@@ -16,13 +16,15 @@ GUEST_KMODULES=$here/../guest/kmodules.sh
 . "$GUEST_KMODULES"
 # shellcheck source=../versions.sh
 . "$here/../versions.sh"
+# shellcheck source=../guest/kernel.sh
+. "$here/../guest/kernel.sh"
 
 # Bump when the image layout changes in a way the stamp cannot see.
-RECIPE_REV=2
+RECIPE_REV=3
 # Kernel modules in load order's roots (dependencies come from modules.dep).
-# crc32_generic is a soft dependency of rdma_rxe (crypto API "crc32"), not in
-# modules.dep. rdma_ucm brings rdma_cm/iw_cm/ib_cm/configfs (/dev/infiniband/rdma_cm).
-MODULES=(crc32_generic virtio_pci virtio_net virtio_console overlay bridge veth dummy
+# rdma_ucm brings rdma_cm/iw_cm/ib_cm/configfs (/dev/infiniband/rdma_cm).
+# virtio_pci, virtio_console and crc32 are built into the pinned kernel.
+MODULES=(virtio_net overlay bridge veth dummy
   udp_tunnel ip6_udp_tunnel ib_core ib_uverbs rdma_rxe rdma_ucm)
 # Host programs copied (with their ldd closure) to the same path in the image.
 PROGRAMS=(dash ip rdma ibv_devinfo containerd containerd-shim-runc-v2 ctr runc)
@@ -37,15 +39,12 @@ log() { echo "guestnode-build: $*" >&2; }
 die() { log "ERROR: $*"; exit 1; }
 
 [[ -x $KUBELET ]] || die "no kubelet at $KUBELET (run hack/build-k8s.sh)"
-read -r kpkg kpkgver < <(apt-cache show --no-all-versions linux-image-amd64 2>/dev/null |
-  sed -n 's/^Depends: \(linux-image-[0-9][^ ,]*\) (= \([^)]*\)).*/\1 \2/p') || true
-[[ -n ${kpkgver:-} ]] || die "apt-cache knows no linux-image-amd64 (run apt-get update)"
-kver=${kpkg#linux-image-}
+kver=$GUEST_KVER
 dir=$RDMASUITE_CACHE/guestnode-$kver-k8s-$K8S_VERSION-r$RECIPE_REV
-stamp="rev=$RECIPE_REV $kpkg=$kpkgver
+stamp="rev=$RECIPE_REV kernel=$GUEST_KVER=$GUEST_KERNEL_VERSION
 $(dpkg-query -W -f='${Package}=${Version}\n' "${HOST_PKGS[@]}")
 kubelet=$(stat -c '%s %Y' "$KUBELET")
-build.sh=$(cat "$here/build.sh" "$GUEST_KMODULES" | sha256sum | cut -c1-16)"
+build.sh=$(cat "$here/build.sh" "$GUEST_KMODULES" "$here/../guest/kernel.sh" | sha256sum | cut -c1-16)"
 
 mkdir -p "$RDMASUITE_CACHE"
 exec 9>"$RDMASUITE_CACHE/.guestnode-build.lock"
@@ -57,16 +56,11 @@ fi
 
 work=$(mktemp -d "$RDMASUITE_CACHE/.guestnode-build.XXXXXX")
 trap 'rm -rf "$work"' EXIT
-log "building $dir (kernel $kpkg $kpkgver)"
+log "building $dir (kernel $GUEST_KVER $GUEST_KERNEL_VERSION from $GUEST_KERNEL_SUITE)"
 
 # --- kernel --------------------------------------------------------------------
-apt_opts=()
-((EUID == 0)) && apt_opts=(-o APT::Sandbox::User=root)
-(cd "$work" && timeout 600 apt-get download -q "${apt_opts[@]}" "$kpkg=$kpkgver" >&2)
-dpkg -x "$work"/"$kpkg"_*.deb "$work/k"
-rm -f "$work"/*.deb
-kmod=$work/k/lib/modules/$kver
-depmod -b "$work/k" "$kver"
+fetch_guest_kernel "$work"
+kmod=$GUEST_KMOD
 
 root=$work/root
 mkdir -p "$root"/{bin,dev,proc,sys,tmp,run,etc,root,var/lib,var/log,opt/cni/bin,usr/bin,usr/sbin,usr/lib/modules,usr/lib64}
@@ -75,7 +69,7 @@ ln -s usr/lib64 "$root/lib64"
 ln -s usr/sbin "$root/sbin"
 
 install_kmodules "$kmod" "$root" "$kver" "${MODULES[@]}"
-cp "$work/k/boot/vmlinuz-$kver" "$work/vmlinuz"
+cp "$GUEST_VMLINUZ" "$work/vmlinuz"
 rm -rf "$work/k"
 log "modules: $(tr '\n' ' ' <"$root/etc/guest-modules")"
 
