@@ -231,5 +231,57 @@ ip netns exec podB rdma link delete rxeb 2>/dev/null
 ip netns delete podA 2>/dev/null
 ip netns delete podB 2>/dev/null
 
+# Exclusive RDMA network-namespace mode, what SR-IOV clusters run (rdma-cni
+# moves the RDMA device into the pod): each RDMA device belongs to one
+# namespace. It can only be switched while no other namespace exists, so
+# retry until the ones above are gone. An rxe link is created in the initial
+# namespace even when added from inside another one; `rdma dev set DEV
+# netns NS` moves it. The pod's namespace then sees only its own device,
+# not the host's, and traffic flows between two such namespaces.
+i=0
+until rdma system set netns exclusive 2>/dev/null || [ $i -ge 40 ]; do sleep 0.5; i=$((i + 1)); done
+if rdma system show | grep -q 'netns exclusive'; then
+  ip netns add podX && ip netns add podY &&
+    ip link add exa type veth peer name exb && ip link set exa netns podX && ip link set exb netns podY &&
+    ip -n podX link set lo up && ip -n podY link set lo up &&
+    ip -n podX addr add 10.78.0.1/24 dev exa && ip -n podY addr add 10.78.0.2/24 dev exb &&
+    ip -n podX link set exa up && ip -n podY link set exb up &&
+    ip netns exec podX rdma link add rxex type rxe netdev exa && ip netns exec podY rdma link add rxey type rxe netdev exb &&
+    rdma dev set rxex netns podX && rdma dev set rxey netns podY
+  exrc=$?
+  seen_x=$(ip netns exec podX rdma dev 2>&1 | cut -d' ' -f2 | tr -d ':' | tr '\n' ' ')
+  seen_init=$(rdma dev 2>&1 | cut -d' ' -f2 | tr -d ':' | tr '\n' ' ')
+  if [ $exrc -eq 0 ] && [ "$seen_x" = "rxex " ] && ! echo "$seen_init" | grep -q rxex; then
+    pass "exclusive netns mode: rxex moved into podX, which sees only [$seen_x], the initial namespace [$seen_init]"
+  else
+    fail "exclusive netns mode: device placement" "setup exit $exrc, podX sees [$seen_x], initial sees [$seen_init]"
+  fi
+  ip netns exec podX ib_write_bw -d rxex -x 1 -s 65536 -n 100 -F >ex-srv.txt 2>&1 &
+  ptsrv=$!
+  sleep 1
+  ip netns exec podY timeout 120 ib_write_bw -d rxey -x 1 -s 65536 -n 100 -F 10.78.0.1 >ex-cli.txt 2>&1
+  ptrc=$?
+  kill $ptsrv 2>/dev/null
+  wait $ptsrv 2>/dev/null
+  if [ $ptrc -eq 0 ] && grep -q '^ 65536 ' ex-cli.txt; then
+    pass "exclusive netns mode: perftest podY -> podX: $(grep '^ 65536 ' ex-cli.txt | tr -s ' ')"
+  else
+    fail "exclusive netns mode: perftest" "exit $ptrc: $(tail -3 ex-cli.txt)"
+  fi
+  if ip netns exec podX ibv_devinfo -d rxe0 >ex-hidden.txt 2>&1; then
+    fail "exclusive netns mode: the host's rxe0 is hidden from podX" "ibv_devinfo -d rxe0 worked there"
+  else
+    pass "exclusive netns mode: the host's rxe0 is hidden from podX ($(head -1 ex-hidden.txt))"
+  fi
+  ip netns exec podX rdma link delete rxex 2>/dev/null
+  ip netns exec podY rdma link delete rxey 2>/dev/null
+  ip netns delete podX 2>/dev/null
+  ip netns delete podY 2>/dev/null
+  i=0
+  until rdma system set netns shared 2>/dev/null || [ $i -ge 40 ]; do sleep 0.5; i=$((i + 1)); done
+else
+  fail "exclusive netns mode" "rdma system set netns exclusive never took: $(rdma system show 2>&1)"
+fi
+
 echo "guest checks failed: $fails"
 exit $fails
