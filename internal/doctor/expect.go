@@ -2,6 +2,8 @@ package doctor
 
 import (
 	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
 )
 
 // expectedResources derives what the node must advertise, and says which
@@ -58,7 +60,7 @@ func (n *NodeView) missingResources() []Missing {
 	var out, loose []Missing
 	looseSeen := false
 	for _, e := range n.Expected {
-		q, ok := n.Node.Status.Allocatable[corev1ResourceName(e.Resource)]
+		q, ok := n.Node.Status.Allocatable[corev1.ResourceName(e.Resource)]
 		state := ""
 		switch {
 		case !ok:

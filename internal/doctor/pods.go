@@ -76,21 +76,22 @@ func podNode(p *corev1.Pod) string {
 }
 
 // crashLooping reports a container in CrashLoopBackOff (or not Ready after
-// restarting from a non-zero exit) and the restart count. A Ready container
-// with an old restart (an OOM kill days ago) is not crash-looping.
-func crashLooping(p *corev1.Pod) (bool, int32) {
+// restarting from a non-zero exit); podState shows the restart count. A
+// Ready container with an old restart (an OOM kill days ago) is not
+// crash-looping.
+func crashLooping(p *corev1.Pod) bool {
 	for _, cs := range append(append([]corev1.ContainerStatus{}, p.Status.InitContainerStatuses...), p.Status.ContainerStatuses...) {
 		if cs.Ready || cs.State.Terminated != nil && cs.State.Terminated.ExitCode == 0 {
 			continue
 		}
 		if w := cs.State.Waiting; w != nil && w.Reason == "CrashLoopBackOff" {
-			return true, cs.RestartCount
+			return true
 		}
 		if t := cs.LastTerminationState.Terminated; t != nil && t.ExitCode != 0 && cs.RestartCount > 0 {
-			return true, cs.RestartCount
+			return true
 		}
 	}
-	return false, 0
+	return false
 }
 
 func podReady(p *corev1.Pod) bool {

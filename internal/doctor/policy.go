@@ -37,10 +37,6 @@ func readPolicy(u *unstructured.Unstructured) PolicyFacts {
 	p := PolicyFacts{Present: true, Name: u.GetName(), Env: map[string]string{}}
 	_, p.OFEDDriver, _ = unstructured.NestedMap(u.Object, "spec", "ofedDriver")
 	raw, _, _ := unstructured.NestedSlice(u.Object, "spec", "tolerations")
-	// The Network Operator's driver and network DaemonSets always tolerate
-	// nvidia.com/gpu:NoSchedule besides the policy's own tolerations
-	// (manifests/state-ofed-driver/0050_ofed-driver-ds.yaml).
-	p.Tolerations = append(p.Tolerations, corev1.Toleration{Key: "nvidia.com/gpu", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule})
 	for _, r := range raw {
 		m, ok := r.(map[string]any)
 		if !ok {
@@ -98,6 +94,13 @@ func readPolicy(u *unstructured.Unstructured) PolicyFacts {
 // EnvTrue reports whether spec.ofedDriver.env sets name=true.
 func (p PolicyFacts) EnvTrue(name string) bool { return strings.EqualFold(p.Env[name], "true") }
 
+// operatorBuiltinTolerations: the Network Operator's driver and network
+// DaemonSets always tolerate nvidia.com/gpu:NoSchedule besides the policy's
+// own tolerations (manifests/state-ofed-driver/0050_ofed-driver-ds.yaml).
+var operatorBuiltinTolerations = []corev1.Toleration{
+	{Key: "nvidia.com/gpu", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule},
+}
+
 // dsAutoTolerated are the taints the DaemonSet controller tolerates for
 // every DaemonSet pod by itself (Kubernetes docs, "DaemonSet: Taints and
 // tolerations"); network-unavailable only for host-network pods, which the
@@ -129,8 +132,8 @@ func (p PolicyFacts) untoleratedTaints(n *corev1.Node, scheduledHere bool) []cor
 			continue
 		}
 		tolerated := false
-		for i := range p.Tolerations {
-			if p.Tolerations[i].ToleratesTaint(klog.Background(), &t, false) {
+		for _, tol := range append(append([]corev1.Toleration{}, operatorBuiltinTolerations...), p.Tolerations...) {
+			if tol.ToleratesTaint(klog.Background(), &t, false) {
 				tolerated = true
 				break
 			}
@@ -144,7 +147,7 @@ func (p PolicyFacts) untoleratedTaints(n *corev1.Node, scheduledHere bool) []cor
 
 func (p PolicyFacts) describeTolerations() string {
 	var parts []string
-	for _, t := range p.Tolerations[1:] { // [0] is the built-in nvidia.com/gpu one
+	for _, t := range p.Tolerations {
 		parts = append(parts, fmt.Sprintf("%s %s %s:%s", t.Key, t.Operator, t.Value, t.Effect))
 	}
 	if len(parts) == 0 {

@@ -132,7 +132,7 @@ var _ = register(Rule{ID: MOFEDCrashLoop, Severity: Critical, Seed: "000",
 		var out []Hit
 		for _, n := range v.Nodes {
 			for _, p := range n.MOFED {
-				crash, _ := crashLooping(p)
+				crash := crashLooping(p)
 				logs := v.Logs(p)
 				if _, known := firstMatch(logs, mofedKnownPhrases); crash && !known {
 					out = append(out, hit(n.Name, fmt.Sprintf("MOFED pod %s/%s: %s", p.Namespace, p.Name, podState(p)), "log tail: "+tail(logs, 3)))
@@ -151,7 +151,7 @@ var _ = register(Rule{ID: MOFEDNotReady, Severity: Warning, Seed: "002",
 		var out []Hit
 		for _, n := range v.Nodes {
 			for _, p := range n.MOFED {
-				crash, _ := crashLooping(p)
+				crash := crashLooping(p)
 				_, known := firstMatch(v.Logs(p), mofedKnownPhrases)
 				if !podReady(p) && !crash && !known {
 					out = append(out, hit(n.Name, fmt.Sprintf("MOFED pod %s/%s: %s", p.Namespace, p.Name, podState(p))))

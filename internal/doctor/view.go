@@ -194,8 +194,6 @@ func (v *View) ContainerLogs(p *corev1.Pod, container string) string {
 	return v.State.Logs[LogKey(p.Namespace, p.Name, container)]
 }
 
-func corev1ResourceName(s string) corev1.ResourceName { return corev1.ResourceName(s) }
-
 // portUnused reports whether the operator declared the port unused.
 func (v *View) portUnused(node, port string) bool {
 	dev, _, _ := strings.Cut(port, "/")
