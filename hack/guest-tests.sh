@@ -184,24 +184,50 @@ fi
 # so this traffic never arrived). Two namespaces, one veth pair between them,
 # one rxe in each; perftest and rdmaprobe measure across.
 mkdir -p /run/netns
-ip netns add podA && ip netns add podB &&
-  ip link add nsva type veth peer name nsvb &&
-  ip link set nsva netns podA && ip link set nsvb netns podB &&
-  ip -n podA addr add 10.77.0.1/24 dev nsva && ip -n podB addr add 10.77.0.2/24 dev nsvb &&
-  ip -n podA link set lo up && ip -n podB link set lo up &&
-  ip -n podA link set nsva up && ip -n podB link set nsvb up &&
-  ip netns exec podA rdma link add rxea type rxe netdev nsva &&
-  ip netns exec podB rdma link add rxeb type rxe netdev nsvb
-nsrc=$?
-if [ $nsrc -eq 0 ] && wait_state rxea ACTIVE && wait_state rxeb ACTIVE; then
-  pass "rxe links created inside two network namespaces: $(ip netns exec podA rdma link show rxea/1 2>&1 | tr -s ' ')"
-  ip netns exec podA ib_write_bw -d rxea -x 1 -s 65536 -n 200 -F >ns-pt-srv.txt 2>&1 &
+# ns_pair NSA NSB SUBNET(a.b.c) SUFFIX: namespaces NSA and NSB joined by a
+# veth pair nsv<SUFFIX>a/b (SUBNET.1 and SUBNET.2), an rxe link
+# rxe<SUFFIX>a/b created inside each on its end.
+ns_pair() {
+  ip netns add "$1" && ip netns add "$2" &&
+    ip link add "nsv${4}a" type veth peer name "nsv${4}b" &&
+    ip link set "nsv${4}a" netns "$1" && ip link set "nsv${4}b" netns "$2" &&
+    ip -n "$1" addr add "$3.1/24" dev "nsv${4}a" && ip -n "$2" addr add "$3.2/24" dev "nsv${4}b" &&
+    ip -n "$1" link set lo up && ip -n "$2" link set lo up &&
+    ip -n "$1" link set "nsv${4}a" up && ip -n "$2" link set "nsv${4}b" up &&
+    ip netns exec "$1" rdma link add "rxe${4}a" type rxe netdev "nsv${4}a" &&
+    ip netns exec "$2" rdma link add "rxe${4}b" type rxe netdev "nsv${4}b"
+}
+# ns_pair_down NSA NSB SUFFIX: deletes the rxe links first (7.3.4 lacks the
+# rxe fixes for a link torn down with its namespace), then the namespaces.
+ns_pair_down() {
+  ip netns exec "$1" rdma link delete "rxe${3}a" 2>/dev/null
+  ip netns exec "$2" rdma link delete "rxe${3}b" 2>/dev/null
+  ip netns delete "$1" 2>/dev/null
+  ip netns delete "$2" 2>/dev/null
+}
+# rdma_netns_mode shared|exclusive: switching needs no namespace but the
+# initial one; deleted namespaces linger briefly, so retry up to 20 s.
+rdma_netns_mode() {
+  i=0
+  until rdma system set netns "$1" 2>/dev/null || [ $i -ge 40 ]; do sleep 0.5; i=$((i + 1)); done
+  rdma system show | grep -q "netns $1"
+}
+# perftest_ns NAME NSA DEVA NSB DEVB SERVER_IP: ib_write_bw 64 KiB from DEVB in
+# NSB to DEVA in NSA; sets $ptrc and leaves NAME-cli.txt.
+perftest_ns() {
+  ip netns exec "$2" ib_write_bw -d "$3" -x 1 -s 65536 -n 200 -F >"$1-srv.txt" 2>&1 &
   ptsrv=$!
   sleep 1
-  ip netns exec podB timeout 120 ib_write_bw -d rxeb -x 1 -s 65536 -n 200 -F 10.77.0.1 >ns-pt-cli.txt 2>&1
+  ip netns exec "$4" timeout 120 ib_write_bw -d "$5" -x 1 -s 65536 -n 200 -F "$6" >"$1-cli.txt" 2>&1
   ptrc=$?
   kill $ptsrv 2>/dev/null
   wait $ptsrv 2>/dev/null
+}
+ns_pair podA podB 10.77.0 ""
+nsrc=$?
+if [ $nsrc -eq 0 ] && wait_state rxea ACTIVE && wait_state rxeb ACTIVE; then
+  pass "rxe links created inside two network namespaces: $(ip netns exec podA rdma link show rxea/1 2>&1 | tr -s ' ')"
+  perftest_ns ns-pt podA rxea podB rxeb 10.77.0.1
   if [ $ptrc -eq 0 ] && grep -q '^ 65536 ' ns-pt-cli.txt; then
     pass "perftest across namespaces: $(grep '^ 65536 ' ns-pt-cli.txt | tr -s ' ')"
   else
@@ -226,10 +252,7 @@ if [ $nsrc -eq 0 ] && wait_state rxea ACTIVE && wait_state rxeb ACTIVE; then
 else
   fail "rxe inside network namespaces" "setup exit $nsrc; rxea $(cat /sys/class/infiniband/rxea/ports/1/state 2>&1) rxeb $(cat /sys/class/infiniband/rxeb/ports/1/state 2>&1)"
 fi
-ip netns exec podA rdma link delete rxea 2>/dev/null
-ip netns exec podB rdma link delete rxeb 2>/dev/null
-ip netns delete podA 2>/dev/null
-ip netns delete podB 2>/dev/null
+ns_pair_down podA podB ""
 
 # Exclusive RDMA network-namespace mode, what SR-IOV clusters run (rdma-cni
 # moves the RDMA device into the pod): each RDMA device belongs to one
@@ -238,31 +261,17 @@ ip netns delete podB 2>/dev/null
 # namespace even when added from inside another one; `rdma dev set DEV
 # netns NS` moves it. The pod's namespace then sees only its own device,
 # not the host's, and traffic flows between two such namespaces.
-i=0
-until rdma system set netns exclusive 2>/dev/null || [ $i -ge 40 ]; do sleep 0.5; i=$((i + 1)); done
-if rdma system show | grep -q 'netns exclusive'; then
-  ip netns add podX && ip netns add podY &&
-    ip link add exa type veth peer name exb && ip link set exa netns podX && ip link set exb netns podY &&
-    ip -n podX link set lo up && ip -n podY link set lo up &&
-    ip -n podX addr add 10.78.0.1/24 dev exa && ip -n podY addr add 10.78.0.2/24 dev exb &&
-    ip -n podX link set exa up && ip -n podY link set exb up &&
-    ip netns exec podX rdma link add rxex type rxe netdev exa && ip netns exec podY rdma link add rxey type rxe netdev exb &&
-    rdma dev set rxex netns podX && rdma dev set rxey netns podY
+if rdma_netns_mode exclusive; then
+  ns_pair podX podY 10.78.0 x && rdma dev set rxexa netns podX && rdma dev set rxexb netns podY
   exrc=$?
   seen_x=$(ip netns exec podX rdma dev 2>&1 | cut -d' ' -f2 | tr -d ':' | tr '\n' ' ')
   seen_init=$(rdma dev 2>&1 | cut -d' ' -f2 | tr -d ':' | tr '\n' ' ')
-  if [ $exrc -eq 0 ] && [ "$seen_x" = "rxex " ] && ! echo "$seen_init" | grep -q rxex; then
-    pass "exclusive netns mode: rxex moved into podX, which sees only [$seen_x], the initial namespace [$seen_init]"
+  if [ $exrc -eq 0 ] && [ "$seen_x" = "rxexa " ] && ! echo "$seen_init" | grep -q rxexa; then
+    pass "exclusive netns mode: rxexa moved into podX, which sees only [$seen_x], the initial namespace [$seen_init]"
   else
     fail "exclusive netns mode: device placement" "setup exit $exrc, podX sees [$seen_x], initial sees [$seen_init]"
   fi
-  ip netns exec podX ib_write_bw -d rxex -x 1 -s 65536 -n 100 -F >ex-srv.txt 2>&1 &
-  ptsrv=$!
-  sleep 1
-  ip netns exec podY timeout 120 ib_write_bw -d rxey -x 1 -s 65536 -n 100 -F 10.78.0.1 >ex-cli.txt 2>&1
-  ptrc=$?
-  kill $ptsrv 2>/dev/null
-  wait $ptsrv 2>/dev/null
+  perftest_ns ex podX rxexa podY rxexb 10.78.0.1
   if [ $ptrc -eq 0 ] && grep -q '^ 65536 ' ex-cli.txt; then
     pass "exclusive netns mode: perftest podY -> podX: $(grep '^ 65536 ' ex-cli.txt | tr -s ' ')"
   else
@@ -273,12 +282,8 @@ if rdma system show | grep -q 'netns exclusive'; then
   else
     pass "exclusive netns mode: the host's rxe0 is hidden from podX ($(head -1 ex-hidden.txt))"
   fi
-  ip netns exec podX rdma link delete rxex 2>/dev/null
-  ip netns exec podY rdma link delete rxey 2>/dev/null
-  ip netns delete podX 2>/dev/null
-  ip netns delete podY 2>/dev/null
-  i=0
-  until rdma system set netns shared 2>/dev/null || [ $i -ge 40 ]; do sleep 0.5; i=$((i + 1)); done
+  ns_pair_down podX podY x
+  rdma_netns_mode shared || fail "back to shared netns mode" "$(rdma system show 2>&1)"
 else
   fail "exclusive netns mode" "rdma system set netns exclusive never took: $(rdma system show 2>&1)"
 fi

@@ -22,6 +22,14 @@ ib_uverbs 184320 1 mlx5_ib, Live 0x0000000000000000
 rdma_cm 139264 0 - Live 0x0000000000000000
 ib_core 454656 4 mlx5_ib,ib_uverbs,rdma_cm,rpcrdma, Live 0x0000000000000000"
 mounts="overlay / overlay rw,relatime 0 0"
+# An NFS-over-RDMA mount and the in-tree storage modules it loads (seed 000
+# and its host-MOFED look-alike both have them).
+nfs_rdma_modules="
+rpcrdma 286720 1 - Live 0x0000000000000000
+xprtrdma 16384 0 - Live 0x0000000000000000
+sunrpc 684032 12 rpcrdma,nfsv4,nfs, Live 0x0000000000000000"
+nfs_rdma_mount="
+172.27.0.10:/shared /mnt/shared nfs4 rw,relatime,vers=4.1,proto=rdma,port=20049 0 0"
 case $kind in
 healthy)
   mkdir -p "$dir/run/mellanox/drivers"
@@ -32,12 +40,8 @@ storage-modules)
   # before MOFED; the MOFED container (its hostPath is /run/mellanox/drivers,
   # so the directory exists) crash-loops and never creates .driver-ready.
   mkdir -p "$dir/run/mellanox/drivers"
-  modules+="
-rpcrdma 286720 1 - Live 0x0000000000000000
-xprtrdma 16384 0 - Live 0x0000000000000000
-sunrpc 684032 12 rpcrdma,nfsv4,nfs, Live 0x0000000000000000"
-  mounts+="
-172.27.0.10:/shared /mnt/shared nfs4 rw,relatime,vers=4.1,proto=rdma,port=20049 0 0"
+  modules+=$nfs_rdma_modules
+  mounts+=$nfs_rdma_mount
   ;;
 host-mofed)
   # MOFED installed on the host (DKMS, --network-operator=false): its
@@ -48,12 +52,8 @@ host-mofed)
     echo live >"$dir/sys/module/$m/initstate"
     echo 24.10-0.7.0 >"$dir/sys/module/$m/version"
   done
-  modules+="
-rpcrdma 286720 1 - Live 0x0000000000000000
-xprtrdma 16384 0 - Live 0x0000000000000000
-sunrpc 684032 12 rpcrdma,nfsv4,nfs, Live 0x0000000000000000"
-  mounts+="
-172.27.0.10:/shared /mnt/shared nfs4 rw,relatime,vers=4.1,proto=rdma,port=20049 0 0"
+  modules+=$nfs_rdma_modules
+  mounts+=$nfs_rdma_mount
   ;;
 *) echo "usage: $0 DIR healthy|storage-modules|host-mofed" >&2; exit 2 ;;
 esac
