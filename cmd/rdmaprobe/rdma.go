@@ -200,11 +200,21 @@ func runBW(args []string) error {
 	// Rails: every device × port, or the one --device/--netdev names. A
 	// failure here is probe-wide, but the server still answers so that the
 	// client learns why, and the client still tells the server to finish.
-	found, derr := bwverbs.Discover()
+	// With --device/--netdev, devices the pod sees but was not given (a
+	// hostdev pod in shared RDMA netns mode) are skipped; what the pod saw
+	// is in the output either way.
+	disc, derr := bwverbs.Discover(f.dev)
+	found := disc.Rails
 	var rails []bw.Rail
 	if derr == nil {
-		rails, derr = bwverbs.Select(found, f.dev)
+		rails, derr = disc.Select(f.dev)
 	}
+	view := bwverbs.View(disc)
+	mode := view.NetnsMode
+	if mode == "" {
+		mode = "unknown (" + view.NetnsModeError + ")"
+	}
+	logf("RDMA netns mode %s; devices visible: %s", mode, describeView(view))
 	var setupErr *probeout.Error
 	if derr != nil {
 		setupErr = bw.Classify(derr)
@@ -222,6 +232,7 @@ func runBW(args []string) error {
 			if found != nil {
 				out.Found = found
 			}
+			out.PodView = view
 			_ = probeout.WriteError(os.Stdout, bw.ProbeName, out, perr)
 			return perr
 		}
@@ -246,6 +257,7 @@ func runBW(args []string) error {
 		}
 		out, perr = bw.RunClient(ctx, cfg)
 	}
+	out.PodView = view
 	if err := probeout.WriteError(os.Stdout, bw.ProbeName, out, perr); err != nil {
 		return err
 	}
@@ -256,6 +268,29 @@ func runBW(args []string) error {
 		return fmt.Errorf("not everything requested was measured:\n  %s", strings.Join(miss, "\n  "))
 	}
 	return nil
+}
+
+// describeView lists the visible devices for the log: name, netdev, and
+// whether they opened.
+func describeView(v *bw.PodView) string {
+	if v.DevicesError != "" {
+		return "unknown (" + v.DevicesError + ")"
+	}
+	if len(v.Devices) == 0 {
+		return "none"
+	}
+	var parts []string
+	for _, d := range v.Devices {
+		p := d.Name
+		if d.Netdev != "" {
+			p += " (" + d.Netdev + ")"
+		}
+		if !d.Openable {
+			p += " not openable: " + d.OpenError
+		}
+		parts = append(parts, p)
+	}
+	return strings.Join(parts, ", ")
 }
 
 func runMR(args []string) error {

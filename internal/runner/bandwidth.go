@@ -28,7 +28,9 @@ const BWPort = 18515
 // or all pairs, plus same-node pairs with Loopback), every rail of every
 // pod, every op and size. Every selected node ends with rows: measured
 // rails, a failing row when it does not advertise the resource, and a
-// bandwidth/ports row comparing the rails its pods saw with the SKU.
+// bandwidth/ports row comparing the rails its pods saw with the SKU; with
+// the hostdev variant also a bandwidth/isolation row saying whether its
+// pods saw only their own RDMA device.
 func (r *Runner) Bandwidth(ctx context.Context, v Variant) []reports.Check {
 	ops := r.Cfg.BWOps
 	perOp := func(mk func(op string) reports.Check) []reports.Check {
@@ -68,7 +70,7 @@ func (r *Runner) Bandwidth(ctx context.Context, v Variant) []reports.Check {
 			return NotRun("bandwidth/"+op, v.Label, fmt.Sprintf("%v: nodes advertising %s: %v", err, v.Resource, names), names...)
 		})...)
 	}
-	seen := railsSeen{m: map[string][]bw.Rail{}}
+	seen := newRailsSeen()
 	for _, round := range rounds {
 		out = append(out, r.Collect(len(round), func(i int) []reports.Check {
 			p := round[i]
@@ -86,17 +88,66 @@ func (r *Runner) Bandwidth(ctx context.Context, v Variant) []reports.Check {
 		})...)
 	}
 	for _, n := range with {
-		rails, ok := seen.get(n.Name)
-		out = append(out, r.portsCheck(v, n, rails, ok))
+		out = append(out, r.nodeRows(v, n, &seen)...)
+	}
+	return out
+}
+
+// nodeRows are a node's rows built from what its pairs' probes saw:
+// bandwidth/ports (with the RDMA netns mode the pods read), and for the
+// hostdev variant bandwidth/isolation.
+func (r *Runner) nodeRows(v Variant, n corev1.Node, seen *railsSeen) []reports.Check {
+	rails, ok := seen.get(n.Name)
+	sights := seen.getSights(n.Name)
+	c := r.portsCheck(v, n, rails, ok)
+	if mode := verdict.ModeEvidence(sights); mode != "" {
+		c.Evidence = append(c.Evidence, mode)
+	}
+	out := []reports.Check{c}
+	if v.Netdev != "" {
+		out = append(out, verdict.Isolation(v.Label, n.Name, v.Netdev, sights))
 	}
 	return out
 }
 
 // railsSeen keeps, per node, the rails the first readable probe output
-// of that node listed.
+// of that node listed, and what every readable output saw of the node's
+// RDMA devices.
 type railsSeen struct {
 	sync.Mutex
-	m map[string][]bw.Rail
+	m      map[string][]bw.Rail
+	sights map[string][]verdict.Sight
+}
+
+// record keeps what a pair's two probes saw.
+func (s *railsSeen) record(p pairing.Pair, res verdict.BWResult) {
+	s.add(p.Client, res.ClientRails)
+	s.add(p.Server, res.ServerRails)
+	s.addSight(p.Client, res.ClientSight)
+	s.addSight(p.Server, res.ServerSight)
+}
+
+func newRailsSeen() railsSeen {
+	return railsSeen{m: map[string][]bw.Rail{}, sights: map[string][]verdict.Sight{}}
+}
+
+func (s *railsSeen) addSight(node string, sight *verdict.Sight) {
+	if sight == nil {
+		return
+	}
+	s.Lock()
+	defer s.Unlock()
+	s.sights[node] = append(s.sights[node], *sight)
+}
+
+// getSights returns the node's sights ordered by pod name (pairs finish in
+// any order).
+func (s *railsSeen) getSights(node string) []verdict.Sight {
+	s.Lock()
+	defer s.Unlock()
+	out := append([]verdict.Sight(nil), s.sights[node]...)
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Pod < out[j].Pod })
+	return out
 }
 
 func (s *railsSeen) add(node string, rails []bw.Rail) {
@@ -169,8 +220,7 @@ func (r *Runner) pair(ctx context.Context, v Variant, p pairing.Pair, client cor
 	in.SKU, in.SKUErr = r.Cfg.Thresholds.ForNode(p.Client, client.Labels, r.Cfg.SKU)
 	r.runPair(ctx, v, p, &in)
 	res := verdict.Bandwidth(in)
-	seen.add(p.Client, res.ClientRails)
-	seen.add(p.Server, res.ServerRails)
+	seen.record(p, res)
 	return res.Checks
 }
 

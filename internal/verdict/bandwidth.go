@@ -28,6 +28,9 @@ type BWInput struct {
 	Server  Side
 	SKU     *thresholds.SKU
 	SKUErr  error
+
+	// What each side's probe saw (set by Bandwidth from the outputs).
+	clientView, serverView *bw.PodView
 }
 
 // BWResult is the verdict of one pair plus the rails each side found, which
@@ -36,6 +39,9 @@ type BWResult struct {
 	Checks      []reports.Check
 	ClientRails []bw.Rail // nil when the client's output could not be read
 	ServerRails []bw.Rail
+	// What each side's pod saw of the node's RDMA devices and netns mode;
+	// nil when its output could not be read.
+	ClientSight, ServerSight *Sight
 }
 
 // Fixes named by the diagnoses.
@@ -81,9 +87,13 @@ func Bandwidth(in BWInput) BWResult {
 	// device): that is a known zero, not an unknown.
 	if cErr == nil {
 		res.ClientRails = append([]bw.Rail{}, cli.Found...)
+		res.ClientSight = &Sight{Pod: in.Client.Pod, View: cli.PodView}
+		in.clientView = cli.PodView
 	}
 	if sErr == nil {
 		res.ServerRails = append([]bw.Rail{}, srv.Found...)
+		res.ServerSight = &Sight{Pod: in.Server.Pod, View: srv.PodView}
+		in.serverView = srv.PodView
 	}
 	// A probe-wide error seen first-hand (not "the peer failed") names the
 	// cause; the client's comes first, then the server's.
@@ -107,7 +117,11 @@ func Bandwidth(in BWInput) BWResult {
 		return perOp(reports.Error, in.SKUErr.Error(), "")
 	}
 	if len(cli.Found) == 0 {
-		return perOp(reports.Fail, fmt.Sprintf("client pod %s on %s found no RDMA port to measure", in.Client.Pod, in.Client.Node), FixNoDevice)
+		msg, fix := fmt.Sprintf("client pod %s on %s found no RDMA port to measure", in.Client.Pod, in.Client.Node), FixNoDevice
+		if in.hiddenByExclusiveMode(in.Client) {
+			msg, fix = msg+": "+exclusiveHides, FixSharedDevExclusive
+		}
+		return perOp(reports.Fail, msg, fix)
 	}
 	serverRails := srv.Found
 	if sErr != nil {
@@ -316,6 +330,10 @@ func (in BWInput) explain(s Side, port string, e *probeout.Error) (reports.Statu
 		if port != "" { // one rail has no counterpart: the message says which
 			return reports.Fail, fmt.Sprintf("%s: %s", where, e.Message), FixNoDevice
 		}
+		if in.hiddenByExclusiveMode(s) {
+			return reports.Fail, fmt.Sprintf("node %s advertises %s but no RDMA device is visible in pod %s: %s (%s)",
+				s.Node, in.Resource, s.Pod, exclusiveHides, e.Message), FixSharedDevExclusive
+		}
 		return reports.Fail, fmt.Sprintf("node %s advertises %s but no RDMA device is visible in pod %s: device plugin / MOFED not ready (%s)",
 			s.Node, in.Resource, s.Pod, e.Message), FixNoDevice
 	case probeout.KindNoNetdev:
@@ -332,6 +350,21 @@ func (in BWInput) explain(s Side, port string, e *probeout.Error) (reports.Statu
 		return reports.Fail, fmt.Sprintf("%s: its peer failed: %s", where, e.Message), ""
 	}
 	return reports.Error, fmt.Sprintf("%s: probe error (%s): %s", where, e.Kind, e.Message), ""
+}
+
+// exclusiveHides is why a shared-dev pod in exclusive RDMA netns mode sees
+// no device.
+const exclusiveHides = "the node's RDMA subsystem is in exclusive netns mode, which hides the host's RDMA devices " +
+	"from pod network namespaces; the RDMA shared device plugin needs shared mode"
+
+// hiddenByExclusiveMode says whether side s is a shared-device pod (no
+// Multus network) that read exclusive RDMA netns mode and saw no device.
+func (in BWInput) hiddenByExclusiveMode(s Side) bool {
+	v := in.serverView
+	if s.Pod == in.Client.Pod && s.Node == in.Client.Node {
+		v = in.clientView
+	}
+	return in.Network == "" && v != nil && v.NetnsMode == bw.NetnsExclusive && v.DevicesError == "" && len(v.Devices) == 0
 }
 
 // setOutcome records a non-pass outcome where the report expects it:

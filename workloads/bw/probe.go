@@ -26,6 +26,41 @@ type ProbeOutput struct {
 	Requested Requested    `json:"requested"`
 	Found     []Rail       `json:"found"` // every device/port the pod sees (or the one it was told to use)
 	Rails     []RailResult `json:"rails"`
+	// PodView is what the pod saw of the node's RDMA devices and of their
+	// network-namespace isolation. Absent from older probes' output: a
+	// reader treats that as "not observed", never as "nothing visible".
+	PodView *PodView `json:"podView,omitempty"`
+}
+
+// RDMA netns modes as `rdma system show netns` names them.
+const (
+	NetnsShared    = "shared"    // every network namespace sees every RDMA device
+	NetnsExclusive = "exclusive" // a device is visible only in the namespace it was moved to
+)
+
+// PodView is what one probe pod saw: the kernel's RDMA netns mode as read
+// from the pod, and every RDMA device visible there, with whether the
+// probe could open it (a pod may see devices whose /dev/infiniband/uverbs
+// node it was not given).
+type PodView struct {
+	// NetnsMode is NetnsShared or NetnsExclusive, read over RDMA netlink;
+	// "" when it could not be read, with the reason in NetnsModeError.
+	NetnsMode      string `json:"netnsMode"`
+	NetnsModeError string `json:"netnsModeError,omitempty"`
+	// Devices are the RDMA devices under /sys/class/infiniband in the pod
+	// (and any other libibverbs listed), sorted by name; empty when none is
+	// visible. DevicesError is set when the list could not be read: the
+	// list is then unknown, not empty.
+	Devices      []VisibleDevice `json:"devices"`
+	DevicesError string          `json:"devicesError,omitempty"`
+}
+
+// VisibleDevice is one RDMA device visible in the pod.
+type VisibleDevice struct {
+	Name      string `json:"name"`
+	Netdev    string `json:"netdev,omitempty"` // the network interface behind port 1, if any
+	Openable  bool   `json:"openable"`
+	OpenError string `json:"openError,omitempty"` // why it could not be opened
 }
 
 // Requested is the coverage a side was asked for.

@@ -23,11 +23,11 @@ func runPair(t *testing.T, serverDev, clientDev string, p bw.Params) bw.Report {
 // rail is the one rail of dev (port 1), as discovery reports it.
 func rail(t *testing.T, dev string) []bw.Rail {
 	t.Helper()
-	found, err := Discover()
+	d, err := Discover(Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := Select(found, Config{Device: dev, Port: 1})
+	r, err := d.Select(Config{Device: dev, Port: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -144,10 +144,11 @@ func TestCLoopDuration(t *testing.T) {
 
 // Discovery sees both rxe devices, sorted, port 1, ACTIVE, on their veths.
 func TestDiscoverRails(t *testing.T) {
-	found, err := Discover()
+	d, err := Discover(Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
+	found := d.Rails
 	if len(found) < 2 || found[0].Device != "rxe0" || found[1].Device != "rxe1" {
 		t.Fatalf("rails %+v", found)
 	}

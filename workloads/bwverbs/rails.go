@@ -1,12 +1,14 @@
 package bwverbs
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 
 	"github.com/Mellanox/rdmamap"
 
@@ -18,41 +20,153 @@ import (
 // at a fixture tree).
 var SysClassInfiniband = "/sys/class/infiniband"
 
-// Discover lists every rail this process sees: every device × every port,
-// sorted by device name, then port, with the port's state (as ibstat names
-// it), link layer, rate and netdev. No device at all matches bw.ErrNoDevice.
-func Discover() ([]bw.Rail, error) {
-	names, err := verbs.DeviceNames()
-	if err != nil {
-		return nil, tagVerbs(err)
-	}
-	slices.Sort(names)
-	var rails []bw.Rail
-	for _, name := range names {
+// verbsDevice is the part of an open verbs device discovery uses.
+type verbsDevice interface {
+	QueryDevice() (verbs.DeviceAttr, error)
+	QueryPort(port int) (verbs.PortAttr, error)
+	Close() error
+}
+
+// The verbs calls discovery goes through: tests replace them with fakes
+// (there is no verbs device where unit tests run).
+var (
+	listDevices = verbs.DeviceNames
+	openDevice  = func(name string) (verbsDevice, error) {
 		ctx, err := verbs.Open(name)
 		if err != nil {
-			return rails, tagVerbs(err)
+			return nil, err
 		}
-		attr, err := ctx.QueryDevice()
+		return ctx, nil
+	}
+)
+
+// Discovery is what discovery saw: the rails of the devices that opened,
+// every device libibverbs listed, and why any of them did not open.
+type Discovery struct {
+	Rails    []bw.Rail        // every port of every device that opened, sorted by device, then port
+	Listed   []string         // every device libibverbs listed, sorted
+	ListErr  error            // why libibverbs listed none
+	OpenErrs map[string]error // listed devices that did not open, and why
+}
+
+// Discover lists every rail this process sees: every device × every port,
+// sorted by device name, then port, with the port's state (as ibstat names
+// it), link layer, rate and netdev. No device at all matches
+// bw.ErrNoDevice.
+//
+// Every device must open, unless cfg restricts the run to one device
+// (cfg.Device or cfg.Netdev): then a device this pod was not given (its
+// /dev/infiniband node absent, or denied by the device cgroup: a hostdev
+// pod in shared RDMA netns mode sees every device of the node) is kept in
+// OpenErrs and skipped; the selected device must still open (Select says
+// why it did not). Any other failure is returned, after every device was
+// tried, with what was found.
+func Discover(cfg Config) (Discovery, error) {
+	d := Discovery{OpenErrs: map[string]error{}}
+	names, err := listDevices()
+	if err != nil {
+		d.ListErr = err
+		return d, tagVerbs(err)
+	}
+	slices.Sort(names)
+	d.Listed = names
+	restricted := cfg.Device != "" || cfg.Netdev != ""
+	var first error
+	keep := func(err error) {
+		if first == nil {
+			first = err
+		}
+	}
+	for _, name := range names {
+		dev, err := openDevice(name)
 		if err != nil {
-			ctx.Close()
-			return rails, err
+			d.OpenErrs[name] = err
+			if !restricted || !notGiven(err) {
+				keep(tagVerbs(err))
+			}
+			continue
+		}
+		attr, err := dev.QueryDevice()
+		if err != nil {
+			dev.Close()
+			keep(err)
+			continue
 		}
 		for port := 1; port <= attr.PhysPorts; port++ {
-			pa, err := ctx.QueryPort(port)
+			pa, err := dev.QueryPort(port)
 			if err != nil {
-				ctx.Close()
-				return rails, err
+				keep(err)
+				continue
 			}
-			rails = append(rails, bw.Rail{Index: len(rails), Device: name, Port: port, State: pa.State,
+			d.Rails = append(d.Rails, bw.Rail{Index: len(d.Rails), Device: name, Port: port, State: pa.State,
 				LinkLayer: pa.LinkLayer, RateGbps: pa.RateGbps, Netdev: PortNetdev(name, port)})
 		}
-		ctx.Close()
+		dev.Close()
 	}
-	if len(rails) == 0 {
-		return nil, bw.Tag(bw.ErrNoDevice, verbs.ErrNoDevice)
+	if first != nil {
+		return d, first
 	}
-	return rails, nil
+	if len(d.Rails) == 0 && len(d.OpenErrs) == 0 {
+		return d, bw.Tag(bw.ErrNoDevice, verbs.ErrNoDevice)
+	}
+	return d, nil
+}
+
+// notGiven says whether opening a device failed because this pod was not
+// given its char device: absent from /dev/infiniband, or denied (device
+// cgroup, permissions).
+func notGiven(err error) bool {
+	return errors.Is(err, syscall.ENOENT) || errors.Is(err, syscall.EPERM) || errors.Is(err, syscall.EACCES)
+}
+
+// Select picks the rails from what discovery found (see the function
+// Select); a selected device that was listed but did not open fails with
+// why it did not open.
+func (d Discovery) Select(cfg Config) ([]bw.Rail, error) {
+	rails, err := Select(d.Rails, cfg)
+	if err == nil || len(d.OpenErrs) == 0 {
+		return rails, err
+	}
+	dev := cfg.Device
+	if dev == "" && cfg.Netdev != "" {
+		for _, name := range d.Listed {
+			if _, unopened := d.OpenErrs[name]; unopened && slices.Contains(deviceNetdevs(name), cfg.Netdev) {
+				dev = name
+				break
+			}
+		}
+		if dev == "" {
+			dev, _ = rdmamap.GetRdmaDeviceForNetdevice(cfg.Netdev)
+		}
+	}
+	if oerr, ok := d.OpenErrs[dev]; ok {
+		what := "RDMA device " + dev
+		if cfg.Netdev != "" {
+			what += " (behind netdev " + cfg.Netdev + ")"
+		}
+		err := fmt.Errorf("%s could not be opened: %w", what, oerr)
+		if notGiven(oerr) {
+			// The device it must measure was not handed to the pod.
+			return nil, bw.Tag(bw.ErrNoDevice, fmt.Errorf("%w: is its /dev/infiniband/uverbs node given to the pod (device plugin)?", err))
+		}
+		return nil, tagVerbs(err)
+	}
+	return rails, err
+}
+
+// deviceNetdevs are the netdevs behind every port of dev, read from sysfs
+// (for a device that did not open, whose ports were not queried).
+func deviceNetdevs(dev string) []string {
+	entries, _ := os.ReadDir(filepath.Join(SysClassInfiniband, dev, "ports"))
+	var out []string
+	for _, e := range entries {
+		if port, err := strconv.Atoi(e.Name()); err == nil {
+			if n := PortNetdev(dev, port); n != "" {
+				out = append(out, n)
+			}
+		}
+	}
+	return out
 }
 
 // PortNetdev names the network interface behind a port: the netdev of its
