@@ -4,10 +4,14 @@ go 1.26.0
 
 require (
 	github.com/Mellanox/rdmamap v1.2.0
+	github.com/containernetworking/cni v1.3.0
 	github.com/google/go-containerregistry v0.22.1
 	github.com/montanaflynn/stats v0.7.1
 	github.com/olekukonko/tablewriter v1.1.5
 	github.com/rdmasuite/rdmasuite v0.0.0
+	github.com/vishvananda/netlink v1.3.1
+	github.com/vishvananda/netns v0.0.5
+	golang.org/x/sys v0.48.0
 	google.golang.org/grpc v1.72.2
 	k8s.io/kubelet v0.35.4
 )
@@ -26,10 +30,7 @@ require (
 	github.com/olekukonko/ll v0.1.6 // indirect
 	github.com/opencontainers/go-digest v1.0.0 // indirect
 	github.com/opencontainers/image-spec v1.1.1 // indirect
-	github.com/vishvananda/netlink v1.3.1 // indirect
-	github.com/vishvananda/netns v0.0.5 // indirect
 	golang.org/x/net v0.60.0 // indirect
-	golang.org/x/sys v0.48.0 // indirect
 	golang.org/x/text v0.42.0 // indirect
 	google.golang.org/genproto/googleapis/rpc v0.0.0-20260817212433-ac3dfec99bb1 // indirect
 	google.golang.org/protobuf v1.36.12 // indirect

@@ -45,8 +45,8 @@ rm -rf "$d" "$d.failed"
 # The last guest node takes the directory (and its lock) and the rail
 # bridges with it.
 if ! compgen -G "$GN_ROOT/*/" >/dev/null; then
-  for f in /sys/class/net/rsgl*; do [[ -e $f ]] && ip link del "${f##*/}" 2>/dev/null || true; done
-  rm -f "$GN_ROOT/.lock"
+  for f in /sys/class/net/rsgl* /sys/class/net/rsgh*; do [[ -e $f ]] && ip link del "${f##*/}" 2>/dev/null || true; done
+  rm -f "$GN_ROOT/.lock" "$GN_ROOT/cni.kubeconfig"
   rmdir "$GN_ROOT" 2>/dev/null || true
 fi
 log "$name: down"

@@ -12,6 +12,8 @@ APISERVER_PORT=6443
 KUBELET_PORT=10250        # inside the guest, and on the node IP on the host
 IMAGE_TAG=${IMAGE_TAG:-dev}
 RESOURCE=rdma/rdma_shared_device_a
+HOSTDEV_RESOURCE=nvidia.com/hostdev
+HOSTDEV_SUBNET=10.252.0.0/24 # the hostdev rail (bridge rsgh0); Whereabouts hands out its addresses
 GN_ROOT=$BED_DIR/guestnodes
 
 log() { printf '%s guestnode: %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
@@ -40,6 +42,13 @@ link_ip() { echo "10.251.$1.$((20 + $2))"; }               # rail index
 link_tap() { echo "rsgt$2r$1"; }                           # rail index
 link_mac() { printf '52:54:00:25:%02x:%02x\n' "$(($1 + 1))" "$2"; } # rail index
 link_netdev() { echo "eth$(($1 + 1))"; }                   # rail (inside the guest)
+# The hostdev NICs: NODE_HOSTDEV per guest (the node table's hostdev column),
+# virtio NICs on one more host bridge, rsgh0, that no rxe of the node uses:
+# each is set aside for one hostdev pod at a time (device plugin resource
+# nvidia.com/hostdev, device ID = its PCI address), which gets it as net1.
+HOSTDEV_BRIDGE=rsgh0
+hostdev_tap() { echo "rsgt$2h$1"; }                              # nic index
+hostdev_mac() { printf '52:54:00:26:%02x:%02x\n' "$(($1 + 1))" "$2"; } # nic index
 
 pid_alive() { [[ -f $1 ]] && kill -0 "$(cat "$1")" 2>/dev/null; }
 stop_pid() { # pidfile [timeout_s]

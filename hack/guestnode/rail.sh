@@ -42,6 +42,7 @@ rails() {
   for x in /sys/class/infiniband/*; do
     [ -e "$x" ] || continue
     n=$(cat "$x/parent" 2>/dev/null)
+    case $n in eth*) ;; *) continue ;; esac # a rail, not a hostdev NIC's placeholder or pod device
     printf '%s %s netdev=%s port=%s gid=%s\n' "${x##*/}" "$n" \
       "$(cat "/sys/class/net/$n/operstate" 2>/dev/null | tr a-z A-Z)" \
       "$(cut -d' ' -f2 "$x/ports/1/state")" "$(cat "$x/ports/1/gids/1")"

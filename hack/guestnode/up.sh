@@ -40,7 +40,10 @@ for i in "${!NODE_NAME[@]}"; do
   if [[ ${NODE_NAME[$i]} == "$name" ]]; then row=$i; fi
 done
 [[ -n $row ]] || die "guest node $name is not in $conf (it has: ${NODE_NAME[*]}); add a line for it there"
-((NODE_HOSTDEV[row] == 0)) || die "$conf: $name has hostdev ${NODE_HOSTDEV[$row]}; a guest node has no SR-IOV VFs (use 0)"
+HOSTDEV_NICS=${NODE_HOSTDEV[$row]}
+((HOSTDEV_NICS <= 4)) || die "$conf: $name has hostdev $HOSTDEV_NICS; a guest node takes 0..4 hostdev NICs"
+RDMA_NETNS=${GUESTNODE_RDMA_NETNS:-shared}
+[[ $RDMA_NETNS == shared || $RDMA_NETNS == exclusive ]] || die "GUESTNODE_RDMA_NETNS must be shared or exclusive, got '$RDMA_NETNS'"
 RESOURCE_COUNT=${NODE_RDMA[$row]}
 ((RESOURCE_COUNT > 0)) || die "$conf: $name advertises rdma_shared_a 0; a guest node exists to give pods its rxe devices (use e.g. 63)"
 memlock_kb=
@@ -121,6 +124,9 @@ base=$("$here/build.sh")
 mkdir -p "$BED_DIR/bin"
 (cd "$repo/hack/tools/rdma-device-plugin" && CGO_ENABLED=0 go build -trimpath -ldflags=-s -o "$BED_DIR/bin/rdma-device-plugin" .)
 (cd "$repo/hack" && CGO_ENABLED=0 go build -trimpath -ldflags=-s -o "$BED_DIR/bin/tcprelay" ./tools/tcprelay)
+(cd "$repo/hack" && CGO_ENABLED=0 go build -trimpath -ldflags=-s -o "$BED_DIR/bin/rxe-hostdev-cni" ./tools/rxe-hostdev-cni)
+upstream=$("$here/upstream.sh")
+"$here/hostdev-cluster.sh" "$upstream"
 log "image and binaries ready in $((SECONDS - t_build)) s ($base)"
 # Index, directory and the shared builds are settled: another guest node can
 # come up beside this one from here on.
@@ -133,6 +139,34 @@ mkdir -p "$x/etc/guestnode/images" "$x/etc/kubernetes/pki" "$x/etc/containerd" "
 cp "$here/init" "$x/init"
 chmod 755 "$x/init"
 cp "$BED_DIR/bin/rdma-device-plugin" "$x/usr/bin/"
+# The hostdev variant's CNI side (Multus and Whereabouts come as an image
+# layer from upstream.sh): host-device from Debian, our rxe step, the
+# plugins' kubeconfig, and Multus as the node's CNI config (it delegates the
+# pod network to the bridge conflist and adds the NADs a pod asks for).
+mkdir -p "$x/opt/cni/bin" "$x/etc/cni/net.d/multus.d" "$x/etc/cni/net.d/whereabouts.d"
+[[ -x /usr/lib/cni/host-device ]] || die "no /usr/lib/cni/host-device (apt-get install containernetworking-plugins)"
+cp /usr/lib/cni/host-device "$x/opt/cni/bin/"
+cp "$BED_DIR/bin/rxe-hostdev-cni" "$x/opt/cni/bin/rxe-hostdev"
+cp "$GN_ROOT/cni.kubeconfig" "$x/etc/cni/net.d/multus.d/multus.kubeconfig"
+cp "$GN_ROOT/cni.kubeconfig" "$x/etc/cni/net.d/whereabouts.d/whereabouts.kubeconfig"
+# Whereabouts v0.8.0 insists on its flat configuration file even when the
+# NAD's ipam section says everything.
+echo '{"kubernetes": {"kubeconfig": "/etc/cni/net.d/whereabouts.d/whereabouts.kubeconfig"}}' \
+  >"$x/etc/cni/net.d/whereabouts.d/whereabouts.conf"
+cat >"$x/etc/cni/net.d/00-multus.conf" <<MC
+{
+  "cniVersion": "1.0.0",
+  "name": "multus-cni-network",
+  "type": "multus",
+  "kubeconfig": "/etc/cni/net.d/multus.d/multus.kubeconfig",
+  "clusterNetwork": "/etc/cni/net.d/10-guestnode.conflist",
+  "confDir": "/etc/cni/net.d",
+  "cniDir": "/var/lib/cni/multus",
+  "binDir": "/opt/cni/bin",
+  "logFile": "/var/log/multus.log",
+  "logLevel": "verbose"
+}
+MC
 cp "$BED_DIR"/images/*.tar "$x/etc/guestnode/images/"
 
 # The node's client certificate (system:node:NAME in system:nodes), from the bed CA.
@@ -231,11 +265,13 @@ MEMLOCK_KB=$memlock_kb
 LINK_IPS="$(for ((r = 0; r < LINK_RAILS; r++)); do printf '%s ' "$(link_ip "$r" "$idx")"; done)"
 LINK_MACS="$(for ((r = 0; r < LINK_RAILS; r++)); do printf '%s ' "$(link_mac "$r" "$idx")"; done)"
 LINK_ROUTES="$(for j in 1 2 3 4 5 6 7 8; do ((j == idx)) || printf '%s@%s ' "$(pod_cidr "$j")" "$(link_ip 0 "$j")"; done)"
-DEVICE_PLUGIN_ARGS="--resource-name $RESOURCE --shared-count $RESOURCE_COUNT --drivers rdma_rxe"
+HOSTDEV_MACS="$(for ((n = 0; n < HOSTDEV_NICS; n++)); do printf '%s ' "$(hostdev_mac "$n" "$idx")"; done)"
+RDMA_NETNS=$RDMA_NETNS
+DEVICE_PLUGIN_ARGS="--resource-name $RESOURCE --shared-count $RESOURCE_COUNT --drivers rdma_rxe --ifnames $(for ((r = 0; r < LINK_RAILS; r++)); do printf '%s%s' "$( ((r)) && echo ,)" "$(link_netdev "$r")"; done)$( ((HOSTDEV_NICS)) && echo " --hostdev-resource $HOSTDEV_RESOURCE")"
 EV
 find "$x" -type d -exec chmod 755 {} +
 (cd "$x" && find . -mindepth 1 | LC_ALL=C sort | cpio -o -H newc -R 0:0 --quiet) >"$d/node.cpio"
-cat "$base/base.cpio" "$d/node.cpio" >"$d/initrd"
+cat "$base/base.cpio" "$upstream/cni.cpio" "$d/node.cpio" >"$d/initrd"
 rm -rf "$x" "$d/node.cpio"
 
 # --- host side: node IP, qemu, relay -------------------------------------------------
@@ -257,6 +293,22 @@ for ((rail = 0; rail < LINK_RAILS; rail++)); do
     -device "virtio-net-pci,netdev=r$rail,host_mtu=9000,mac=$(link_mac "$rail" "$idx")")
   rails_desc+=", rxe$rail on $(link_ip "$rail" "$idx") ($(link_netdev "$rail") = $tap on $br)"
 done
+if ((HOSTDEV_NICS)); then
+  if [[ ! -e /sys/class/net/$HOSTDEV_BRIDGE ]]; then
+    ip link add "$HOSTDEV_BRIDGE" type bridge 2>/dev/null || [[ -e /sys/class/net/$HOSTDEV_BRIDGE ]] ||
+      die "cannot create the hostdev bridge $HOSTDEV_BRIDGE"
+  fi
+  ip link set "$HOSTDEV_BRIDGE" up
+fi
+for ((n = 0; n < HOSTDEV_NICS; n++)); do
+  tap=$(hostdev_tap "$n" "$idx")
+  ip tuntap add dev "$tap" mode tap || die "cannot create tap $tap"
+  echo "$tap" >>"$d/taps"
+  ip link set "$tap" mtu 9000 master "$HOSTDEV_BRIDGE" up
+  rail_nics+=(-netdev "tap,id=h$n,ifname=$tap,script=no,downscript=no"
+    -device "virtio-net-pci,netdev=h$n,host_mtu=9000,mac=$(hostdev_mac "$n" "$idx")")
+done
+((HOSTDEV_NICS)) && rails_desc+=", $HOSTDEV_NICS hostdev NIC(s) on $HOSTDEV_BRIDGE, RDMA netns mode $RDMA_NETNS"
 # The control channel (lib.sh guest_exec): qemu's pipe chardev on two FIFOs.
 mkfifo -m 600 "$d/ctl.in" "$d/ctl.out"
 ip addr replace "$ip/24" dev "$BED_LINK"
@@ -305,7 +357,10 @@ wait_until() { # seconds what command...
   done
 }
 node_ready() { [[ $(kubectl get node "$name" -o 'jsonpath={.status.conditions[?(@.type=="Ready")].status}') == True ]]; }
-allocatable() { [[ $(kubectl get node "$name" -o "jsonpath={.status.allocatable.rdma/rdma_shared_device_a}") == "$RESOURCE_COUNT" ]]; }
+allocatable() {
+  [[ $(kubectl get node "$name" -o "jsonpath={.status.allocatable.rdma/rdma_shared_device_a}") == "$RESOURCE_COUNT" ]] || return 1
+  ((HOSTDEV_NICS == 0)) || [[ $(kubectl get node "$name" -o "jsonpath={.status.allocatable.nvidia\.com/hostdev}") == "$HOSTDEV_NICS" ]]
+}
 
 wait_until "$timeout_s" "rxe0..rxe$((LINK_RAILS - 1)) in the guest" grep -q 'RXE-READY' "$d/console.log"
 t_rxe=$(ms)
@@ -321,7 +376,7 @@ if ((NODE_NGPU[row] > 0)); then
 fi
 wait_until "$((timeout_s - (SECONDS - t0)))" "node $name Ready" node_ready
 t_ready=$(ms)
-wait_until 120 "$RESOURCE=$RESOURCE_COUNT in $name's allocatable" allocatable
+wait_until 120 "$RESOURCE=$RESOURCE_COUNT and $HOSTDEV_RESOURCE=$HOSTDEV_NICS in $name's allocatable" allocatable
 t_res=$(ms)
 wait_until 120 "the images imported in the guest" grep -q 'IMAGES-READY' "$d/console.log"
 # Rails staged down from the start (GUESTNODE_DOWN_RAILS="NODE:DEV ...").

@@ -29,6 +29,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/rdmasuite/rdmasuite/hack/tools/hostdevres"
 	"github.com/rdmasuite/rdmasuite/hack/tools/rdma-device-plugin/rdmadev"
 	"github.com/rdmasuite/rdmasuite/workloads/units"
 )
@@ -56,6 +57,8 @@ func main() {
 		root          = flag.String("root", "/", "root under which /sys and /dev are read (tests, or /host in a pod)")
 		rescan        = flag.Duration("rescan", 10*time.Second, "how often the devices are re-read")
 		list          = flag.Bool("list", false, "print all RDMA devices and each resource's selection as JSON, then exit")
+		hostdevRes    = flag.String("hostdev-resource", "", "also advertise this hostdev resource (e.g. nvidia.com/hostdev): one device per NIC reserved in -hostdev-dir")
+		hostdevDir    = flag.String("hostdev-dir", hostdevres.DefaultDir, "where the hostdev NICs' reservations are (hack/tools/hostdevres)")
 	)
 	flag.Parse()
 
@@ -64,6 +67,9 @@ func main() {
 		Selectors: rdmadev.Selector{IfNames: splitList(*ifNames), Drivers: splitList(*drivers),
 			LinkTypes: splitList(*linkTypes), Devices: splitList(*devices)},
 	}}
+	if *hostdevRes != "" {
+		cfgs = append(cfgs, resourceConfig{ResourceName: *hostdevRes, HostdevReservations: *hostdevDir})
+	}
 	if *configFile != "" {
 		b, err := os.ReadFile(*configFile)
 		if err != nil {
@@ -142,6 +148,9 @@ func printList(root string, cfgs []resourceConfig) error {
 		Resources []res            `json:"resources"`
 	}{Devices: all}
 	for _, c := range cfgs {
+		if c.hostdev() {
+			continue // its NICs are listed by the reservations, not by selectors
+		}
 		sel := rdmadev.Select(all, c.Selectors)
 		ok, why := rdmadev.Healthy(sel, c.RequireActivePort)
 		r := res{Resource: c.fullName(), Selected: []string{}, Healthy: ok, Why: why,

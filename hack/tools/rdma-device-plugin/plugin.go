@@ -33,7 +33,15 @@ type resourceConfig struct {
 	// RequireActivePort marks the resource unhealthy (allocatable 0) while no
 	// selected device has an ACTIVE port.
 	RequireActivePort bool `json:"requireActivePort,omitempty"`
+	// HostdevReservations makes this a hostdev resource instead, the way the
+	// SR-IOV network device plugin advertises VFs: one device per NIC
+	// reserved in this directory (package hostdevres), its ID the NIC's PCI
+	// address (which Multus hands to the CNI as deviceID); a pod gets that
+	// NIC's reserved uverbs node and rdma_cm, and PCIDEVICE_<RESOURCE>.
+	HostdevReservations string `json:"hostdevReservations,omitempty"`
 }
+
+func (c resourceConfig) hostdev() bool { return c.HostdevReservations != "" }
 
 func (c resourceConfig) fullName() string {
 	if strings.Contains(c.ResourceName, "/") {
@@ -51,6 +59,12 @@ func (c resourceConfig) validate() error {
 	parts := strings.Split(n, "/")
 	if len(parts) != 2 || parts[0] == "" || parts[1] == "" || strings.ContainsAny(n, " \t") {
 		return fmt.Errorf("resource name %q must be PREFIX/NAME", n)
+	}
+	if c.hostdev() {
+		if c.RdmaHcaMax != 0 || !reflect.DeepEqual(c.Selectors, rdmadev.Selector{}) {
+			return fmt.Errorf("resource %s: a hostdev resource (hostdevReservations) has one device per reserved NIC: drop rdmaHcaMax and selectors", n)
+		}
+		return nil
 	}
 	if c.RdmaHcaMax < 1 || c.RdmaHcaMax > 10000 {
 		return fmt.Errorf("resource %s: rdmaHcaMax %d must be 1..10000", n, c.RdmaHcaMax)
@@ -73,6 +87,7 @@ type plugin struct {
 	devices []rdmadev.Device // current selection
 	healthy bool
 	why     string
+	nics    []hostdevNIC  // hostdev resources: the reserved NICs
 	changed chan struct{} // closed and replaced when the advertised state changes
 }
 
@@ -92,6 +107,9 @@ func (p *plugin) kubeletSocket() string { return filepath.Join(p.pluginDir, "kub
 
 // refresh re-reads the selection and reports whether the advertised state changed.
 func (p *plugin) refresh() (bool, error) {
+	if p.cfg.hostdev() {
+		return p.refreshHostdev()
+	}
 	all, err := p.scanner.Scan()
 	if err != nil {
 		return false, err
@@ -116,6 +134,9 @@ func (p *plugin) state() ([]rdmadev.Device, bool, string, <-chan struct{}) {
 }
 
 func (p *plugin) describe() string {
+	if p.cfg.hostdev() {
+		return p.describeHostdev()
+	}
 	devs, ok, why, _ := p.state()
 	s := fmt.Sprintf("%s: %d shared, devices %v", p.name(), p.cfg.RdmaHcaMax, names(devs))
 	if !ok {
@@ -133,6 +154,9 @@ func names(devs []rdmadev.Device) []string {
 }
 
 func (p *plugin) pluginDevices(healthy bool) []*pluginapi.Device {
+	if p.cfg.hostdev() {
+		return p.hostdevDevices()
+	}
 	h := pluginapi.Healthy
 	if !healthy {
 		h = pluginapi.Unhealthy
@@ -156,7 +180,7 @@ func (p *plugin) ListAndWatch(_ *pluginapi.Empty, s pluginapi.DevicePlugin_ListA
 		if err := s.Send(&pluginapi.ListAndWatchResponse{Devices: p.pluginDevices(ok)}); err != nil {
 			return err
 		}
-		if !ok {
+		if !ok && !p.cfg.hostdev() {
 			log.Printf("%s: advertising %d devices Unhealthy: %s", p.name(), p.cfg.RdmaHcaMax, why)
 		}
 		select {
@@ -176,6 +200,9 @@ func (p *plugin) GetPreferredAllocation(context.Context, *pluginapi.PreferredAll
 func (p *plugin) Allocate(_ context.Context, req *pluginapi.AllocateRequest) (*pluginapi.AllocateResponse, error) {
 	if _, err := p.refresh(); err != nil {
 		return nil, fmt.Errorf("%s: reading RDMA devices: %w", p.name(), err)
+	}
+	if p.cfg.hostdev() {
+		return p.allocateHostdev(req)
 	}
 	devs, ok, why, _ := p.state()
 	if !ok {

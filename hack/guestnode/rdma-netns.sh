@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# rdma-netns.sh NODE [shared|exclusive] — prints, or switches, the RDMA
+# subsystem's network-namespace mode of a running guest node (`rdma system
+# set netns MODE` inside the guest, over the control channel).
+#
+#   shared     every pod's namespace sees every RDMA device of the node: what
+#              the RDMA shared device plugin (shared-dev variant) needs;
+#   exclusive  an RDMA device is visible only in its own namespace: what
+#              SR-IOV clusters with rdma-cni run (hostdev variant: the pod
+#              sees only the device on its net1).
+#
+# The kernel takes the switch only while no network namespace but the
+# initial one exists, so the node must have no pods: the script refuses when
+# the API lists any, then retries for RDMA_NETNS_TIMEOUT seconds (30) while
+# containerd removes the last sandboxes' namespaces. Exit status: 0 when the
+# mode is (now) MODE, 1 when the kernel kept refusing, 2 on usage or pods
+# still on the node.
+set -euo pipefail
+# shellcheck source=lib.sh
+. "$(cd "$(dirname "$0")" && pwd)/lib.sh"
+
+name=${1:-}
+want=${2:-}
+check_name "$name"
+[[ -z $want || $want == shared || $want == exclusive ]] || { echo "usage: $0 NODE [shared|exclusive]" >&2; exit 2; }
+mode() { guest_exec "$name" 10 "rdma system show" | sed -n 's/.*netns \([a-z]*\).*/\1/p'; }
+have=$(mode)
+[[ -n $have ]] || die "$name: could not read the RDMA netns mode (rdma system show)"
+if [[ -z $want || $want == "$have" ]]; then
+  echo "$name: RDMA netns mode $have"
+  exit 0
+fi
+pods=$(kubectl get pods -A --field-selector "spec.nodeName=$name" -o name 2>/dev/null | head -5)
+if [[ -n $pods ]]; then
+  log "$name has pods ($(echo $pods)); delete them before switching the RDMA netns mode"
+  exit 2
+fi
+deadline=$((SECONDS + ${RDMA_NETNS_TIMEOUT:-30}))
+until out=$(guest_exec "$name" 10 "rdma system set netns $want 2>&1"); do
+  if ((SECONDS >= deadline)); then
+    log "$name: the kernel refused 'rdma system set netns $want' for ${RDMA_NETNS_TIMEOUT:-30} s: $out (network namespaces in the guest: $(guest_exec "$name" 10 'ls /var/run/netns 2>/dev/null | wc -l'))"
+    exit 1
+  fi
+  sleep 1
+done
+have=$(mode)
+[[ $have == "$want" ]] || die "$name: mode is $have after switching to $want"
+echo "$name: RDMA netns mode $want (was the other)"
