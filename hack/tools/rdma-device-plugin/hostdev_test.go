@@ -19,8 +19,8 @@ func hostdevFixture(t *testing.T) (root, dir string) {
 	root = rxeFixture(t)
 	dir = "/run/rdmasuite-hostdev"
 	files := map[string]string{
-		dir + "/0000:00:05.0.json": `{"pci":"0000:00:05.0","uverbs":"uverbs2","placeholder":"hdhold0","placeholderNetdev":"hdh0","rdmaDevice":"rxehd0"}`,
-		dir + "/0000:00:06.0.json": `{"pci":"0000:00:06.0","uverbs":"uverbs3","placeholder":"hdhold1","placeholderNetdev":"hdh1","rdmaDevice":"rxehd1"}`,
+		dir + "/0000:00:05.0.json":                 `{"pci":"0000:00:05.0","uverbs":"uverbs2","placeholder":"hdhold0","placeholderNetdev":"hdh0","rdmaDevice":"rxehd0"}`,
+		dir + "/0000:00:06.0.json":                 `{"pci":"0000:00:06.0","uverbs":"uverbs3","placeholder":"hdhold1","placeholderNetdev":"hdh1","rdmaDevice":"rxehd1"}`,
 		"sys/class/infiniband_verbs/uverbs2/ibdev": "hdhold0\n",
 		"sys/class/infiniband_verbs/uverbs3/ibdev": "rxe7\n",
 		"sys/bus/pci/devices/0000:00:05.0/vendor":  "0x1af4\n",
