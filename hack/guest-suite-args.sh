@@ -8,6 +8,6 @@
 # the resources a guest node advertises, and no Network Operator (the guest
 # loads rdma_rxe itself: drivers managed outside Kubernetes). Sourced by
 # hack/demo.sh and hack/test.sh.
-GUEST_SUITE_ARGS=(--node-selector rdmasuite.io/guest-node=true --variants shared-dev --loopback
+GUEST_SUITE_ARGS=(--node-selector rdmasuite.io/guest-node=true --variants shared-dev,hostdev --loopback
   --bw-iters 100 --bw-sizes 64K --bw-qps 2 --memlock-max 16M
-  --preflight-resources rdma/rdma_shared_device_a --network-operator=false)
+  --preflight-resources rdma/rdma_shared_device_a,nvidia.com/hostdev --network-operator=false)

@@ -153,9 +153,14 @@ cp "$GN_ROOT/cni.kubeconfig" "$x/etc/cni/net.d/whereabouts.d/whereabouts.kubecon
 # NAD's ipam section says everything.
 echo '{"kubernetes": {"kubeconfig": "/etc/cni/net.d/whereabouts.d/whereabouts.kubeconfig"}}' \
   >"$x/etc/cni/net.d/whereabouts.d/whereabouts.conf"
+# No cniVersion in Multus' own config, on purpose: with one, Multus v4.3.0's
+# DEL copies it into each cached delegate whose (round-tripped, now empty)
+# cniVersion is missing and re-marshals the conflist from its typed form,
+# which drops every plugin field it has no struct for (the bridge's ipam
+# ranges): host-local then fails "no IP ranges specified" and the kubelet
+# never gets the sandbox torn down (multus.go, CmdDel).
 cat >"$x/etc/cni/net.d/00-multus.conf" <<MC
 {
-  "cniVersion": "1.0.0",
   "name": "multus-cni-network",
   "type": "multus",
   "kubeconfig": "/etc/cni/net.d/multus.d/multus.kubeconfig",
