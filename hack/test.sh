@@ -184,6 +184,25 @@ expect_rc 1 "$rdmasuite" report "$guest_results/results.json" >"$results/guest-r
 cut -c1-220 "$results/guest-report.txt"
 guest_s=$((SECONDS - t))
 
+step "exclusive RDMA netns mode (SR-IOV clusters' setting): hostdev isolated and measured, shared-dev told why it sees nothing"
+# Same run in exclusive mode: each hostdev pod now sees only the Soft-RoCE
+# device on its net1 (bandwidth/isolation passes where shared mode failed
+# it), and the shared-dev pods see no device at all, which the suite must
+# blame on the mode (hack/guest-expect-exclusive.txt).
+t=$SECONDS
+for g in rxe-node-1 rxe-node-2; do hack/guestnode/rdma-netns.sh "$g" exclusive; done
+if go test -count=1 -timeout 30m ./suites -args --kubeconfig="$BED_DIR/kubeconfig" --labels suite=rdma \
+  --report-dir="$results/exclusive" "${GUEST_SUITE_ARGS[@]}" >"$results/exclusive.log" 2>&1; then
+  echo "the exclusive-mode run passed although shared-dev cannot work there: it must fail"; exit 1
+fi
+[[ -f $results/exclusive/results.json ]] || { tail -40 "$results/exclusive.log"; echo "the exclusive-mode run wrote no results"; exit 1; }
+hack/tool.sh expectresults -results "$results/exclusive/results.json" -expect hack/guest-expect-exclusive.txt ||
+  { tail -40 "$results/exclusive.log"; exit 1; }
+# One report of both runs is refused: they measured the same checks.
+expect_rc 2 "$rdmasuite" report "$guest_results/results.json" "$results/exclusive/results.json" >/dev/null 2>&1
+for g in rxe-node-1 rxe-node-2; do hack/guestnode/rdma-netns.sh "$g" shared; done
+exclusive_s=$((SECONDS - t))
+
 step "go test -timeout: the internal deadline cuts a real measurement and still cleans up"
 # 75 s of go test timeout against 10-minute measurements on the guests: the
 # suite's deadline (25 s kept for teardown) cancels the running pods, the
@@ -212,6 +231,7 @@ verbs guest tests   : ${verbs_s} s
 bed up (first)      : ${up1_s} s
 bed up (warm) +guest: ${up2_s} s
 guest node suites   : ${guest_s} s
+exclusive-mode run  : ${exclusive_s} s
 smoke suite         : ${e2e_s} s
 rdma suite (bed)    : ${rdma_s} s
 doctor seed stages  : ${doctor_s} s

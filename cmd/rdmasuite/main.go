@@ -130,8 +130,8 @@ func runReport(args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if len(pos) != 1 {
-		return errors.New("give one results file: rdmasuite report RESULTS.json")
+	if len(pos) == 0 {
+		return errors.New("give a results file: rdmasuite report RESULTS.json [MORE.json ...] (several are merged into one report)")
 	}
 	switch *format {
 	case "table", "markdown", "md", "junit":
@@ -141,7 +141,15 @@ func runReport(args []string, stdout io.Writer) error {
 	if *tolerance < 0 || *tolerance >= 1 {
 		return fmt.Errorf("--tolerance %g: want a fraction in [0, 1), e.g. 0.05", *tolerance)
 	}
-	run, err := reports.Read(pos[0])
+	var runs []reports.Run
+	for _, p := range pos {
+		r, err := reports.Read(p)
+		if err != nil {
+			return err
+		}
+		runs = append(runs, r)
+	}
+	run, err := reports.Merge(runs...)
 	if err != nil {
 		return err
 	}

@@ -11,8 +11,9 @@
 #
 # The kernel takes the switch only while no network namespace but the
 # initial one exists, so the node must have no pods: the script refuses when
-# the API lists any, then retries for RDMA_NETNS_TIMEOUT seconds (30) while
-# containerd removes the last sandboxes' namespaces. Exit status: 0 when the
+# the API still lists any after that time, and retries for RDMA_NETNS_TIMEOUT seconds (30) while
+# containerd removes the last sandboxes' namespaces (pods still terminating
+# are waited for as long). Exit status: 0 when the
 # mode is (now) MODE, 1 when the kernel kept refusing, 2 on usage or pods
 # still on the node.
 set -euo pipefail
@@ -30,12 +31,14 @@ if [[ -z $want || $want == "$have" ]]; then
   echo "$name: RDMA netns mode $have"
   exit 0
 fi
-pods=$(kubectl get pods -A --field-selector "spec.nodeName=$name" -o name 2>/dev/null | head -5)
-if [[ -n $pods ]]; then
-  log "$name has pods ($(echo $pods)); delete them before switching the RDMA netns mode"
-  exit 2
-fi
 deadline=$((SECONDS + ${RDMA_NETNS_TIMEOUT:-30}))
+while pods=$(kubectl get pods -A --field-selector "spec.nodeName=$name" -o name 2>/dev/null | head -5) && [[ -n $pods ]]; do
+  if ((SECONDS >= deadline)); then
+    log "$name still has pods after ${RDMA_NETNS_TIMEOUT:-30} s ($(echo $pods)); delete them before switching the RDMA netns mode"
+    exit 2
+  fi
+  sleep 1
+done
 until out=$(guest_exec "$name" 10 "rdma system set netns $want 2>&1"); do
   if ((SECONDS >= deadline)); then
     log "$name: the kernel refused 'rdma system set netns $want' for ${RDMA_NETNS_TIMEOUT:-30} s: $out (network namespaces in the guest: $(guest_exec "$name" 10 'ls /var/run/netns 2>/dev/null | wc -l'))"

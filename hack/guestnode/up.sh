@@ -153,18 +153,13 @@ cp "$GN_ROOT/cni.kubeconfig" "$x/etc/cni/net.d/whereabouts.d/whereabouts.kubecon
 # NAD's ipam section says everything.
 echo '{"kubernetes": {"kubeconfig": "/etc/cni/net.d/whereabouts.d/whereabouts.kubeconfig"}}' \
   >"$x/etc/cni/net.d/whereabouts.d/whereabouts.conf"
-# No cniVersion in Multus' own config, on purpose: with one, Multus v4.3.0's
-# DEL copies it into each cached delegate whose (round-tripped, now empty)
-# cniVersion is missing and re-marshals the conflist from its typed form,
-# which drops every plugin field it has no struct for (the bridge's ipam
-# ranges): host-local then fails "no IP ranges specified" and the kubelet
-# never gets the sandbox torn down (multus.go, CmdDel).
 cat >"$x/etc/cni/net.d/00-multus.conf" <<MC
 {
+  "cniVersion": "1.0.0",
   "name": "multus-cni-network",
   "type": "multus",
   "kubeconfig": "/etc/cni/net.d/multus.d/multus.kubeconfig",
-  "clusterNetwork": "/etc/cni/net.d/10-guestnode.conflist",
+  "clusterNetwork": "/etc/cni/net.d/10-guestnode.conf",
   "confDir": "/etc/cni/net.d",
   "cniDir": "/var/lib/cni/multus",
   "binDir": "/opt/cni/bin",
@@ -246,18 +241,19 @@ version = 2
     bin_dir = "/opt/cni/bin"
     conf_dir = "/etc/cni/net.d"
 CT
-cat >"$x/etc/cni/net.d/10-guestnode.conflist" <<CN
+# The pod network: one bridge plugin, not a conflist (containerd brings up
+# lo itself). Multus v4.3.0 cannot delete a conflist delegate: its DEL
+# re-marshals a cached conflist from its typed form (multus.go CmdDel, when
+# the list's cniVersion reads empty), which drops every plugin field it has
+# no struct for — the bridge's ipam ranges — so host-local fails "no IP
+# ranges specified" and the kubelet never tears the sandbox down.
+cat >"$x/etc/cni/net.d/10-guestnode.conf" <<CN
 {
   "cniVersion": "1.0.0",
   "name": "rdmasuite-guestnode",
-  "plugins": [
-    {
-      "type": "bridge", "bridge": "cni0", "isGateway": true, "isDefaultGateway": true,
-      "ipMasq": false, "hairpinMode": true,
-      "ipam": {"type": "host-local", "ranges": [[{"subnet": "$cidr"}]], "routes": [{"dst": "10.96.0.0/16"}]}
-    },
-    {"type": "loopback"}
-  ]
+  "type": "bridge", "bridge": "cni0", "isGateway": true, "isDefaultGateway": true,
+  "ipMasq": false, "hairpinMode": true,
+  "ipam": {"type": "host-local", "ranges": [[{"subnet": "$cidr"}]], "routes": [{"dst": "10.96.0.0/16"}]}
 }
 CN
 # The plugin selects by driver: every rail's rxe device, so a pod with the
