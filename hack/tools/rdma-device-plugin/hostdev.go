@@ -50,8 +50,7 @@ func (p *plugin) refreshHostdev() (bool, error) {
 	changed := ok != p.healthy || why != p.why || !reflect.DeepEqual(nics, p.nics)
 	p.nics, p.healthy, p.why = nics, ok, why
 	if changed {
-		close(p.changed)
-		p.changed = make(chan struct{})
+		p.wakeWatchers()
 		for _, n := range nics {
 			if n.why != "" {
 				log.Printf("%s: %s Unhealthy: %s", p.name(), n.res.PCI, n.why)

@@ -121,10 +121,16 @@ func (p *plugin) refresh() (bool, error) {
 	changed := ok != p.healthy || why != p.why || !reflect.DeepEqual(sel, p.devices)
 	p.devices, p.healthy, p.why = sel, ok, why
 	if changed {
-		close(p.changed)
-		p.changed = make(chan struct{})
+		p.wakeWatchers()
 	}
 	return changed, nil
+}
+
+// wakeWatchers tells every ListAndWatch stream that the advertised state
+// changed (closes the current channel, hands out a fresh one). p.mu held.
+func (p *plugin) wakeWatchers() {
+	close(p.changed)
+	p.changed = make(chan struct{})
 }
 
 func (p *plugin) state() ([]rdmadev.Device, bool, string, <-chan struct{}) {
