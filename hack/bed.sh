@@ -93,8 +93,13 @@ step_images() {
   (cd "$repo/hack" && CGO_ENABLED=0 go build -o "$bin/pause" ./tools/pause &&
     go build -o "$bin/mkimage" ./tools/mkimage &&
     go build -o "$bin/basespec" ./tools/basespec &&
+    CGO_ENABLED=0 go build -o "$bin/mofed-standin" ./tools/mofed-standin &&
     make -s --no-print-directory -C "$repo" rdmaprobe BIN_DIR="$bin")
   "$bin/mkimage" -tag "rdmasuite/pause:$IMAGE_TAG" -o "$img/pause.tar" -entrypoint /pause "$bin/pause=/pause"
+  # The MOFED driver container's stand-in for the guest nodes (hack/tools/
+  # mofed-standin, deployed by hack/guestnode/nfs-cluster.sh).
+  "$bin/mkimage" -tag "rdmasuite/mofed-standin:$IMAGE_TAG" -o "$img/mofed-standin.tar" \
+    -entrypoint /usr/local/bin/mofed-standin "$bin/mofed-standin=/usr/local/bin/mofed-standin"
   # shellcheck disable=SC2046
   "$bin/mkimage" -tag "rdmasuite/rdmaprobe:$IMAGE_TAG" -o "$img/rdmaprobe.tar" \
     -entrypoint /usr/local/bin/rdmaprobe $("$here/image-files.sh" "$bin/rdmaprobe")

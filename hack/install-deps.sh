@@ -10,6 +10,9 @@ pkgs=(
   # rdma-core user space unpacked from these packages (dpkg -x, nothing runs on the host).
   qemu-system-x86 busybox-static cpio
   libibverbs-dev ibverbs-providers rdma-core ibverbs-utils perftest
+  # The guest nodes' NFS user space (hack/guestnode/build.sh unpacks
+  # nfs-kernel-server and nfs-common with dpkg -x) links these libraries.
+  libtirpc3 libwrap0
 )
 missing=()
 for p in "${pkgs[@]}"; do

@@ -38,3 +38,37 @@ install_kmodules() {
     echo "$n" >>"$root/etc/guest-modules"
   done
 }
+
+# install_ktree KMOD ROOT KVER MODULE...: copies the named modules and their
+# dependencies, compressed and at their kernel paths, into
+# ROOT/usr/lib/modules/KVER with a modules.dep of their own, for modules that
+# must NOT load at boot but on demand through the kernel's modprobe helper
+# (kmod's modprobe, /sbin/modprobe in the image): the NFS client and server
+# stack, whose rpcrdma an NFS-over-RDMA mount pulls in by itself, as on a
+# real node (seed 000's race). Modules already loaded by the boot list share
+# names with their copies here, so modprobe skips them.
+install_ktree() {
+  local kmod=$1 root=$2 kver=$3 n m d
+  shift 3
+  local -A deps=() path=() seen=()
+  while IFS=: read -r m d; do
+    deps[$m]=$d
+    n=${m##*/}
+    path[${n%.ko*}]=$m
+  done <"$kmod/modules.dep"
+  _ktree_visit() {
+    local m=$1 d
+    [[ -n ${seen[$m]:-} ]] && return
+    seen[$m]=1
+    for d in ${deps[$m]}; do _ktree_visit "$d"; done
+    mkdir -p "$root/usr/lib/modules/$kver/${m%/*}"
+    cp "$kmod/$m" "$root/usr/lib/modules/$kver/$m"
+  }
+  for n in "$@"; do
+    [[ -n ${path[$n]:-} ]] || die "kernel $kver has no module $n"
+    _ktree_visit "${path[$n]}"
+  done
+  # modprobe must know the built-in modules (crc32, …) to skip them.
+  cp "$kmod/modules.builtin" "$kmod/modules.builtin.modinfo" "$root/usr/lib/modules/$kver/"
+  depmod -b "$root/usr" "$kver" || die "depmod of the on-demand module tree failed"
+}

@@ -20,19 +20,31 @@ GUEST_KMODULES=$here/../guest/kmodules.sh
 . "$here/../guest/kernel.sh"
 
 # Bump when the image layout changes in a way the stamp cannot see.
-RECIPE_REV=3
+RECIPE_REV=4
 # Kernel modules in load order's roots (dependencies come from modules.dep).
 # rdma_ucm brings rdma_cm/iw_cm/ib_cm/configfs (/dev/infiniband/rdma_cm).
 # virtio_pci, virtio_console and crc32 are built into the pinned kernel.
 MODULES=(virtio_net overlay bridge veth dummy
   udp_tunnel ip6_udp_tunnel ib_core ib_uverbs rdma_rxe rdma_ucm)
+# Loaded on demand (kmod's modprobe as the kernel's helper), never at boot:
+# the NFS server (nfsd) and client (nfsv4), and rpcrdma, which the first
+# NFS-over-RDMA mount or nfsd's rdma listener pulls in (seed 000's race).
+ONDEMAND_MODULES=(nfsd nfsv4 nfs rpcrdma)
 # Host programs copied (with their ldd closure) to the same path in the image.
-PROGRAMS=(dash ip rdma ibv_devinfo containerd containerd-shim-runc-v2 ctr runc)
+# kmod is the kernel's modprobe helper (/sbin/modprobe -> kmod); util-linux
+# mount runs the mount.nfs helper the kubelet's NFS volumes need.
+PROGRAMS=(dash ip rdma ibv_devinfo containerd containerd-shim-runc-v2 ctr runc kmod mount umount)
+# NFS user space: Debian's packages fetched with `apt-get download` and
+# unpacked (nothing is installed on the host; their libraries are the host's,
+# see hack/install-deps.sh). Server: rpc.nfsd, rpc.mountd, exportfs; client:
+# mount.nfs (and its nfs4/umount names).
+NFS_PKGS=(nfs-kernel-server nfs-common)
+NFS_PROGRAMS=(usr/sbin/rpc.nfsd usr/sbin/rpc.mountd usr/sbin/exportfs sbin/mount.nfs)
 CNI_PLUGINS=(bridge host-local loopback)
 MA=x86_64-linux-gnu
 PROVIDER=/usr/lib/$MA/libibverbs/librxe-rdmav34.so
 HOST_PKGS=(busybox-static dash libc6 libseccomp2 iproute2 libibverbs1 ibverbs-providers ibverbs-utils
-  containerd runc containernetworking-plugins)
+  containerd runc containernetworking-plugins kmod mount libtirpc3 libtirpc-common libwrap0 netbase)
 KUBELET=$K8S_BIN_DIR/kubelet
 
 log() { echo "guestnode-build: $*" >&2; }
@@ -40,10 +52,21 @@ die() { log "ERROR: $*"; exit 1; }
 
 [[ -x $KUBELET ]] || die "no kubelet at $KUBELET (run hack/build-k8s.sh)"
 kver=$GUEST_KVER
+# The candidate versions of the NFS packages (the ones apt-get download
+# fetches) are part of the stamp.
+nfs_versions() { apt-cache policy "${NFS_PKGS[@]}" 2>/dev/null | awk '/^[^ ]/{p=$1} /Candidate:/{print p $2}'; }
+nfs_v=$(nfs_versions)
+if [[ $nfs_v != *nfs-kernel-server:[0-9]* ]]; then
+  log "apt lists lack ${NFS_PKGS[*]}: apt-get update"
+  apt-get update -qq >&2 || die "apt-get update failed"
+  nfs_v=$(nfs_versions)
+  [[ $nfs_v == *nfs-kernel-server:[0-9]* ]] || die "apt knows no nfs-kernel-server candidate"
+fi
 dir=$RDMASUITE_CACHE/guestnode-$kver-k8s-$K8S_VERSION-r$RECIPE_REV
 stamp="rev=$RECIPE_REV kernel=$GUEST_KVER=$GUEST_KERNEL_VERSION
 $(dpkg-query -W -f='${Package}=${Version}\n' "${HOST_PKGS[@]}")
 kubelet=$(stat -c '%s %Y' "$KUBELET")
+$nfs_v
 build.sh=$(cat "$here/build.sh" "$GUEST_KMODULES" "$here/../guest/kernel.sh" | sha256sum | cut -c1-16)"
 
 mkdir -p "$RDMASUITE_CACHE"
@@ -69,6 +92,7 @@ ln -s usr/lib64 "$root/lib64"
 ln -s usr/sbin "$root/sbin"
 
 install_kmodules "$kmod" "$root" "$kver" "${MODULES[@]}"
+install_ktree "$kmod" "$root" "$kver" "${ONDEMAND_MODULES[@]}"
 cp "$GUEST_VMLINUZ" "$work/vmlinuz"
 rm -rf "$work/k"
 log "modules: $(tr '\n' ' ' <"$root/etc/guest-modules")"
@@ -96,8 +120,19 @@ for c in "${CNI_PLUGINS[@]}"; do
   put "/usr/lib/cni/$c" "/opt/cni/bin/$c"
   files+=("/usr/lib/cni/$c")
 done
+(cd "$work" && timeout 600 apt-get download -q -o APT::Sandbox::User=root "${NFS_PKGS[@]}" >&2) || die "apt-get download ${NFS_PKGS[*]} failed"
+for d in "$work"/*.deb; do dpkg -x "$d" "$work/nfs"; done
+rm -f "$work"/*.deb
+for p in "${NFS_PROGRAMS[@]}"; do
+  [[ -x $work/nfs/$p ]] || die "no /$p in ${NFS_PKGS[*]}"
+  put "$work/nfs/$p" "/$p"
+  files+=("$work/nfs/$p")
+done
+for a in mount.nfs4 umount.nfs umount.nfs4; do ln -s mount.nfs "$root/usr/sbin/$a"; done
+ln -s ../bin/kmod "$root/usr/sbin/modprobe"
+mkdir -p "$root/var/lib/nfs" "$root/etc/exports.d"
 for f in "${files[@]}"; do
-  case $f in /usr/lib/cni/*) ;; *) put "$f" ;; esac
+  case $f in /usr/lib/cni/* | "$work"/nfs/*) ;; *) put "$f" ;; esac
   if ldd "$f" >/dev/null 2>&1; then
     ldd "$f" | awk '$2 == "=>" && $3 ~ /^\// {print $3} $1 ~ /^\// {print $1}'
   fi
@@ -118,6 +153,9 @@ root:x:0:
 nogroup:x:65534:
 GR
 printf '127.0.0.1 localhost\n' >"$root/etc/hosts"
+# libtirpc (mount.nfs, rpc.mountd) resolves transports and ports through
+# these: without them mount.nfs says "Failed to find 'tcp' protocol".
+cp /etc/netconfig /etc/protocols /etc/services "$root/etc/"
 : >"$root/etc/resolv.conf"
 printf 'hosts: files dns\n' >"$root/etc/nsswitch.conf"
 # The node's OS image in `kubectl get nodes -o wide`.

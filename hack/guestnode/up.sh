@@ -43,6 +43,8 @@ done
 HOSTDEV_NICS=${NODE_HOSTDEV[$row]}
 ((HOSTDEV_NICS <= 4)) || die "$conf: $name has hostdev $HOSTDEV_NICS; a guest node takes 0..4 hostdev NICs"
 RDMA_NETNS=${GUESTNODE_RDMA_NETNS:-shared}
+# The guest that serves /srv/nfs over NFS/RDMA (init: NFS_SERVER=1).
+NFS_SERVER_NODE=${GUESTNODE_NFS_SERVER-rxe-node-1}
 [[ $RDMA_NETNS == shared || $RDMA_NETNS == exclusive ]] || die "GUESTNODE_RDMA_NETNS must be shared or exclusive, got '$RDMA_NETNS'"
 RESOURCE_COUNT=${NODE_RDMA[$row]}
 ((RESOURCE_COUNT > 0)) || die "$conf: $name advertises rdma_shared_a 0; a guest node exists to give pods its rxe devices (use e.g. 63)"
@@ -268,6 +270,7 @@ LINK_MACS="$(for ((r = 0; r < LINK_RAILS; r++)); do printf '%s ' "$(link_mac "$r
 LINK_ROUTES="$(for j in 1 2 3 4 5 6 7 8; do ((j == idx)) || printf '%s@%s ' "$(pod_cidr "$j")" "$(link_ip 0 "$j")"; done)"
 HOSTDEV_MACS="$(for ((n = 0; n < HOSTDEV_NICS; n++)); do printf '%s ' "$(hostdev_mac "$n" "$idx")"; done)"
 RDMA_NETNS=$RDMA_NETNS
+NFS_SERVER=$([[ $name == "$NFS_SERVER_NODE" ]] && echo 1 || echo 0)
 DEVICE_PLUGIN_ARGS="--resource-name $RESOURCE --shared-count $RESOURCE_COUNT --drivers rdma_rxe --ifnames $(for ((r = 0; r < LINK_RAILS; r++)); do printf '%s%s' "$( ((r)) && echo ,)" "$(link_netdev "$r")"; done)$( ((HOSTDEV_NICS)) && echo " --hostdev-resource $HOSTDEV_RESOURCE")"
 EV
 find "$x" -type d -exec chmod 755 {} +
@@ -380,6 +383,10 @@ t_ready=$(ms)
 wait_until 120 "$RESOURCE=$RESOURCE_COUNT and $HOSTDEV_RESOURCE=$HOSTDEV_NICS in $name's allocatable" allocatable
 t_res=$(ms)
 wait_until 120 "the images imported in the guest" grep -q 'IMAGES-READY' "$d/console.log"
+if [[ $name == "$NFS_SERVER_NODE" ]]; then
+  ! grep -q 'NFS-ERROR' "$d/console.log" || die "$name: the NFS/RDMA server did not start: $(grep -B3 'NFS-ERROR' "$d/console.log" | tr '\n' ' ')"
+  grep -q 'NFS-READY' "$d/console.log" || die "$name: no NFS-READY on the console"
+fi
 # Rails staged down from the start (GUESTNODE_DOWN_RAILS="NODE:DEV ...").
 for s in ${GUESTNODE_DOWN_RAILS:-}; do
   [[ ${s%%:*} == "$name" ]] || continue
