@@ -38,6 +38,7 @@ var subcommands = map[string]subcommand{
 	"mr":      {"memory-registration probe against the memlock limit", runMR},
 	"node":    {"host checks through a host root: modules, MOFED/GPU markers, RDMA ports, PSI, NFS mounts", runNode},
 	"say":     {"print a message and exit with a code, or sleep (stand-in containers for bed tests)", runSay},
+	"stall":   {"NFS I/O-stall writer/reader/verifier: stall write|read|verify|stop [flags]", runStall},
 }
 
 func main() {
