@@ -68,6 +68,22 @@ var (
 	flagNodeProbe       = flag.Bool("node-probe", true, "run the host probe (a short-lived privileged pod per node, host / mounted read-only); without it doctor/node checks are not-run")
 	flagNodeProbePath   = flag.String("node-probe-host-path", "/", "host path mounted as the probe's host root; {node} is replaced by the node name (bed tests point it at fixture roots)")
 	flagNodeProbeWin    = flag.String("node-probe-window", "2s", "PSI / iowait sampling window of the host probe")
+
+	// The disruptive feature (suite=disruptive): never part of a run without --allow-disruptive.
+	flagAllowDisruptive = flag.Bool("allow-disruptive", false, "allow the disruptive feature to restart the MOFED driver pod on --disrupt-nodes (it stalls their NFS-over-RDMA I/O)")
+	flagDisruptNodes    = flag.String("disrupt-nodes", "", "nodes whose MOFED driver the disruptive feature restarts, one at a time in this order, comma-separated (required with --allow-disruptive)")
+	flagStallPeer       = flag.String("stall-peer", "", "node of the peer writer and the cross-node verification (default: the first other node of --disrupt-nodes, else of the selected nodes)")
+	flagStallPVC        = flag.String("stall-pvc", "rdmasuite-nfs", "PVC bound to the NFS(-over-RDMA) volume to write to; its PV is copied into a run-scoped PV/PVC")
+	flagStallPVCNS      = flag.String("stall-pvc-namespace", "default", "namespace of --stall-pvc")
+	flagMOFEDNS         = flag.String("mofed-namespace", "nvidia-network-operator", "namespace of the MOFED driver pods")
+	flagMOFEDSelector   = flag.String("mofed-selector", "nvidia.com/ofed-driver", "label selector of the MOFED driver pods")
+	flagMOFEDContainer  = flag.String("mofed-container", "mofed-container", "the driver container of the MOFED pods (its log and state go into the evidence)")
+	flagDriverReadyFile = flag.String("driver-ready-file", "/run/mellanox/drivers/.driver-ready", "host file the driver container writes when ready; the target writer watches it")
+	flagDriverTimeout   = flag.Duration("driver-timeout", 10*time.Minute, "how long the new MOFED driver pod may take to become Ready")
+	flagStallSteady     = flag.Duration("stall-steady", 20*time.Second, "steady writing before the MOFED pod is deleted")
+	flagStallAfter      = flag.Duration("stall-after", 20*time.Second, "writing after I/O resumed on every writer, before they are stopped")
+	flagStallDurability = flag.String("stall-durability", "fsync", "writer durability: fsync, fsync-every=N or direct")
+	flagStallForce      = flag.Bool("stall-force", false, "run the disruptive feature on a volume that is not NFS")
 )
 
 var (
@@ -96,6 +112,13 @@ func config() (runner.Config, error) {
 		Thresholds: set, SKU: *flagSKU, MemlockRequired: *flagMemlockRequired, MemlockMax: *flagMemlockMax, MemlockIPCLock: *flagMemlockIPCLock,
 		NodeProbe: *flagNodeProbe, NodeProbeHostPath: *flagNodeProbePath, NodeProbeWindow: *flagNodeProbeWin,
 		AllowNotRun: runner.SplitList(*flagAllowNotRun), KeepOnFailure: *flagKeepOnFailure}
+	c.AllowDisruptive, c.DisruptNodes, c.StallPeer = *flagAllowDisruptive, runner.SplitList(*flagDisruptNodes), *flagStallPeer
+	c.StallPVC, c.StallPVCNamespace, c.StallDurability, c.StallForce = *flagStallPVC, *flagStallPVCNS, *flagStallDurability, *flagStallForce
+	c.MOFEDNamespace, c.MOFEDSelector, c.MOFEDContainer = *flagMOFEDNS, *flagMOFEDSelector, *flagMOFEDContainer
+	c.DriverReadyFile, c.DriverTimeout, c.StallSteady, c.StallAfter = *flagDriverReadyFile, *flagDriverTimeout, *flagStallSteady, *flagStallAfter
+	if err := disruptiveGate(); err != nil {
+		return c, err
+	}
 	if *flagSKU != "" {
 		if _, err := set.Lookup(*flagSKU); err != nil {
 			return c, fmt.Errorf("--sku: %w", err)

@@ -110,6 +110,11 @@ func DeleteRunNamespace(ctx context.Context, cs kubernetes.Interface, runID stri
 	name := RunNamespace(runID)
 	zero := int64(0)
 	_ = cs.CoreV1().Pods(name).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: &zero}, metav1.ListOptions{})
+	// Cluster-scoped PVs of the run go with it (best effort: a runner
+	// without persistentvolumes RBAC never created one).
+	if err := DeleteRunVolumes(ctx, cs, runID); err != nil && !apierrors.IsForbidden(err) {
+		fmt.Fprintf(os.Stderr, "rdmasuite: %v (delete it by hand: kubectl delete pv -l %s=%s)\n", err, RunLabel, runID)
+	}
 	err := cs.CoreV1().Namespaces().Delete(ctx, name, metav1.DeleteOptions{})
 	if apierrors.IsNotFound(err) {
 		return nil

@@ -59,6 +59,23 @@ type Config struct {
 	// does not fail the run.
 	AllowNotRun   []string
 	KeepOnFailure bool
+
+	// The disruptive feature (suite=disruptive, internal/disrupt): it
+	// restarts the MOFED driver on DisruptNodes only with AllowDisruptive.
+	AllowDisruptive   bool
+	DisruptNodes      []string
+	StallPeer         string
+	StallPVC          string
+	StallPVCNamespace string
+	MOFEDNamespace    string
+	MOFEDSelector     string
+	MOFEDContainer    string
+	DriverReadyFile   string
+	DriverTimeout     time.Duration
+	StallSteady       time.Duration
+	StallAfter        time.Duration
+	StallDurability   string
+	StallForce        bool
 }
 
 // Validate names the first bad setting and how to fix it.
@@ -109,6 +126,9 @@ func (c Config) Validate() error {
 	}
 	if c.Thresholds == nil {
 		return fmt.Errorf("no thresholds loaded")
+	}
+	if c.AllowDisruptive {
+		return c.validateDisruptive()
 	}
 	return nil
 }

@@ -1,0 +1,177 @@
+package disrupt
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// The old pod is deleted; the DaemonSet's new pod (another UID) appears
+// 20 s later and is Ready at T+45 s: the wait reports it with both clocks.
+func TestWaitReplacementSeesTheNewPodReady(t *testing.T) {
+	clk := newClock()
+	t0 := clk.Now()
+	old := mofedPod("mofed-a", "uid-old", "node-a", true, t0.Add(-time.Hour))
+	other := mofedPod("mofed-b", "uid-b", "node-b", true, t0.Add(-time.Hour))
+	cs, env, _ := setupEnv(old, other)
+	env.Clock = clk
+	o := baseOptions()
+	pods := cs.CoreV1().Pods(mofedNS)
+	if err := pods.Delete(context.Background(), old.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	created, readied := false, false
+	clk.hook(func(now time.Time) {
+		switch {
+		case !created && now.Sub(t0) >= 20*time.Second:
+			created = true
+			if _, err := pods.Create(context.Background(), mofedPod("mofed-a2", "uid-new", "node-a", false, now), metav1.CreateOptions{}); err != nil {
+				t.Error(err)
+			}
+		case created && !readied && now.Sub(t0) >= 45*time.Second:
+			readied = true
+			p, _ := pods.Get(context.Background(), "mofed-a2", metav1.GetOptions{})
+			setReady(p, true, t0.Add(45*time.Second))
+			if _, err := pods.UpdateStatus(context.Background(), p, metav1.UpdateOptions{}); err != nil {
+				t.Error(err)
+			}
+		}
+	})
+	d := Driver{Old: refOf(old), DeletedAt: t0, Timeout: 10 * time.Minute}
+	start := time.Now()
+	if err := waitReplacement(context.Background(), env, o, "node-a", &d); err != nil {
+		t.Fatal(err)
+	}
+	if time.Since(start) > 100*time.Millisecond {
+		t.Fatalf("the wait slept for real: %s", time.Since(start))
+	}
+	if !d.Back || d.New.Name != "mofed-a2" || d.New.UID != "uid-new" {
+		t.Fatalf("%+v", d)
+	}
+	if got := d.ReadyAt.Sub(d.DeletedAt); got != 45*time.Second {
+		t.Fatalf("Ready condition at T+%s, want T+45s", got)
+	}
+	if got := d.SeenAt.Sub(d.DeletedAt); got < 45*time.Second || got > 48*time.Second {
+		t.Fatalf("runner saw it at T+%s", got)
+	}
+	if r := readyAfter(d); r != 45 {
+		t.Fatalf("readyAfter %v", r)
+	}
+}
+
+// A pod with the old UID that is still listed (terminating slowly, or a
+// stale cache) is never taken for the new one.
+func TestWaitReplacementIgnoresTheOldPod(t *testing.T) {
+	clk := newClock()
+	old := mofedPod("mofed-a", "uid-old", "node-a", true, clk.Now())
+	_, env, _ := setupEnv(old)
+	env.Clock = clk
+	d := Driver{Old: refOf(old), DeletedAt: clk.Now(), Timeout: time.Minute}
+	if err := waitReplacement(context.Background(), env, baseOptions(), "node-a", &d); err != nil {
+		t.Fatal(err)
+	}
+	if d.Back {
+		t.Fatalf("the old pod counted as the new one: %+v", d)
+	}
+	if len(d.State) == 0 || !strings.Contains(d.State[0], "no new MOFED pod") {
+		t.Fatalf("%q", d.State)
+	}
+}
+
+// The new pod crash-loops on the storage-module refusal (seed 000): the
+// wait times out on the runner's clock with its state, its last 10
+// events (not another pod's) and its log's tail.
+func TestWaitReplacementTimeoutCarriesStateEventsAndLog(t *testing.T) {
+	clk := newClock()
+	t0 := clk.Now()
+	newPod := mofedPod("mofed-a2", "uid-new", "node-a", false, t0.Add(5*time.Second))
+	cst := &newPod.Status.ContainerStatuses[0]
+	cst.RestartCount = 4
+	cst.State = corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff", Message: "back-off 2m40s restarting failed container"}}
+	cst.LastTerminationState = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{Reason: "Error", ExitCode: 1,
+		Message: "Storage modules are loaded for current driver"}}
+	objs := []runtime.Object{newPod}
+	for i := 0; i < 12; i++ {
+		objs = append(objs, &corev1.Event{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("ev-%02d", i), Namespace: mofedNS},
+			InvolvedObject: corev1.ObjectReference{Kind: "Pod", Name: "mofed-a2", UID: "uid-new"}, Type: "Warning", Reason: fmt.Sprintf("BackOff%02d", i),
+			Message: "Back-off restarting failed container", LastTimestamp: metav1.NewTime(t0.Add(time.Duration(i) * time.Second))})
+	}
+	objs = append(objs, &corev1.Event{ObjectMeta: metav1.ObjectMeta{Name: "ev-other", Namespace: mofedNS},
+		InvolvedObject: corev1.ObjectReference{Kind: "Pod", Name: "mofed-b", UID: types.UID("uid-b")}, Type: "Warning", Reason: "OtherPod",
+		LastTimestamp: metav1.NewTime(t0.Add(time.Hour))})
+	cs, env, _ := setupEnv(objs...)
+	_ = cs
+	env.Clock = clk
+	var asked []string
+	env.Logs = func(_ context.Context, ns, pod, container string, previous bool, tail int64) (string, error) {
+		asked = append(asked, fmt.Sprintf("%s/%s/%s previous=%v tail=%d", ns, pod, container, previous, tail))
+		return "Unsetting driver ready state\nStorage modules are loaded for current driver, terminating prior driver reload failure due to UNLOAD_STORAGE_MODULES not set to \"true\"\n", nil
+	}
+	d := Driver{Old: PodRef{Name: "mofed-a", UID: "uid-old"}, DeletedAt: t0, Timeout: 10 * time.Minute}
+	start := time.Now()
+	if err := waitReplacement(context.Background(), env, baseOptions(), "node-a", &d); err != nil {
+		t.Fatal(err)
+	}
+	if time.Since(start) > 100*time.Millisecond {
+		t.Fatalf("the wait slept for real: %s", time.Since(start))
+	}
+	if d.Back {
+		t.Fatal("a crash-looping pod counted as back")
+	}
+	if waited := clk.Now().Sub(t0); waited < 10*time.Minute {
+		t.Fatalf("gave up after %s, before --driver-timeout", waited)
+	}
+	all := strings.Join(d.State, "\n")
+	for _, want := range []string{"mofed-a2", "phase Running", "waiting CrashLoopBackOff", "last termination Error exit 1: Storage modules are loaded",
+		"restarts 4", "last 10 events", "BackOff11", "BackOff02", "UNLOAD_STORAGE_MODULES not set", "previous log"} {
+		if !strings.Contains(all, want) {
+			t.Errorf("state lacks %q:\n%s", want, all)
+		}
+	}
+	for _, absent := range []string{"BackOff01", "OtherPod"} {
+		if strings.Contains(all, absent) {
+			t.Errorf("state has %q (older than the last 10, or another pod's):\n%s", absent, all)
+		}
+	}
+	if !d.StorageModules {
+		t.Error("the storage-module refusal was not recognised")
+	}
+	if len(asked) != 2 || !strings.Contains(asked[0], "mofed-container previous=false tail=10") || !strings.Contains(asked[1], "previous=true") {
+		t.Errorf("logs asked: %v", asked)
+	}
+	// And the judge fails the check with that state and the storage fix.
+	r := passingRound()
+	r.Driver = d
+	c := Judge(r)[0]
+	if c.Status != "fail" || !strings.HasPrefix(c.Diagnosis, "the MOFED driver on node-a did not come back Ready within 10m0s") ||
+		!strings.Contains(c.Fix, "UNLOAD_STORAGE_MODULES=true") || !strings.Contains(strings.Join(c.Evidence, "\n"), "BackOff11") {
+		t.Fatalf("%+v", c)
+	}
+}
+
+func TestFindDriverPod(t *testing.T) {
+	now := time.Now()
+	notReady := mofedPod("mofed-c", "uid-c", "node-c", false, now)
+	notReady.Status.ContainerStatuses[0].State = corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}}
+	_, env, _ := setupEnv(mofedPod("mofed-a", "uid-a", "node-a", true, now), notReady)
+	o := baseOptions()
+	p, why, err := findDriverPod(context.Background(), env, o, "node-a")
+	if err != nil || why != "" || p.Name != "mofed-a" {
+		t.Fatalf("%v %q %v", p, why, err)
+	}
+	_, why, _ = findDriverPod(context.Background(), env, o, "node-c")
+	if !strings.Contains(why, "not Ready before the test") || !strings.Contains(why, "CrashLoopBackOff") {
+		t.Fatalf("%q", why)
+	}
+	_, why, _ = findDriverPod(context.Background(), env, o, "node-z")
+	if !strings.Contains(why, "no MOFED driver pod") {
+		t.Fatalf("%q", why)
+	}
+}
