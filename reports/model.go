@@ -77,14 +77,18 @@ type Check struct {
 	Nodes   []string `json:"nodes"`
 	Variant string   `json:"variant,omitempty"` // shared-dev, hostdev
 	// Rail names the port(s) a per-rail check covers, e.g. "mlx5_0/1→mlx5_0/1".
-	Rail      string        `json:"rail,omitempty"`
-	Status    Status        `json:"status"`
-	Measured  []Measurement `json:"measured,omitempty"`
-	Evidence  []string      `json:"evidence,omitempty"`
-	Diagnosis string        `json:"diagnosis,omitempty"`
-	Fix       string        `json:"fix,omitempty"`
-	Reason    string        `json:"reason,omitempty"` // why not-run / error
-	Duration  float64       `json:"durationSec,omitempty"`
+	Rail     string        `json:"rail,omitempty"`
+	Status   Status        `json:"status"`
+	Measured []Measurement `json:"measured,omitempty"`
+	Evidence []string      `json:"evidence,omitempty"`
+	// ShowEvidence: the evidence is worth reading on a pass too (a
+	// disruption's timeline: when the driver went, came back, I/O resumed),
+	// so reports print it whatever the status.
+	ShowEvidence bool    `json:"showEvidence,omitempty"`
+	Diagnosis    string  `json:"diagnosis,omitempty"`
+	Fix          string  `json:"fix,omitempty"`
+	Reason       string  `json:"reason,omitempty"` // why not-run / error
+	Duration     float64 `json:"durationSec,omitempty"`
 }
 
 // Measurement is one number and the threshold it was judged against.

@@ -155,7 +155,7 @@ func Markdown(w io.Writer, r Run) error {
 	}
 	failed := false
 	for _, c := range r.Checks {
-		if c.Status == Pass || len(c.Evidence) == 0 {
+		if (c.Status == Pass && !c.ShowEvidence) || len(c.Evidence) == 0 {
 			continue
 		}
 		if !failed {
@@ -238,6 +238,9 @@ func junit(w io.Writer, r Run, diff *DiffResult) error {
 		}
 		jc := junitCase{Name: name, ClassName: "rdmasuite." + strings.SplitN(c.ID, "/", 2)[0], Time: c.Duration, SystemOut: measuredText(c)}
 		body := strings.Join(c.Evidence, "\n")
+		if c.ShowEvidence && body != "" {
+			jc.SystemOut += "\n" + body
+		}
 		switch {
 		case c.Status == Fail:
 			jc.Failure = &junitMessage{Message: verdictText(c), Body: body}

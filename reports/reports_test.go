@@ -98,3 +98,30 @@ func TestDiffMarksRegressions(t *testing.T) {
 		t.Fatalf("%v\n%s", err, buf.String())
 	}
 }
+
+// A passing check's evidence stays out of the reports unless the check says
+// it is worth reading (a disruption's timeline); then Markdown and JUnit
+// both carry it.
+func TestShowEvidenceOnPass(t *testing.T) {
+	r := Run{Schema: Schema, RunID: "r", Checks: []Check{
+		{ID: "bandwidth/write", Nodes: []string{"a"}, Status: Pass, Evidence: []string{"quiet detail"}},
+		{ID: "disruptive/nfs-stall", Nodes: []string{"b"}, Status: Pass, ShowEvidence: true, Evidence: []string{"MOFED pod x deleted at T; new pod Ready at T+31 s"}},
+	}}
+	var mdb, jb bytes.Buffer
+	if err := Markdown(&mdb, r); err != nil {
+		t.Fatal(err)
+	}
+	md := mdb.String()
+	if !strings.Contains(md, "### disruptive/nfs-stall") || !strings.Contains(md, "new pod Ready at T+31 s") {
+		t.Errorf("markdown lacks the passing check's timeline:\n%s", md)
+	}
+	if strings.Contains(md, "quiet detail") {
+		t.Errorf("markdown shows a passing check's evidence that did not ask for it:\n%s", md)
+	}
+	if err := JUnit(&jb, r); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(jb.String(), "new pod Ready at T+31 s") || strings.Contains(jb.String(), "quiet detail") {
+		t.Errorf("junit:\n%s", jb.String())
+	}
+}

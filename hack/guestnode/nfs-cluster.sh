@@ -123,6 +123,8 @@ YAML
     }
     sleep 2
   done
+  kubectl wait -n default --for=jsonpath='{.status.phase}'=Bound pvc/rdmasuite-nfs --timeout=60s >/dev/null ||
+    die "PVC default/rdmasuite-nfs not Bound to PV rdmasuite-nfs after 60 s"
   log "MOFED stand-in Ready on $(guests); PV rdmasuite-nfs = $nfs_ip:/ over RDMA (port 20049), PVC default/rdmasuite-nfs"
   ;;
 unload)

@@ -66,6 +66,9 @@ func TestJudgePass(t *testing.T) {
 	if c.Status != reports.Pass || strings.Join(c.Nodes, ",") != "node-a" {
 		t.Fatalf("%s %v: %s %s", c.Status, c.Nodes, c.Diagnosis, c.Reason)
 	}
+	if !c.ShowEvidence || !cs[1].ShowEvidence {
+		t.Error("a pass must still show its timeline in the reports (ShowEvidence)")
+	}
 	m := measured(t, c, "longest_gap")
 	if m.Value != 27 || m.Unit != "s" || m.Node != "node-a" || m.Threshold == nil || m.Threshold.Op != "<=" || m.Threshold.Value != 60 {
 		t.Fatalf("%+v", m)
