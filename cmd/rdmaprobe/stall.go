@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/rdmasuite/rdmasuite/workloads/probeout"
@@ -175,8 +176,19 @@ func stallStop(args []string, stdout, stderr io.Writer) error {
 	dir := fs.String("dir", "", "directory on the shared volume")
 	id := fs.String("writer-id", "", "the writer to stop")
 	stopFile := fs.String("stop-file", "", "the stop file (default DIR/ID.stop)")
+	signalPID := fs.Int("signal-pid", 0, "send SIGTERM to this process (the writer: PID 1 in its container) instead of creating the stop file; "+
+		"needs no I/O on the volume, so it stops a writer whose mount is hung")
 	if err := parseStallFlags(fs, args); err != nil {
 		return stallUsageError(stdout, stall.ModeStop, err)
+	}
+	if *signalPID > 0 {
+		res := stall.Result{Mode: stall.ModeStop, Dir: *dir, WriterID: *id}
+		if err := syscall.Kill(*signalPID, syscall.SIGTERM); err != nil {
+			perr := probeout.Errorf(probeout.KindInternal, "SIGTERM to pid %d: %v (run this inside the writer's container)", *signalPID, err)
+			_ = probeout.WriteError(stdout, stall.ProbeName, res, perr)
+			return perr
+		}
+		return probeout.Write(stdout, stall.ProbeName, res)
 	}
 	path := *stopFile
 	if path == "" {

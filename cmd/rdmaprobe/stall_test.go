@@ -5,7 +5,11 @@ import (
 	"context"
 	"errors"
 	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -109,5 +113,34 @@ func TestStallCLIRoundTrip(t *testing.T) {
 	}
 	if err := probeout.Parse(out.String(), stall.ProbeName, &vres); err != nil || vres.Verification.OK || vres.Verification.FirstBad.Slot != 1 {
 		t.Fatalf("%+v %v", vres.Verification, err)
+	}
+}
+
+// stop --signal-pid sends SIGTERM without touching the volume (a hung mount
+// would hang the stop file's creation), and reports a dead pid as an error.
+func TestStallStopSignal(t *testing.T) {
+	got := make(chan os.Signal, 1)
+	signal.Notify(got, syscall.SIGTERM)
+	defer signal.Stop(got)
+	var out bytes.Buffer
+	dir := filepath.Join(t.TempDir(), "no-such-volume")
+	if err := stallMain(context.Background(), []string{"stop", "--signal-pid", strconv.Itoa(os.Getpid()), "--dir", dir}, &out, &bytes.Buffer{}); err != nil {
+		t.Fatalf("%v: %s", err, out.String())
+	}
+	select {
+	case <-got:
+	case <-time.After(5 * time.Second):
+		t.Fatal("no SIGTERM arrived")
+	}
+	if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the signal stop touched the volume: %v", err)
+	}
+	out.Reset()
+	if err := stallMain(context.Background(), []string{"stop", "--signal-pid", "999999999"}, &out, &bytes.Buffer{}); err == nil {
+		t.Fatal("SIGTERM to a pid that does not exist succeeded")
+	}
+	var r stall.Result
+	if perr, err := probeout.ParseError(out.String(), stall.ProbeName, &r); err != nil || perr == nil || !strings.Contains(perr.Message, "SIGTERM to pid") {
+		t.Fatalf("%v %v %s", perr, err, out.String())
 	}
 }

@@ -275,7 +275,10 @@ func stopAndCollect(ctx context.Context, env Env, o Options, ws []*Writer) {
 		}
 		ectx, cancel := context.WithTimeout(cctx, execLimit)
 		stdout, stderr, err := env.Exec.Exec(ectx, o.Namespace, w.Pod, "probe",
-			[]string{ProbeBinary, "stall", "stop", "--dir", w.Dir, "--writer-id", w.ID})
+			// A signal, not the stop file: on a target whose driver did not
+			// come back the mount is hung, and creating a file on it would
+			// hang this exec too. The writer is its container's PID 1.
+			[]string{ProbeBinary, "stall", "stop", "--signal-pid", "1"})
 		cancel()
 		if err != nil {
 			w.StopErr = fmt.Sprintf("exec %s stall stop in %s: %v %s", ProbeBinary, w.Pod, err, oneLine(stdout+" "+stderr, 300))

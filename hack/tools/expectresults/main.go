@@ -9,6 +9,10 @@
 // the diagnosis or reason ("-" for none expected). NODE:RAIL matches a
 // per-rail check measured on NODE (the check's first node, the measuring
 // side) whose rail starts with RAIL, e.g. rxe-node-2:rxe1/1.
+//
+// Bound lines: "@measured CHECK-ID NODE NAME LOW HIGH" require the
+// measurement NAME of that check on NODE to lie in (LOW, HIGH]: a measured
+// value, not just a status (e.g. a stall that is > 0 and within its limit).
 package main
 
 import (
@@ -17,10 +21,18 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/rdmasuite/rdmasuite/reports"
 )
+
+// bound is one @measured line.
+type bound struct {
+	line           int
+	id, node, name string
+	low, high      float64
+}
 
 type expectation struct {
 	line                         int
@@ -36,11 +48,17 @@ func main() {
 	if err != nil {
 		fail("%v", err)
 	}
-	exps, err := readExpectations(*expectPath)
+	exps, bounds, err := readExpectations(*expectPath)
 	if err != nil {
 		fail("%v", err)
 	}
 	bad := 0
+	for _, b := range bounds {
+		if msg := b.check(run.Checks); msg != "" {
+			fmt.Printf("MEASURED %s:%d: %s\n", *expectPath, b.line, msg)
+			bad++
+		}
+	}
 	for _, c := range run.Checks {
 		covered := false
 		for _, e := range exps {
@@ -73,6 +91,26 @@ func main() {
 	fmt.Printf("expectresults: all %d checks in %s match %s\n", len(run.Checks), *resultsPath, *expectPath)
 }
 
+// check returns why the bound is not met ("" when it is).
+func (b bound) check(checks []reports.Check) string {
+	for _, c := range checks {
+		if c.ID != b.id || !slices.Contains(c.Nodes, b.node) {
+			continue
+		}
+		for _, m := range c.Measured {
+			if m.Name != b.name || (m.Node != "" && m.Node != b.node) {
+				continue
+			}
+			if m.Value > b.low && m.Value <= b.high {
+				return ""
+			}
+			return fmt.Sprintf("%s on %s: %s = %g %s, want in (%g, %g]", b.id, b.node, b.name, m.Value, m.Unit, b.low, b.high)
+		}
+		return fmt.Sprintf("%s on %s has no measurement %s", b.id, b.node, b.name)
+	}
+	return fmt.Sprintf("no check %s on %s in the results", b.id, b.node)
+}
+
 func (e *expectation) matchesNode(c reports.Check) bool {
 	node, rail, perRail := strings.Cut(e.node, ":")
 	if perRail {
@@ -88,13 +126,14 @@ func orDash(s string) string {
 	return s
 }
 
-func readExpectations(path string) ([]*expectation, error) {
+func readExpectations(path string) ([]*expectation, []bound, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer f.Close()
 	var out []*expectation
+	var bounds []bound
 	sc := bufio.NewScanner(f)
 	n := 0
 	for sc.Scan() {
@@ -104,12 +143,24 @@ func readExpectations(path string) ([]*expectation, error) {
 			continue
 		}
 		f := strings.Fields(line)
+		if f[0] == "@measured" {
+			if len(f) != 6 {
+				return nil, nil, fmt.Errorf("%s:%d: want @measured CHECK NODE NAME LOW HIGH", path, n)
+			}
+			low, err1 := strconv.ParseFloat(f[4], 64)
+			high, err2 := strconv.ParseFloat(f[5], 64)
+			if err1 != nil || err2 != nil || low >= high {
+				return nil, nil, fmt.Errorf("%s:%d: LOW and HIGH must be numbers with LOW < HIGH", path, n)
+			}
+			bounds = append(bounds, bound{line: n, id: f[1], node: f[2], name: f[3], low: low, high: high})
+			continue
+		}
 		if len(f) < 5 {
-			return nil, fmt.Errorf("%s:%d: want CHECK VARIANT NODE STATUS TEXT", path, n)
+			return nil, nil, fmt.Errorf("%s:%d: want CHECK VARIANT NODE STATUS TEXT", path, n)
 		}
 		out = append(out, &expectation{line: n, id: f[0], variant: f[1], node: f[2], status: f[3], s: strings.Join(f[4:], " ")})
 	}
-	return out, sc.Err()
+	return out, bounds, sc.Err()
 }
 
 func fail(format string, a ...any) {

@@ -1,0 +1,43 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/rdmasuite/rdmasuite/reports"
+)
+
+func TestBounds(t *testing.T) {
+	checks := []reports.Check{{ID: "disruptive/nfs-stall", Nodes: []string{"n2"},
+		Measured: []reports.Measurement{{Name: "longest_gap", Node: "n2", Value: 12.5, Unit: "s"}}}}
+	for _, tc := range []struct {
+		b    bound
+		want string
+	}{
+		{bound{id: "disruptive/nfs-stall", node: "n2", name: "longest_gap", low: 0, high: 60}, ""},
+		{bound{id: "disruptive/nfs-stall", node: "n2", name: "longest_gap", low: 12.5, high: 60}, "want in (12.5, 60]"},
+		{bound{id: "disruptive/nfs-stall", node: "n2", name: "longest_gap", low: 0, high: 10}, "want in (0, 10]"},
+		{bound{id: "disruptive/nfs-stall", node: "n2", name: "io_errors", low: -1, high: 0}, "no measurement io_errors"},
+		{bound{id: "disruptive/nfs-stall", node: "n1", name: "longest_gap", low: 0, high: 60}, "no check"},
+	} {
+		got := tc.b.check(checks)
+		if (tc.want == "") != (got == "") || !strings.Contains(got, tc.want) {
+			t.Errorf("%+v: got %q, want %q", tc.b, got, tc.want)
+		}
+	}
+}
+
+func TestReadBounds(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "e.txt")
+	os.WriteFile(p, []byte("x - n pass -\n@measured x n gap 0 60\n"), 0o644)
+	exps, bounds, err := readExpectations(p)
+	if err != nil || len(exps) != 1 || len(bounds) != 1 || bounds[0].high != 60 {
+		t.Fatalf("%v %v %v", exps, bounds, err)
+	}
+	os.WriteFile(p, []byte("@measured x n gap 60 0\n"), 0o644)
+	if _, _, err := readExpectations(p); err == nil {
+		t.Fatal("LOW >= HIGH accepted")
+	}
+}
