@@ -203,6 +203,11 @@ expect_rc 2 "$rdmasuite" report "$guest_results/results.json" "$results/exclusiv
 for g in rxe-node-1 rxe-node-2; do hack/guestnode/rdma-netns.sh "$g" shared; done
 exclusive_s=$((SECONDS - t))
 
+step "disruptive: MOFED driver restarts under a real NFS-over-RDMA mount (seed 000, both ways)"
+t=$SECONDS
+hack/disruptive-test.sh "$results/disruptive"
+disruptive_s=$((SECONDS - t))
+
 step "go test -timeout: the internal deadline cuts a real measurement and still cleans up"
 # 75 s of go test timeout against 10-minute measurements on the guests: the
 # suite's deadline (25 s kept for teardown) cancels the running pods, the
@@ -232,6 +237,7 @@ bed up (first)      : ${up1_s} s
 bed up (warm) +guest: ${up2_s} s
 guest node suites   : ${guest_s} s
 exclusive-mode run  : ${exclusive_s} s
+disruptive (NFS)    : ${disruptive_s} s
 smoke suite         : ${e2e_s} s
 rdma suite (bed)    : ${rdma_s} s
 doctor seed stages  : ${doctor_s} s

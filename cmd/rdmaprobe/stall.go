@@ -152,6 +152,7 @@ func stallVerify(args []string, stdout, stderr io.Writer) error {
 	ids := fs.String("writer-id", "", "writer id, or a comma-separated list")
 	recordBytes := fs.Int("record-bytes", 0, "record size; 0 takes it from the writer's sidecar or file")
 	acked := fs.Int64("acknowledged", -1, "records the writer acknowledged (one writer); default: its sidecar DIR/ID.ack.json, else inferred")
+	removeOnOK := fs.Bool("remove-on-ok", false, "when every writer verifies, delete their files (and DIR if then empty); failed data stays for inspection")
 	if err := parseStallFlags(fs, args); err != nil {
 		return stallUsageError(stdout, stall.ModeVerify, err)
 	}
@@ -162,6 +163,13 @@ func stallVerify(args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	res, perr := stall.VerifyWriters(*dir, list, *recordBytes, *acked, nil)
+	if *removeOnOK && perr == nil && verificationError(res.Verifications, res.Verification) == nil {
+		removed, err := stall.RemoveFiles(*dir, list)
+		res.Removed = removed
+		if err != nil {
+			res.RemoveError = err.Error()
+		}
+	}
 	if err := probeout.WriteError(stdout, stall.ProbeName, res, perr); err != nil {
 		return err
 	}

@@ -114,6 +114,29 @@ func TestStallCLIRoundTrip(t *testing.T) {
 	if err := probeout.Parse(out.String(), stall.ProbeName, &vres); err != nil || vres.Verification.OK || vres.Verification.FirstBad.Slot != 1 {
 		t.Fatalf("%+v %v", vres.Verification, err)
 	}
+
+	// --remove-on-ok keeps data that failed to verify, and deletes the
+	// files and their directory once everything verifies.
+	out.Reset()
+	_ = stallMain(context.Background(), []string{"verify", "--dir", dir, "--writer-id", "node-a", "--remove-on-ok"}, &out, &bytes.Buffer{})
+	if _, err := os.Stat(path); err != nil {
+		t.Fatalf("corrupt data was removed: %v", err)
+	}
+	data[4096+70] ^= 1
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out.Reset()
+	if err := stallMain(context.Background(), []string{"verify", "--dir", dir, "--writer-id", "node-a", "--remove-on-ok"}, &out, &bytes.Buffer{}); err != nil {
+		t.Fatal(err)
+	}
+	vres = stall.Result{}
+	if err := probeout.Parse(out.String(), stall.ProbeName, &vres); err != nil || !vres.Verification.OK || len(vres.Removed) != 4 || vres.RemoveError != "" {
+		t.Fatalf("removed %v (%s) %v", vres.Removed, vres.RemoveError, err)
+	}
+	if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the verified round's directory is still there: %v", err)
+	}
 }
 
 // stop --signal-pid sends SIGTERM without touching the volume (a hung mount

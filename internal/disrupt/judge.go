@@ -78,7 +78,7 @@ func judgeTarget(r Round, c reports.Check) reports.Check {
 	c.Evidence = append(c.Evidence, crossLines(r)...)
 	c.Evidence = append(c.Evidence, r.Volume.Describe(), "transport: "+transport(r, res), ClockNote)
 	if r.SubPath != "" {
-		c.Evidence = append(c.Evidence, fmt.Sprintf("files: %s/ on the volume (<writer>.rec, .ack.json, .stop), kept for inspection: the run's PV is Retain", r.SubPath))
+		c.Evidence = append(c.Evidence, filesLine(r))
 	}
 	if res != nil {
 		c.Measured = writerMeasures(r, r.Writer)
@@ -436,4 +436,18 @@ func orUnknown(s string) string {
 		return "unknown"
 	}
 	return s
+}
+
+// filesLine says whether the round's files are still on the volume: the
+// cross-node verification deletes them once every record verified; failed
+// or unverified data stays for inspection.
+func filesLine(r Round) string {
+	if v := r.Cross.Result; v != nil && len(v.Removed) > 0 && v.RemoveError == "" {
+		return fmt.Sprintf("files: %s/ removed from the volume after every record verified", r.SubPath)
+	}
+	why := "not every record verified"
+	if v := r.Cross.Result; v != nil && v.RemoveError != "" {
+		why = "removing them failed: " + v.RemoveError
+	}
+	return fmt.Sprintf("files: %s/ on the volume (<writer>.rec, .ack.json, .stop), kept for inspection (%s); the run's PV is Retain, delete them by hand", r.SubPath, why)
 }

@@ -288,3 +288,23 @@ func TestValidDurability(t *testing.T) {
 		}
 	}
 }
+
+// The evidence says whether the round's files left the operator's volume:
+// removed only when the cross-node verification deleted them.
+func TestJudgeFilesLine(t *testing.T) {
+	r := passingRound()
+	r.SubPath = "rdmasuite-run1/stall-node-a"
+	if ev := evidence(Judge(r)[0]); !strings.Contains(ev, "kept for inspection") {
+		t.Errorf("no removal recorded, yet the evidence says:\n%s", ev)
+	}
+	res := *r.Cross.Result
+	res.Removed = []string{"/data/rdmasuite-run1/stall-node-a/node-a.rec"}
+	r.Cross.Result = &res
+	if ev := evidence(Judge(r)[0]); !strings.Contains(ev, "removed from the volume after every record verified") {
+		t.Errorf("evidence:\n%s", ev)
+	}
+	res.RemoveError = "permission denied"
+	if ev := evidence(Judge(r)[0]); !strings.Contains(ev, "removing them failed: permission denied") {
+		t.Errorf("evidence:\n%s", ev)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -283,6 +284,15 @@ func TestRunTwoTargetsOneAfterTheOther(t *testing.T) {
 			}
 		}
 		sub := c.VolumeMounts[len(c.VolumeMounts)-1]
+		if p.Labels["rdmasuite.io/role"] == "stall-verify" {
+			// The verifier mounts the volume's root so it can delete the
+			// round's files and directory once they verified.
+			if claim != "stall-data" || sub.MountPath != "/data" || sub.SubPath != "" ||
+				!strings.HasPrefix(argAfter(c.Args, "--dir"), "/data/rdmasuite-run1/stall-node-") || !slices.Contains(c.Args, "--remove-on-ok") {
+				t.Errorf("%s mounts claim %q at %+v, args %v", name, claim, sub, c.Args)
+			}
+			continue
+		}
 		if claim != "stall-data" || sub.MountPath != "/data" || !strings.HasPrefix(sub.SubPath, "rdmasuite-run1/stall-node-") || argAfter(c.Args, "--dir") != "/data" {
 			t.Errorf("%s mounts claim %q at %+v, args %v", name, claim, sub, c.Args)
 		}

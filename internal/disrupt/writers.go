@@ -113,9 +113,13 @@ func writerPod(o Options, w *Writer, watch bool) *corev1.Pod {
 // verifyPod re-verifies the writers' finished files from another pod.
 func verifyPod(o Options, v *Verify, subPath string, ids []string) *corev1.Pod {
 	s := podrun.Spec{Name: v.Pod, Namespace: o.Namespace, RunID: o.RunID, Node: v.Node, Image: o.Image,
-		Args:   []string{"stall", "verify", "--dir", DataMount, "--writer-id", strings.Join(ids, ",")},
+		// The volume's root, not the round's subPath: once every record
+		// verified, the probe deletes the files and the round's directory
+		// (--remove-on-ok), which it could not do to its own mount point.
+		// Data that failed to verify stays for inspection.
+		Args:   []string{"stall", "verify", "--dir", path.Join(DataMount, subPath), "--writer-id", strings.Join(ids, ","), "--remove-on-ok"},
 		Labels: map[string]string{"rdmasuite.io/role": "stall-verify"}}
-	return withData(podrun.Pod(s), o.ScopedPVC, subPath)
+	return withData(podrun.Pod(s), o.ScopedPVC, "")
 }
 
 func withData(p *corev1.Pod, pvc, subPath string) *corev1.Pod {

@@ -51,6 +51,7 @@ package stall
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -119,6 +120,11 @@ type Result struct {
 
 	Verification  *Verification  `json:"verification,omitempty"`
 	Verifications []Verification `json:"verifications,omitempty"`
+	// Removed lists the files verify --remove-on-ok deleted after every
+	// writer verified (the data proved intact, nothing left on the
+	// operator's share); RemoveError says what could not be deleted.
+	Removed     []string `json:"removed,omitempty"`
+	RemoveError string   `json:"removeError,omitempty"`
 }
 
 // IOError is one failed I/O call; the op was retried.
@@ -161,6 +167,28 @@ func AckPath(dir, writerID string) string { return filepath.Join(dir, writerID+"
 
 // StopPath is a writer's default stop file.
 func StopPath(dir, writerID string) string { return filepath.Join(dir, writerID+".stop") }
+
+// RemoveFiles deletes the writers' record, sidecar and stop files in dir,
+// and dir itself when that leaves it empty (best effort: a directory still
+// mounted somewhere stays). It returns what it removed and the first error.
+func RemoveFiles(dir string, writerIDs []string) ([]string, error) {
+	var removed []string
+	var first error
+	for _, id := range writerIDs {
+		for _, p := range []string{RecordPath(dir, id), AckPath(dir, id), StopPath(dir, id)} {
+			switch err := os.Remove(p); {
+			case err == nil:
+				removed = append(removed, p)
+			case !errors.Is(err, os.ErrNotExist) && first == nil:
+				first = err
+			}
+		}
+	}
+	if first == nil && os.Remove(dir) == nil {
+		removed = append(removed, dir)
+	}
+	return removed, first
+}
 
 // ValidateWriterID accepts 1..32 bytes of [A-Za-z0-9._-], not starting
 // with a dot: the id names files and fits the header's field.

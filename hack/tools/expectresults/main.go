@@ -8,7 +8,8 @@
 // NODE "*" matches any nodes; VARIANT "-" means none; TEXT must appear in
 // the diagnosis or reason ("-" for none expected). NODE:RAIL matches a
 // per-rail check measured on NODE (the check's first node, the measuring
-// side) whose rail starts with RAIL, e.g. rxe-node-2:rxe1/1.
+// side) whose rail starts with RAIL, e.g. rxe-node-2:rxe1/1. NODE "a,b"
+// matches a check on exactly those nodes, in that order.
 //
 // Bound lines: "@measured CHECK-ID NODE NAME LOW HIGH" require the
 // measurement NAME of that check on NODE to lie in (LOW, HIGH]: a measured
@@ -112,6 +113,9 @@ func (b bound) check(checks []reports.Check) string {
 }
 
 func (e *expectation) matchesNode(c reports.Check) bool {
+	if strings.Contains(e.node, ",") { // the check's nodes exactly, in order
+		return strings.Join(c.Nodes, ",") == e.node
+	}
 	node, rail, perRail := strings.Cut(e.node, ":")
 	if perRail {
 		return len(c.Nodes) > 0 && c.Nodes[0] == node && strings.HasPrefix(c.Rail, rail)

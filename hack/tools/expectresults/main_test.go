@@ -41,3 +41,11 @@ func TestReadBounds(t *testing.T) {
 		t.Fatal("LOW >= HIGH accepted")
 	}
 }
+
+func TestNodeListMatchesInOrder(t *testing.T) {
+	e := &expectation{node: "rxe-node-1,rxe-node-2"}
+	if !e.matchesNode(reports.Check{Nodes: []string{"rxe-node-1", "rxe-node-2"}}) ||
+		e.matchesNode(reports.Check{Nodes: []string{"rxe-node-2", "rxe-node-1"}}) {
+		t.Fatal("a node list must match the check's nodes exactly, in order")
+	}
+}

@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# disruptive-test.sh RESULTS_DIR — make test's disruptive stage on the guest
+# bed (two guest nodes up): seed 000 reproduced both ways on a real
+# NFS-over-RDMA mount (hack/guestnode/nfs-cluster.sh):
+#   1. UNLOAD_STORAGE_MODULES=true: the suite restarts rxe-node-2's MOFED
+#      stand-in under fsync writers; the restart completes, the stall is
+#      measured (> 2 s, within maxNFSStallSec) and every record verifies
+#      (hack/disruptive-expect.txt);
+#   2. UNLOAD_STORAGE_MODULES unset, rpcrdma loaded: the new driver container
+#      refuses to start; the check fails naming it, the next node is not
+#      disrupted (hack/disruptive-expect-refused.txt), and the doctor names
+#      mofed-storage-modules on rxe-node-2 (hack/disruptive-expect-doctor.txt);
+#   3. the driver is restored (UNLOAD_STORAGE_MODULES=true, pod deleted) and
+#      nothing of the runs is left: namespaces, run PVs, the node's devices.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+. hack/versions.sh
+export BED_DIR
+out=${1:?usage: disruptive-test.sh RESULTS_DIR}
+mkdir -p "$out"
+kc() { "$K8S_BIN_DIR/kubectl" --kubeconfig "$BED_DIR/kubeconfig" "$@"; }
+go test -c -o "$out/suites.test" ./suites
+suite() { (cd suites && exec "$out/suites.test" -test.timeout=20m --kubeconfig="$BED_DIR/kubeconfig" \
+  --node-selector rdmasuite.io/guest-node=true "$@"); }
+trap 'hack/guestnode/nfs-cluster.sh down' EXIT
+hack/guestnode/nfs-cluster.sh up
+
+echo "== 1. MOFED restart on rxe-node-2 with UNLOAD_STORAGE_MODULES=true, under NFS/RDMA writers"
+t=$SECONDS
+suite --labels suite=disruptive --allow-disruptive --disrupt-nodes rxe-node-2 --stall-peer rxe-node-1 \
+  --report-dir="$out/restart" >"$out/restart.log" 2>&1 || { tail -40 "$out/restart.log"; echo "the restart run failed"; exit 1; }
+hack/tool.sh expectresults -results "$out/restart/results.json" -expect hack/disruptive-expect.txt
+# The timeline reaches the Markdown report and JUnit of a passing run.
+bin/rdmasuite report "$out/restart/results.json" --format markdown -o "$out/restart/report.md"
+bin/rdmasuite report "$out/restart/results.json" --format junit -o "$out/restart/junit.xml"
+grep -q 'timeline (rxe-node-2): MOFED pod .* deleted at T=.*Ready at T+.*I/O stalled' "$out/restart/report.md" ||
+  { cat "$out/restart/report.md"; echo "the Markdown report lacks the timeline"; exit 1; }
+grep -q 'I/O stalled' "$out/restart/junit.xml" || { echo "the JUnit report lacks the timeline"; exit 1; }
+grep -o 'timeline (rxe-node-2)[^"]*' "$out/restart/results.json" | head -1
+restart_s=$((SECONDS - t))
+
+echo "== 2. the same with UNLOAD_STORAGE_MODULES unset: the driver refuses to come back (seed 000)"
+t=$SECONDS
+hack/guestnode/nfs-cluster.sh unload unset
+if suite --labels suite=disruptive --allow-disruptive --disrupt-nodes rxe-node-2,rxe-node-1 --stall-peer rxe-node-1 \
+  --driver-timeout 60s --cleanup-timeout 20s --report-dir="$out/refused" >"$out/refused.log" 2>&1; then
+  echo "a run whose driver did not come back passed"; exit 1
+fi
+hack/tool.sh expectresults -results "$out/refused/results.json" -expect hack/disruptive-expect-refused.txt ||
+  { tail -40 "$out/refused.log"; exit 1; }
+grep -q 'UNLOAD_STORAGE_MODULES=true' "$out/refused/results.json" || { echo "the failure does not name the fix"; exit 1; }
+(cd suites && "$out/suites.test" --kubeconfig="$BED_DIR/kubeconfig" --labels suite=doctor --node-selector rdmasuite.io/guest-node=true \
+  --preflight-resources rdma/rdma_shared_device_a,nvidia.com/hostdev --report-dir="$out/doctor" >"$out/doctor.log" 2>&1) || true
+hack/tool.sh expectresults -results "$out/doctor/results.json" -expect hack/disruptive-expect-doctor.txt ||
+  { tail -40 "$out/doctor.log"; exit 1; }
+refused_s=$((SECONDS - t))
+
+echo "== 3. restore the driver; nothing of the runs is left"
+hack/guestnode/nfs-cluster.sh unload true
+kc delete pod -n nvidia-network-operator -l app=mofed-debian12 --field-selector spec.nodeName=rxe-node-2 --wait=false >/dev/null
+kc wait -n nvidia-network-operator --for=condition=Ready pod -l app=mofed-debian12 --timeout=120s >/dev/null ||
+  { kc get pods -n nvidia-network-operator -o wide; echo "the driver did not come back with UNLOAD_STORAGE_MODULES=true"; exit 1; }
+# The refused run's namespace waited on its hung mount: it goes now.
+for _ in $(seq 1 120); do
+  left=$(kc get ns,pv -l app.kubernetes.io/managed-by=rdmasuite -o name 2>/dev/null)
+  [[ -z $left ]] && break
+  sleep 1
+done
+[[ -z $left ]] || { echo "left after the driver came back: $left"; exit 1; }
+echo "driver restored; no run namespace or run PV left"
+printf 'disruptive: restart run %s s, refused run + doctor %s s\n' "$restart_s" "$refused_s"
