@@ -37,6 +37,11 @@ grep -q 'timeline (rxe-node-2): MOFED pod .* deleted at T=.*Ready at T+.*I/O sta
   { cat "$out/restart/report.md"; echo "the Markdown report lacks the timeline"; exit 1; }
 grep -q 'I/O stalled' "$out/restart/junit.xml" || { echo "the JUnit report lacks the timeline"; exit 1; }
 grep -o 'timeline (rxe-node-2)[^"]*' "$out/restart/results.json" | head -1
+# The injected downtime, for comparison with the stall: the new stand-in's
+# log says when it re-created the rxe devices (the old one deleted them on
+# SIGTERM, at the deletion).
+kc logs -n nvidia-network-operator -l app=mofed-debian12 --tail=-1 --prefix >"$out/mofed-after-restart.log" 2>&1 || true
+grep 'rdma link add rxe0' "$out/mofed-after-restart.log" || true
 restart_s=$((SECONDS - t))
 
 echo "== 2. the same with UNLOAD_STORAGE_MODULES unset: the driver refuses to come back (seed 000)"

@@ -38,7 +38,7 @@ for nd in /sys/class/net/eth[1-9]; do
   [ -e /sys/class/infiniband/rxe$r ] || rdma link add rxe$r type rxe netdev eth$n || exit 1
 done
 chmod 666 /dev/infiniband/* 2>/dev/null
-ls /sys/class/infiniband | tr "\n" " "'
+echo $(ls /sys/class/infiniband)'
 }
 
 ready_everywhere() {

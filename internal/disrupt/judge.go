@@ -343,6 +343,9 @@ func writerLines(r Round, w Writer) []string {
 	if w.StopErr != "" {
 		out = append(out, "stop: "+w.StopErr)
 	}
+	if w.Stuck != "" {
+		out = append(out, w.Stuck)
+	}
 	return out
 }
 

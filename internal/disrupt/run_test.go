@@ -37,6 +37,9 @@ type sim struct {
 	stops [][]string
 	// stuck: nodes whose new MOFED pod never becomes Ready.
 	stuck map[string]bool
+	// hung: nodes whose writer, once stopped, prints an ongoing-stall
+	// result and then never exits (its process held in a hung NFS call).
+	hung map[string]bool
 	// silent: writers never print the steady line.
 	silent    bool
 	deletedAt map[string]time.Time // node → when its MOFED pod went
@@ -53,7 +56,7 @@ func newSim(t *testing.T, targets ...string) *sim {
 	}
 	objs = append(objs, boundPVC("default", "rdmasuite-nfs", "pv-1"), pvWith("pv-1", nfsSource(), "nfsvers=4.1", "proto=rdma,port=20049"))
 	s := &sim{t: t, cs: fake.NewClientset(objs...), clk: clk, logs: map[string]string{}, born: map[string]time.Time{},
-		pods: map[string]*corev1.Pod{}, stuck: map[string]bool{}, deletedAt: map[string]time.Time{}, readyAt: map[string]time.Time{}}
+		pods: map[string]*corev1.Pod{}, stuck: map[string]bool{}, hung: map[string]bool{}, deletedAt: map[string]time.Time{}, readyAt: map[string]time.Time{}}
 	s.o = baseOptions()
 	s.o.Targets = targets
 	s.o.Selected = []string{"node-a", "node-b", "node-c"}
@@ -192,9 +195,19 @@ func (s *sim) exec(ctx context.Context, ns, pod, container string, cmd []string)
 	if p == nil || container != "probe" || cmd[0] != ProbeBinary || strings.Join(cmd[1:3], " ") != "stall stop" {
 		return "", "", fmt.Errorf("unexpected exec %v in %s/%s", cmd, pod, container)
 	}
-	id := argAfter(cmd, "--writer-id")
+	id := argAfter(p.Spec.Containers[0].Args, "--writer-id")
 	stalled := argAfter(p.Spec.Containers[0].Args, "--watch-file") != ""
 	res := writerResult(id, 27, stalled)
+	s.mu.Lock()
+	hung := s.hung[p.Spec.NodeName]
+	s.mu.Unlock()
+	if hung {
+		res.LongestGap.Ongoing, res.StallOngoing, res.Verification = true, true, nil
+		s.mu.Lock()
+		s.logs[pod] = stallEnvelope(s.t, res, probeout.Errorf(probeout.KindTimeout, "I/O on /data/%s.rec still hung 30s after the stop (signal)", id))
+		s.mu.Unlock()
+		return "", "", nil // the process never exits: the pod stays Running
+	}
 	s.mu.Lock()
 	s.logs[pod] = "stall: steady\n" + envelope(s.t, res)
 	s.mu.Unlock()
@@ -343,6 +356,22 @@ func TestRunStopsDisruptingWhenADriverDoesNotComeBack(t *testing.T) {
 		t.Fatalf("the writers must still be stopped: %v", s.stops)
 	}
 	s.left(t)
+}
+
+// The driver does not come back and the target's writer, once signalled,
+// prints its result (stall still open) but cannot exit: that result is
+// judged (the ongoing stall), and the evidence says the process is stuck.
+func TestRunHungWriterStillReports(t *testing.T) {
+	s := newSim(t, "node-a")
+	s.stuck["node-a"], s.hung["node-a"] = true, true
+	s.o.PodTimeout = 30 * time.Second
+	cs := Run(context.Background(), s.env(), s.o)
+	c := cs[0]
+	ev := evidence(c)
+	if c.Status != reports.Fail || !strings.Contains(ev, "printed its result but did not exit") || strings.Contains(ev, "no result") ||
+		!strings.Contains(ev, "ongoing") && !strings.Contains(c.Diagnosis+ev, "still stalled") {
+		t.Fatalf("%s %s\n%s", c.Status, c.Diagnosis, ev)
+	}
 }
 
 // Writers that never reach steady state: nothing is disrupted.

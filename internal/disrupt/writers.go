@@ -39,6 +39,9 @@ type Writer struct {
 	// state, did not finish after the stop, printed no envelope).
 	Problem string
 	StopErr string
+	// Stuck: the writer printed its result but its process did not exit
+	// (hung I/O); the result stands, this goes into the evidence.
+	Stuck string
 	LogTail string
 	// ResumedAt: runner clock when its progress moved again after the
 	// driver was back (zero when not seen).
@@ -305,6 +308,17 @@ func stopAndCollect(ctx context.Context, env Env, o Options, ws []*Writer) {
 			state := "pod not found"
 			if last != nil {
 				state = podrun.Describe(last)
+			}
+			// A writer whose I/O is hung prints its result (the stall
+			// still open) and then cannot exit: the kernel holds the
+			// process in the hung NFS call. What it printed is the
+			// measurement; that it did not exit is evidence.
+			if lerr == nil {
+				if r, perr, perrParse := ParseResult(logs); perrParse == nil && perr != nil && perr.Kind == probeout.KindTimeout {
+					w.Result, w.ProbeErr = r, perr.Error()
+					w.Stuck = fmt.Sprintf("writer %s on %s printed its result but did not exit within %s of the stop (%s): its I/O is still hung in the kernel", w.Pod, w.Node, waitLimit, state)
+					continue
+				}
 			}
 			w.Problem = fmt.Sprintf("writer %s on %s did not end within %s of the stop (%s): is its I/O still hung?", w.Pod, w.Node, waitLimit, state)
 			if w.StopErr != "" {
