@@ -57,7 +57,7 @@ func parseMounts(data string) []Mount {
 		if len(f) < 4 {
 			continue
 		}
-		mt := Mount{Device: unescapeMount(f[0]), MountPoint: unescapeMount(f[1]), FSType: f[2], Options: f[3]}
+		mt := Mount{Device: UnescapeMount(f[0]), MountPoint: UnescapeMount(f[1]), FSType: f[2], Options: f[3]}
 		for _, opt := range strings.Split(mt.Options, ",") {
 			if proto, ok := strings.CutPrefix(opt, "proto="); ok && strings.HasPrefix(proto, "rdma") {
 				mt.RDMA = true
@@ -68,7 +68,9 @@ func parseMounts(data string) []Mount {
 	return out
 }
 
-func unescapeMount(s string) string {
+// UnescapeMount undoes the octal escapes (\040 for a space, …) the kernel
+// writes into /proc/mounts and mountinfo fields.
+func UnescapeMount(s string) string {
 	if !strings.Contains(s, `\`) {
 		return s
 	}

@@ -94,7 +94,7 @@ func TestParseMounts(t *testing.T) {
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("got %+v\nwant %+v", got, want)
 	}
-	if got := unescapeMount(`a\`); got != `a\` {
+	if got := UnescapeMount(`a\`); got != `a\` {
 		t.Errorf("trailing backslash: %q", got)
 	}
 }

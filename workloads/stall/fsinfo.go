@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/rdmasuite/rdmasuite/workloads/node"
 )
 
 // FSInfo is the filesystem under the probe's directory: statfs(2)'s magic
@@ -93,7 +95,7 @@ func ParseMountinfo(data string) []MountEntry {
 		if sep < 0 || len(f) < sep+3 {
 			continue
 		}
-		e := MountEntry{MountPoint: unescapeOctal(f[4]), MountOptions: f[5], FSType: f[sep+1], Source: unescapeOctal(f[sep+2])}
+		e := MountEntry{MountPoint: node.UnescapeMount(f[4]), MountOptions: f[5], FSType: f[sep+1], Source: node.UnescapeMount(f[sep+2])}
 		if len(f) > sep+3 {
 			e.SuperOptions = f[sep+3]
 		}
@@ -170,22 +172,4 @@ func collectFSInfo(dir, mountinfo string) FSInfo {
 		info.RDMA = HasRDMAProto(e.SuperOptions) || HasRDMAProto(e.MountOptions)
 	}
 	return info
-}
-
-func unescapeOctal(s string) string {
-	if !strings.Contains(s, `\`) {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+4 <= len(s) {
-			if v, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
-				b.WriteByte(byte(v))
-				i += 3
-				continue
-			}
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
 }
