@@ -63,8 +63,7 @@ refused_s=$((SECONDS - t))
 echo "== 3. restore the driver; nothing of the runs is left"
 hack/guestnode/nfs-cluster.sh unload true
 kc delete pod -n nvidia-network-operator -l app=mofed-debian12 --field-selector spec.nodeName=rxe-node-2 --wait=false >/dev/null
-kc wait -n nvidia-network-operator --for=condition=Ready pod -l app=mofed-debian12 --timeout=120s >/dev/null ||
-  { kc get pods -n nvidia-network-operator -o wide; echo "the driver did not come back with UNLOAD_STORAGE_MODULES=true"; exit 1; }
+hack/guestnode/nfs-cluster.sh ready || { echo "the driver did not come back with UNLOAD_STORAGE_MODULES=true"; exit 1; }
 # The refused run's namespace waited on its hung mount: it goes now.
 for _ in $(seq 1 120); do
   left=$(kc get ns,pv -l app.kubernetes.io/managed-by=rdmasuite -o name 2>/dev/null)

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# nfs-cluster.sh up|unload true|unset|down — the cluster side of the guest
+# nfs-cluster.sh up|unload true|unset|ready|down — the cluster side of the guest
 # bed's NFS-over-RDMA storage and its MOFED driver stand-in (seed 000):
 #
 #   up     the namespace nvidia-network-operator with a DaemonSet on the guest
@@ -16,6 +16,7 @@
 #   unload true|unset
 #          sets or removes UNLOAD_STORAGE_MODULES in the DaemonSet; running
 #          pods keep theirs until deleted (OnDelete), as with NicClusterPolicy.
+#   ready  waits (120 s) until a driver pod is Ready on every guest node.
 #   down   deletes all of it; the stopping driver pods take the rxe devices
 #          down, so every guest's rails are brought back afterwards (and any
 #          crash-looping pod's node too).
@@ -48,7 +49,19 @@ ready_everywhere() {
   ((have == want))
 }
 
+wait_ready() {
+  local deadline=$((SECONDS + 120))
+  until ready_everywhere; do
+    ((SECONDS < deadline)) || {
+      kubectl get pods -n "$NS" -o wide >&2
+      die "the MOFED stand-in is not Ready on every guest node after 120 s"
+    }
+    sleep 2
+  done
+}
+
 case ${1:-} in
+ready) wait_ready ;;
 up)
   idx=$(cat "$GN_ROOT/$server/index" 2>/dev/null) || die "the NFS server guest $server is not running (GUESTNODE_NFS_SERVER)"
   nfs_ip=$(link_ip 0 "$idx")
@@ -115,14 +128,7 @@ spec:
   volumeName: rdmasuite-nfs
   resources: {requests: {storage: 200Mi}}
 YAML
-  deadline=$((SECONDS + 120))
-  until ready_everywhere; do
-    ((SECONDS < deadline)) || {
-      kubectl get pods -n "$NS" -o wide >&2
-      die "the MOFED stand-in is not Ready on every guest node after 120 s"
-    }
-    sleep 2
-  done
+  wait_ready
   kubectl wait -n default --for=jsonpath='{.status.phase}'=Bound pvc/rdmasuite-nfs --timeout=60s >/dev/null ||
     die "PVC default/rdmasuite-nfs not Bound to PV rdmasuite-nfs after 60 s"
   log "MOFED stand-in Ready on $(guests); PV rdmasuite-nfs = $nfs_ip:/ over RDMA (port 20049), PVC default/rdmasuite-nfs"
@@ -144,5 +150,5 @@ down)
     log "$g: RDMA devices $out"
   done
   ;;
-*) die "usage: nfs-cluster.sh up|unload true|unset|down" ;;
+*) die "usage: nfs-cluster.sh up|unload true|unset|ready|down" ;;
 esac
