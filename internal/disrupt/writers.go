@@ -41,7 +41,7 @@ type Writer struct {
 	StopErr string
 	// Stuck: the writer printed its result but its process did not exit
 	// (hung I/O); the result stands, this goes into the evidence.
-	Stuck string
+	Stuck   string
 	LogTail string
 	// ResumedAt: runner clock when its progress moved again after the
 	// driver was back (zero when not seen).
