@@ -144,7 +144,15 @@ unload)
 down)
   kubectl delete pvc -n default rdmasuite-nfs --ignore-not-found --wait=false >/dev/null || true
   kubectl delete pv rdmasuite-nfs --ignore-not-found --wait=false >/dev/null || true
-  kubectl delete ns "$NS" --ignore-not-found --wait=true --timeout=150s >/dev/null || log "namespace $NS not gone after 150 s"
+  # The driver pods delete the rxe devices when they stop: wait until they
+  # are gone (lib.sh's kubectl is capped at 30 s per call, hence the loop),
+  # or a late SIGTERM would undo the restore below.
+  kubectl delete ns "$NS" --ignore-not-found --wait=false >/dev/null || true
+  deadline=$((SECONDS + 150))
+  while [[ -n $(kubectl get pods -n "$NS" -o name 2>/dev/null) ]]; do
+    ((SECONDS < deadline)) || die "the driver pods in $NS are not gone after 150 s: $(kubectl get pods -n "$NS" -o wide 2>&1 | tr '\n' ' ')"
+    sleep 2
+  done
   for g in $(guests); do
     out=$(restore_rails "$g") || die "restoring the rails of $g failed: $out"
     log "$g: RDMA devices $out"
