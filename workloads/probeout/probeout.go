@@ -42,10 +42,14 @@ const (
 	KindTimeout   Kind = "timeout"   // the peer never connected, or a run did not finish in time
 	KindUsage     Kind = "usage"     // bad flags or arguments
 	KindInternal  Kind = "internal"  // anything else
+	// KindNoGPU: the probe needs a GPU and the pod has none usable: no CUDA
+	// driver library, no device, or no NCCL library. A not-run, never a
+	// fail: nothing on the fabric was measured.
+	KindNoGPU Kind = "no-gpu"
 )
 
 // Kinds lists every valid kind (for validation and tests).
-var Kinds = []Kind{KindNoDevice, KindNoNetdev, KindLinkDown, KindMemlock, KindTransport, KindPeer, KindTimeout, KindUsage, KindInternal}
+var Kinds = []Kind{KindNoDevice, KindNoNetdev, KindLinkDown, KindMemlock, KindTransport, KindPeer, KindTimeout, KindUsage, KindInternal, KindNoGPU}
 
 // Error is a typed probe error.
 type Error struct {
