@@ -161,14 +161,8 @@ func collect(ctx context.Context, ln net.Listener, world int, opts Options, kind
 			reason = fmt.Sprintf("expected a hello frame, got type %d", typ)
 		case json.Unmarshal(p, &h) != nil:
 			reason = "malformed hello"
-		case h.Kind != kind:
-			reason = fmt.Sprintf("rank 0 is serving %q, not %q: the ranks are out of step", kind, h.Kind)
-		case h.Token != opts.Token:
-			reason = fmt.Sprintf("run token mismatch (got %q, rank 0 has %q): this pod belongs to another run; delete stale pods of earlier runs", h.Token, opts.Token)
-		case h.Rank < 1 || h.Rank >= world:
-			reason = fmt.Sprintf("rank %d is out of range 1..%d for world size %d: completions/parallelism and the world-size flag disagree", h.Rank, world-1, world)
-		case h.World != 0 && h.World != world:
-			reason = fmt.Sprintf("world size mismatch: rank %d says %d, rank 0 says %d", h.Rank, h.World, world)
+		default:
+			reason = checkHello(h, kind, world, opts)
 		}
 		var reply []byte
 		if reason == "" {
