@@ -1,0 +1,121 @@
+package jobrun
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
+
+	"github.com/rdmasuite/rdmasuite/internal/podrun"
+	"github.com/rdmasuite/rdmasuite/workloads/ncclboot"
+)
+
+func spec() Spec {
+	return Spec{Name: "nccl-ab12", Nodes: []string{"n2", "n1"}, Port: 29400,
+		Pod: podrun.Spec{Namespace: "rdmasuite-r1", RunID: "r1", Image: "probe:1", Args: []string{"nccl", "--world", "2"},
+			Resources: map[string]int64{"nvidia.com/gpu": 1, "rdma/rdma_shared_device_a": 1}, AddCaps: []corev1.Capability{"IPC_LOCK"}},
+		Env: map[string]string{"NCCL_DEBUG": "INFO"}, StartTimeout: time.Second, Timeout: 3 * time.Second}
+}
+
+func TestObjectsAreAnIndexedJobBehindAHeadlessService(t *testing.T) {
+	svc, job := Objects(spec())
+	if svc.Spec.ClusterIP != corev1.ClusterIPNone || !svc.Spec.PublishNotReadyAddresses || svc.Spec.Selector[worldLabel] != "nccl-ab12" {
+		t.Fatalf("service: %+v", svc.Spec)
+	}
+	js := job.Spec
+	if *js.Completions != 2 || *js.Parallelism != 2 || *js.CompletionMode != batchv1.IndexedCompletion || *js.BackoffLimit != 0 {
+		t.Fatalf("job spec: completions %d parallelism %d mode %s backoff %d", *js.Completions, *js.Parallelism, *js.CompletionMode, *js.BackoffLimit)
+	}
+	ps := js.Template.Spec
+	if ps.Subdomain != svc.Name || ps.DNSPolicy != corev1.DNSClusterFirst || ps.NodeName != "" || ps.RestartPolicy != corev1.RestartPolicyNever {
+		t.Fatalf("pod: subdomain %q dns %q node %q restart %q", ps.Subdomain, ps.DNSPolicy, ps.NodeName, ps.RestartPolicy)
+	}
+	if js.Template.Labels[worldLabel] != "nccl-ab12" {
+		t.Fatal("pods must carry the Service's selector label")
+	}
+	aa := ps.Affinity.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution
+	if len(aa) != 1 || aa[0].TopologyKey != corev1.LabelHostname {
+		t.Fatalf("one rank per node needs hostname anti-affinity: %+v", aa)
+	}
+	na := ps.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms[0].MatchExpressions[0]
+	if strings.Join(na.Values, ",") != "n1,n2" {
+		t.Fatalf("node affinity: %v", na.Values)
+	}
+	env := map[string]string{}
+	for _, e := range ps.Containers[0].Env {
+		env[e.Name] = e.Value
+	}
+	self, err := ncclboot.FromEnv(func(k string) string {
+		if k == ncclboot.EnvIndex {
+			return "1"
+		}
+		return env[k]
+	}, 2)
+	if err != nil || self.Rank0Addr != "nccl-ab12-0.nccl-ab12.rdmasuite-r1.svc:29400" || env["NCCL_DEBUG"] != "INFO" {
+		t.Fatalf("the probe cannot find rank 0 from this env (%v): %+v", err, self)
+	}
+	if l := ps.Containers[0].Resources.Limits; l.Name("nvidia.com/gpu", "").Value() != 1 {
+		t.Fatalf("limits: %v", l)
+	}
+}
+
+func rankPod(name string, idx string, phase corev1.PodPhase, logs string) *corev1.Pod {
+	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "rdmasuite-r1", CreationTimestamp: metav1.Now(),
+		Labels: map[string]string{JobNameLabel: "nccl-ab12"}, Annotations: map[string]string{IndexAnnotation: idx}},
+		Spec: corev1.PodSpec{NodeName: "n" + idx}, Status: corev1.PodStatus{Phase: phase}}
+}
+
+func TestRunCollectsEveryRankAndDeletesWhatItCreated(t *testing.T) {
+	cs := fake.NewClientset(rankPod("nccl-ab12-1-x", "1", corev1.PodSucceeded, ""), rankPod("nccl-ab12-0-y", "0", corev1.PodFailed, ""))
+	res, err := Run(context.Background(), cs, spec())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Ranks) != 2 || res.Ranks[0].Index != 0 || res.Ranks[0].Pod != "nccl-ab12-0-y" || res.Ranks[1].Node != "n1" {
+		t.Fatalf("ranks: %+v", res.Ranks)
+	}
+	if r0, ok := res.Rank0(); !ok || r0.Logs == "" || r0.State == "" {
+		t.Fatalf("rank 0 must carry its logs and, as it failed, its state: %+v", r0)
+	}
+	if _, err := cs.BatchV1().Jobs("rdmasuite-r1").Get(context.Background(), "nccl-ab12", metav1.GetOptions{}); err == nil {
+		t.Fatal("the Job was not deleted")
+	}
+	if _, err := cs.CoreV1().Services("rdmasuite-r1").Get(context.Background(), "nccl-ab12", metav1.GetOptions{}); err == nil {
+		t.Fatal("the Service was not deleted")
+	}
+	if l, _ := cs.CoreV1().Pods("rdmasuite-r1").List(context.Background(), metav1.ListOptions{}); len(l.Items) != 0 {
+		t.Fatalf("%d rank pods left behind", len(l.Items))
+	}
+}
+
+func TestRunNamesTheRankThatNeverStarted(t *testing.T) {
+	stuck := rankPod("nccl-ab12-1-x", "1", corev1.PodPending, "")
+	stuck.Spec.NodeName = ""
+	stuck.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: "Unschedulable",
+		Message: "0/2 nodes are available: 2 Insufficient nvidia.com/gpu."}}
+	cs := fake.NewClientset(stuck, rankPod("nccl-ab12-0-y", "0", corev1.PodRunning, ""))
+	res, err := Run(context.Background(), cs, spec())
+	if !errors.Is(err, podrun.ErrTimeout) || !strings.Contains(err.Error(), "Insufficient nvidia.com/gpu") || !strings.Contains(err.Error(), "rank 1") {
+		t.Fatalf("err = %v", err)
+	}
+	if len(res.Ranks) != 2 {
+		t.Fatalf("ranks: %+v", res.Ranks)
+	}
+	if _, err := cs.BatchV1().Jobs("rdmasuite-r1").Get(context.Background(), "nccl-ab12", metav1.GetOptions{}); err == nil {
+		t.Fatal("the Job must be deleted on failure too")
+	}
+}
+
+func TestRunWithoutNodes(t *testing.T) {
+	s := spec()
+	s.Nodes = nil
+	if _, err := Run(context.Background(), fake.NewClientset(), s); err == nil {
+		t.Fatal("a world without nodes must be an error")
+	}
+}
