@@ -12,6 +12,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"unsafe"
 )
 
 func TestDeviceDiscovery(t *testing.T) {
@@ -135,5 +136,64 @@ func TestRegMRErrorNamesCallAndErrno(t *testing.T) {
 			t.Fatalf("error %q: want ibv_reg_mr(1 MiB): <strerror>", err)
 		}
 		t.Logf("as expected under a low memlock limit: %v", err)
+	}
+}
+
+// Memory the package did not allocate, on rxe (named to run with the
+// guest's MRLifecycle selection): an anonymous mapping registers as
+// external memory and is neither exposed nor unmapped by Close; an
+// unmapped range fails as ErrPeerMemMissing (what a GPU pointer without
+// nvidia_peermem looks like to the kernel); rxe has no dma-buf support, so
+// RegDmabufMR fails as ErrDmabufUnsupported.
+func TestMRLifecycleExternalAndDmabuf(t *testing.T) {
+	ctx, err := Open("rxe0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ctx.Close()
+	pd, err := ctx.AllocPD()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pd.Close()
+	const size = 64 << 10
+	mem, err := syscall.Mmap(-1, 0, size, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_ANON|syscall.MAP_PRIVATE)
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := uintptr(unsafe.Pointer(&mem[0]))
+	access := AccessLocalWrite | AccessRemoteWrite | AccessRemoteRead
+	m, err := pd.RegExternalMR(addr, size, access)
+	if err != nil {
+		t.Fatalf("registering an anonymous mapping: %v", err)
+	}
+	if m.Addr() != uint64(addr) || m.Bytes() != nil || m.Kind() != MemExternal || m.RKey() == 0 && m.LKey() == 0 {
+		t.Fatalf("external MR: addr %#x (want %#x), bytes %v, kind %s", m.Addr(), addr, m.Bytes() != nil, m.Kind())
+	}
+	for i := 0; i < 2; i++ {
+		if err := m.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mem[size-1] = 1 // still mapped: Close freed nothing it did not allocate
+	if err := syscall.Munmap(mem); err != nil {
+		t.Fatal(err)
+	}
+	if m, err := pd.RegExternalMR(addr, size, access); err == nil {
+		m.Close()
+		t.Fatal("registered an unmapped range")
+	} else if !errors.Is(err, ErrPeerMemMissing) || errors.Is(err, ErrMemlock) || !strings.Contains(err.Error(), "ibv_reg_mr(external 0x") {
+		t.Fatalf("unmapped range: %v (want EFAULT/EINVAL matching ErrPeerMemMissing)", err)
+	}
+	f, err := os.Open("/dev/null")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if m, err := pd.RegDmabufMR(int(f.Fd()), 0, size, 0x10000, access); err == nil {
+		m.Close()
+		t.Fatal("rxe registered a dma-buf")
+	} else if !errors.Is(err, ErrDmabufUnsupported) || !strings.Contains(err.Error(), "ibv_reg_dmabuf_mr(fd ") {
+		t.Fatalf("dma-buf on rxe: %v (want EOPNOTSUPP matching ErrDmabufUnsupported)", err)
 	}
 }

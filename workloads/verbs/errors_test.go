@@ -3,6 +3,7 @@ package verbs
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"syscall"
 	"testing"
 )
@@ -31,5 +32,77 @@ func TestErrorKinds(t *testing.T) {
 	}
 	if nf := error(&notFound{name: "mlx5_9", found: []string{"mlx5_0"}}); !errors.Is(nf, ErrNoSuchDevice) {
 		t.Fatal("not found must match ErrNoSuchDevice")
+	}
+}
+
+// Registrations of memory the package does not own fail for their own
+// reasons, which the bandwidth core reports: a dma-buf the stack cannot
+// register at all, and a GPU pointer no peer-memory client claimed. They
+// must not pass for memlock failures, nor for each other.
+func TestRegistrationErrorKinds(t *testing.T) {
+	ext := func(errno syscall.Errno) error {
+		return &Error{Call: "ibv_reg_mr(external 0x7f0000000000, 1 MiB)", Errno: errno, Mem: MemExternal}
+	}
+	dmabuf := func(errno syscall.Errno) error {
+		return &Error{Call: "ibv_reg_dmabuf_mr(fd 7, offset 0, 1 MiB, iova 0x7f0000000000)", Errno: errno, Mem: MemDmabuf}
+	}
+	for _, c := range []struct {
+		err                      error
+		peermem, dmabuf, memlock bool
+		errno                    syscall.Errno
+	}{
+		{ext(syscall.EFAULT), true, false, false, syscall.EFAULT},
+		{ext(syscall.EINVAL), true, false, false, syscall.EINVAL},
+		{ext(syscall.ENOMEM), false, false, false, syscall.ENOMEM},
+		{ext(syscall.EOPNOTSUPP), false, false, false, syscall.EOPNOTSUPP},
+		{dmabuf(syscall.EOPNOTSUPP), false, true, false, syscall.EOPNOTSUPP},
+		{dmabuf(syscall.EPROTONOSUPPORT), false, true, false, syscall.EPROTONOSUPPORT},
+		{dmabuf(syscall.ENOSYS), false, true, false, syscall.ENOSYS},
+		{dmabuf(syscall.EINVAL), false, false, false, syscall.EINVAL},
+		{dmabuf(syscall.EFAULT), false, false, false, syscall.EFAULT},
+		{dmabuf(syscall.ENOMEM), false, false, false, syscall.ENOMEM},
+		// A host registration keeps its old meaning.
+		{&Error{Call: "ibv_reg_mr(1 MiB)", Errno: syscall.EFAULT}, false, false, false, syscall.EFAULT},
+		{&Error{Call: "ibv_reg_mr(1 MiB)", Errno: syscall.ENOMEM}, false, false, true, syscall.ENOMEM},
+	} {
+		w := fmt.Errorf("rail mlx5_0/1: %w", c.err)
+		if errors.Is(w, ErrPeerMemMissing) != c.peermem || errors.Is(w, ErrDmabufUnsupported) != c.dmabuf ||
+			errors.Is(w, ErrMemlock) != c.memlock || !errors.Is(w, c.errno) {
+			t.Errorf("%v: peermem %v dmabuf %v memlock %v; want %v %v %v (and errno %d)", c.err,
+				errors.Is(w, ErrPeerMemMissing), errors.Is(w, ErrDmabufUnsupported), errors.Is(w, ErrMemlock),
+				c.peermem, c.dmabuf, c.memlock, c.errno)
+		}
+	}
+	if got := dmabuf(syscall.EOPNOTSUPP).Error(); got != "ibv_reg_dmabuf_mr(fd 7, offset 0, 1 MiB, iova 0x7f0000000000): Operation not supported" {
+		t.Fatalf("dma-buf error message: %q", got)
+	}
+}
+
+// Memory the package did not allocate (possibly GPU memory) is never
+// handed to the CPU: Bytes is nil, inline posts (a CPU copy) are refused
+// before any verbs call, and Close does not free it.
+func TestExternalMemoryNeverTouched(t *testing.T) {
+	for _, kind := range []MemKind{MemExternal, MemDmabuf} {
+		m := &MR{kind: kind, addr: 0x7f0000000000, Size: 1 << 20}
+		if b := m.Bytes(); b != nil {
+			t.Fatalf("%s MR exposes %d bytes to the CPU", kind, len(b))
+		}
+		if !m.External() || m.Addr() != 0x7f0000000000 {
+			t.Fatalf("%s MR: external %v addr %#x", kind, m.External(), m.Addr())
+		}
+		if err := (&QP{}).Post(OpWrite, m, 0, 64, 0, 0, 1, true, true); err == nil || !strings.Contains(err.Error(), "inline") {
+			t.Fatalf("inline post of %s memory: %v", kind, err)
+		}
+		_, err := RunLoop(LoopSpec{QPs: []*QP{{}}, CQ: &CQ{}, MR: m, Targets: []LoopTarget{{}}, Op: OpWrite,
+			Slot: 64, Size: 64, Inline: true, Iters: 1, TxDepth: 1, CQMod: 1})
+		if err == nil || !strings.Contains(err.Error(), "inline") {
+			t.Fatalf("inline loop over %s memory: %v", kind, err)
+		}
+		if err := m.Close(); err != nil { // never registered: nothing to do, nothing freed
+			t.Fatal(err)
+		}
+	}
+	if (&MR{}).External() {
+		t.Fatal("a host MR reports external memory")
 	}
 }

@@ -179,6 +179,9 @@ func RunLoop(s LoopSpec) (LoopResult, error) {
 	if s.Slot*(n-1)+s.Size > s.MR.Size {
 		return LoopResult{}, fmt.Errorf("verbs loop: %d QPs × %d B slots exceed the %s MR", n, s.Slot, units.Bytes(int64(s.MR.Size)))
 	}
+	if s.Inline && s.MR.External() {
+		return LoopResult{}, errInlineExternal(s.MR)
+	}
 	qps := make([]*C.struct_ibv_qp, n)
 	raddr := make([]C.uint64_t, n)
 	rkey := make([]C.uint32_t, n)
@@ -198,7 +201,7 @@ func RunLoop(s LoopSpec) (LoopResult, error) {
 		cq: s.CQ.cq, nqp: C.int(n), opcode: C.int(s.Op), inl: cbool(s.Inline),
 		tx_depth: C.int(s.TxDepth), cq_mod: C.int(s.CQMod), ex: cbool(allEx(s.QPs)),
 		lkey: s.MR.mr.lkey, size: C.uint32_t(s.Size),
-		laddr: C.uint64_t(uintptr(s.MR.buf)), slot: C.uint64_t(s.Slot),
+		laddr: C.uint64_t(s.MR.addr), slot: C.uint64_t(s.Slot),
 		iters: C.int64_t(s.Iters), deadline: C.uint64_t(s.Deadline), cap: cp,
 	}
 	var o C.struct_rs_loop_out

@@ -100,6 +100,13 @@ static struct ibv_qp *rs_create_rc_qp_ex(struct ibv_context *ctx, struct ibv_pd 
 	return ibv_create_qp_ex(ctx, &a);
 }
 
+// rs_reg_addr registers memory at an address this package did not
+// allocate (e.g. a GPU pointer that a peer-memory client such as
+// nvidia_peermem resolves); the address stays an integer on the Go side.
+static struct ibv_mr *rs_reg_addr(struct ibv_pd *pd, uint64_t addr, size_t len, int access) {
+	return ibv_reg_mr(pd, (void *)(uintptr_t)addr, len, access);
+}
+
 static void *rs_alloc(size_t size) {
 	void *p = NULL;
 	if (posix_memalign(&p, 4096, size) != 0) return NULL;
@@ -128,6 +135,20 @@ var ErrNoDevice = errors.New("no RDMA device visible: /dev/infiniband has no uve
 // CAP_IPC_LOCK), where perftest prints "Couldn't allocate MR".
 var ErrMemlock = errors.New("memory registration refused (RLIMIT_MEMLOCK)")
 
+// ErrDmabufUnsupported matches a dma-buf registration (RegDmabufMR) that
+// the stack cannot do at all: ibv_reg_dmabuf_mr with EOPNOTSUPP (the HCA's
+// kernel driver or user-space provider has no dma-buf support),
+// EPROTONOSUPPORT or ENOSYS (a kernel or rdma-core without the method).
+// Other errnos (EINVAL, EFAULT, EBADF: a bad fd or range, an exporter that
+// refused) do not match; errors.Is with the errno still tells them apart.
+var ErrDmabufUnsupported = errors.New("dma-buf memory registration not supported by the HCA driver, kernel or rdma-core")
+
+// ErrPeerMemMissing matches registering memory this package did not
+// allocate (RegExternalMR) refused with EFAULT or EINVAL: for a GPU
+// pointer, no peer-memory client (nvidia_peermem) claimed the address, so
+// the kernel tried to pin it as host memory and failed.
+var ErrPeerMemMissing = errors.New("external memory registration refused (for a GPU pointer: no peer-memory client such as nvidia_peermem claimed it)")
+
 // ErrNoSuchDevice matches opening a device by a name this process does
 // not see.
 var ErrNoSuchDevice = errors.New("no such RDMA device")
@@ -154,6 +175,28 @@ func (e *CompletionError) Is(target error) bool { return target == ErrCompletion
 type Error struct {
 	Call  string // e.g. "ibv_reg_mr(1 MiB)"
 	Errno syscall.Errno
+	// Mem says which kind of registration failed (MemHost when Call is
+	// not a registration); it decides which sentinel the error matches.
+	Mem MemKind
+}
+
+// MemKind is where a memory region's buffer comes from.
+type MemKind int
+
+const (
+	MemHost     MemKind = iota // allocated and owned by this package (RegMR)
+	MemExternal                // someone else's pointer (RegExternalMR), e.g. GPU memory through peer memory
+	MemDmabuf                  // a dma-buf exported by another driver (RegDmabufMR), e.g. GPU memory
+)
+
+func (k MemKind) String() string {
+	switch k {
+	case MemExternal:
+		return "external"
+	case MemDmabuf:
+		return "dma-buf"
+	}
+	return "host"
 }
 
 // Error prints strerror's wording ("Cannot allocate memory"); Go's errno
@@ -169,8 +212,22 @@ func (e *Error) Unwrap() error { return e.Errno }
 
 // Is makes a refused registration (ibv_reg_mr with ENOMEM or EPERM) match
 // ErrMemlock; errors.Is with the errno itself still works through Unwrap.
+//
+// A registration of memory this package did not allocate matches
+// ErrPeerMemMissing on EFAULT or EINVAL; a dma-buf registration matches
+// ErrDmabufUnsupported on EOPNOTSUPP, EPROTONOSUPPORT or ENOSYS. Neither
+// matches ErrMemlock: the kernel does not pin such memory as the
+// process's own, so RLIMIT_MEMLOCK is not what refused it.
 func (e *Error) Is(target error) bool {
-	return target == ErrMemlock && strings.HasPrefix(e.Call, "ibv_reg_mr") && (e.Errno == syscall.ENOMEM || e.Errno == syscall.EPERM)
+	switch target {
+	case ErrMemlock:
+		return e.Mem == MemHost && strings.HasPrefix(e.Call, "ibv_reg_mr") && (e.Errno == syscall.ENOMEM || e.Errno == syscall.EPERM)
+	case ErrPeerMemMissing:
+		return e.Mem == MemExternal && (e.Errno == syscall.EFAULT || e.Errno == syscall.EINVAL)
+	case ErrDmabufUnsupported:
+		return e.Mem == MemDmabuf && (e.Errno == syscall.EOPNOTSUPP || e.Errno == syscall.EPROTONOSUPPORT || e.Errno == syscall.ENOSYS)
+	}
+	return false
 }
 
 // notFound is Open's error for a device name this process does not see.
@@ -417,10 +474,15 @@ const (
 	AccessRemoteRead  Access = C.IBV_ACCESS_REMOTE_READ
 )
 
-// MR is a registered memory region over a C-allocated, page-aligned buffer.
+// MR is a registered memory region: over a C-allocated, page-aligned
+// buffer this package owns (RegMR), or over memory someone else owns (a
+// GPU pointer through RegExternalMR, a dma-buf through RegDmabufMR), which
+// Close leaves alone and Bytes never exposes.
 type MR struct {
 	mr   *C.struct_ibv_mr
-	buf  unsafe.Pointer
+	buf  unsafe.Pointer // owned host buffer; nil for external and dma-buf memory
+	addr uint64         // the address posts and peers use (the iova for dma-buf)
+	kind MemKind
 	Size int
 }
 
@@ -440,26 +502,85 @@ func (p *PD) RegMR(size int, access Access) (*MR, error) {
 		C.free(buf)
 		return nil, callErr(fmt.Sprintf("ibv_reg_mr(%s)", units.Bytes(int64(size))), err)
 	}
-	return &MR{mr: mr, buf: buf, Size: size}, nil
+	return &MR{mr: mr, buf: buf, addr: uint64(uintptr(buf)), Size: size}, nil
+}
+
+// RegExternalMR registers size bytes at addr, memory this package did not
+// allocate and never frees: e.g. a GPU pointer, which the kernel resolves
+// through a peer-memory client (nvidia_peermem). Without one, the kernel
+// tries to pin the range as host memory and fails with EFAULT or EINVAL:
+// the error then matches ErrPeerMemMissing. The caller keeps the memory
+// alive until the MR is closed.
+func (p *PD) RegExternalMR(addr uintptr, size int, access Access) (*MR, error) {
+	call := fmt.Sprintf("ibv_reg_mr(external 0x%x, %s)", addr, units.Bytes(int64(size)))
+	if size <= 0 || addr == 0 {
+		return nil, &Error{Call: call, Errno: syscall.EINVAL, Mem: MemExternal}
+	}
+	mr, err := C.rs_reg_addr(p.pd, C.uint64_t(addr), C.size_t(size), C.int(access))
+	if mr == nil {
+		return nil, regErr(call, MemExternal, err)
+	}
+	return &MR{mr: mr, addr: uint64(addr), kind: MemExternal, Size: size}, nil
+}
+
+// RegDmabufMR registers size bytes at offset of the dma-buf fd (exported
+// by another driver, e.g. CUDA's cuMemGetHandleForAddressRange), addressed
+// as iova by posts and by the peer (pass the buffer's own virtual address
+// so that both sides agree). The fd stays the caller's: the MR holds its
+// own reference to the dma-buf. An HCA driver, kernel or rdma-core without
+// dma-buf support fails with an error matching ErrDmabufUnsupported.
+func (p *PD) RegDmabufMR(fd int, offset uint64, size int, iova uint64, access Access) (*MR, error) {
+	call := fmt.Sprintf("ibv_reg_dmabuf_mr(fd %d, offset %d, %s, iova 0x%x)", fd, offset, units.Bytes(int64(size)), iova)
+	if size <= 0 || fd < 0 {
+		return nil, &Error{Call: call, Errno: syscall.EINVAL, Mem: MemDmabuf}
+	}
+	mr, err := C.ibv_reg_dmabuf_mr(p.pd, C.uint64_t(offset), C.size_t(size), C.uint64_t(iova), C.int(fd), C.int(access))
+	if mr == nil {
+		return nil, regErr(call, MemDmabuf, err)
+	}
+	return &MR{mr: mr, addr: iova, kind: MemDmabuf, Size: size}, nil
+}
+
+func regErr(call string, kind MemKind, err error) error {
+	e := callErr(call, err).(*Error)
+	e.Mem = kind
+	return e
 }
 
 // Addr, LKey and RKey are what a peer needs to address this region.
-func (m *MR) Addr() uint64 { return uint64(uintptr(m.buf)) }
+func (m *MR) Addr() uint64 { return m.addr }
 func (m *MR) LKey() uint32 { return uint32(m.mr.lkey) }
 func (m *MR) RKey() uint32 { return uint32(m.mr.rkey) }
 
-// Bytes returns the registered buffer. It is C memory: valid until Close.
-func (m *MR) Bytes() []byte { return unsafe.Slice((*byte)(m.buf), m.Size) }
+// Kind says whose memory the region covers.
+func (m *MR) Kind() MemKind { return m.kind }
 
-// Close deregisters the region and frees its buffer; safe to call twice.
+// External reports whether the region covers memory this package does not
+// own (a GPU pointer or a dma-buf): the CPU must not touch it.
+func (m *MR) External() bool { return m.kind != MemHost }
+
+// Bytes returns the registered buffer. It is C memory: valid until Close.
+// It is nil for memory this package did not allocate (External): that may
+// be GPU memory, which the CPU cannot read or write through a slice.
+func (m *MR) Bytes() []byte {
+	if m.External() || m.buf == nil {
+		return nil
+	}
+	return unsafe.Slice((*byte)(m.buf), m.Size)
+}
+
+// Close deregisters the region and frees its buffer if this package
+// allocated it (never external or dma-buf memory); safe to call twice.
 func (m *MR) Close() error {
 	if m == nil || m.mr == nil {
 		return nil
 	}
 	rc, err := C.ibv_dereg_mr(m.mr)
 	m.mr = nil
-	C.free(m.buf)
-	m.buf = nil
+	if m.buf != nil {
+		C.free(m.buf)
+		m.buf = nil
+	}
 	if rc != 0 {
 		return callErr("ibv_dereg_mr", err)
 	}
@@ -673,8 +794,13 @@ const (
 
 // Post posts one work request: length bytes at offset of mr, to remote
 // address raddr/rkey (ignored for SEND).
+// An inline post of an External region is refused: the CPU would copy
+// the payload out of memory it must not touch.
 func (q *QP) Post(op Op, mr *MR, offset, length int, raddr uint64, rkey uint32, wrID uint64, signaled, inline bool) error {
-	rc, err := C.rs_post(q.qp, C.int(op), C.uint64_t(uintptr(mr.buf)+uintptr(offset)), C.uint32_t(length), mr.mr.lkey,
+	if inline && mr.External() {
+		return errInlineExternal(mr)
+	}
+	rc, err := C.rs_post(q.qp, C.int(op), C.uint64_t(mr.addr+uint64(offset)), C.uint32_t(length), mr.mr.lkey,
 		C.uint64_t(raddr), C.uint32_t(rkey), C.uint64_t(wrID), cbool(signaled), cbool(inline))
 	if rc != 0 {
 		return callErr(fmt.Sprintf("ibv_post_send(QP %d, %s)", q.QPN(), units.Bytes(int64(length))), err)
@@ -684,11 +810,15 @@ func (q *QP) Post(op Op, mr *MR, offset, length int, raddr uint64, rkey uint32, 
 
 // PostRecv posts one receive buffer (for SEND tests).
 func (q *QP) PostRecv(mr *MR, offset, length int, wrID uint64) error {
-	rc, err := C.rs_post_recv(q.qp, C.uint64_t(uintptr(mr.buf)+uintptr(offset)), C.uint32_t(length), mr.mr.lkey, C.uint64_t(wrID))
+	rc, err := C.rs_post_recv(q.qp, C.uint64_t(mr.addr+uint64(offset)), C.uint32_t(length), mr.mr.lkey, C.uint64_t(wrID))
 	if rc != 0 {
 		return callErr(fmt.Sprintf("ibv_post_recv(QP %d)", q.QPN()), err)
 	}
 	return nil
+}
+
+func errInlineExternal(mr *MR) error {
+	return fmt.Errorf("inline post from %s memory refused: inline copies the payload with the CPU, which must not touch memory this process does not own (GPU memory); use inline 0", mr.kind)
 }
 
 // Cycles returns the CPU cycle counter (TSC on x86-64, CNTVCT on arm64).
