@@ -4,6 +4,7 @@ go 1.26.0
 
 require (
 	github.com/Mellanox/rdmamap v1.2.0
+	github.com/ebitengine/purego v0.11.3
 	github.com/montanaflynn/stats v0.7.1
 	github.com/olekukonko/tablewriter v1.1.5
 	github.com/vishvananda/netlink v1.3.1
