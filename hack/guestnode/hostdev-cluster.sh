@@ -66,6 +66,31 @@ roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: rdmasuit
 subjects:
 - {apiGroup: rbac.authorization.k8s.io, kind: User, name: rdmasuite-cni}
 YAML
+# CoreDNS in the guests (coredns.sh) reads Services and EndpointSlices with
+# the same add-on certificate: what CoreDNS's own system:coredns role allows.
+kubectl apply -f - >/dev/null <<'YAML' || die "applying CoreDNS's RBAC failed"
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata:
+  name: rdmasuite-bed-coredns
+  labels: {rdmasuite.io/bed: "true"}
+rules:
+- apiGroups: [""]
+  resources: [endpoints, services, pods, namespaces]
+  verbs: [list, watch]
+- apiGroups: [discovery.k8s.io]
+  resources: [endpointslices]
+  verbs: [list, watch]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata:
+  name: rdmasuite-bed-coredns
+  labels: {rdmasuite.io/bed: "true"}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: rdmasuite-bed-coredns}
+subjects:
+- {apiGroup: rbac.authorization.k8s.io, kind: User, name: rdmasuite-cni}
+YAML
 kubectl apply -f - >/dev/null <<YAML || die "applying the NAD default/sriov-rdma failed"
 apiVersion: k8s.cni.cncf.io/v1
 kind: NetworkAttachmentDefinition

@@ -128,6 +128,7 @@ mkdir -p "$BED_DIR/bin"
 (cd "$repo/hack" && CGO_ENABLED=0 go build -trimpath -ldflags=-s -o "$BED_DIR/bin/tcprelay" ./tools/tcprelay)
 (cd "$repo/hack" && CGO_ENABLED=0 go build -trimpath -ldflags=-s -o "$BED_DIR/bin/rxe-hostdev-cni" ./tools/rxe-hostdev-cni)
 upstream=$("$here/upstream.sh")
+coredns=$("$here/coredns.sh")
 "$here/hostdev-cluster.sh" "$upstream"
 log "image and binaries ready in $((SECONDS - t_build)) s ($base)"
 # Index, directory and the shared builds are settled: another guest node can
@@ -227,7 +228,24 @@ localStorageCapacityIsolation: false
 registerWithTaints:${taints_yaml:- []}
 # Device-plugin capacity reaches the API on the next status sync: keep it short.
 nodeStatusUpdateFrequency: 3s
+# Cluster DNS: the node's own CoreDNS (init starts it on the node IP).
+clusterDNS: [$ip]
+clusterDomain: cluster.local
 KY
+# CoreDNS: the cluster.local zone from the API, with the add-on certificate.
+mkdir -p "$x/etc/coredns"
+cp "$GN_ROOT/cni.kubeconfig" "$x/etc/coredns/kubeconfig"
+cat >"$x/etc/coredns/Corefile" <<CF
+cluster.local:53 {
+    bind $ip
+    errors
+    log
+    cache 5
+    kubernetes cluster.local {
+        kubeconfig /etc/coredns/kubeconfig rdmasuite-bed
+    }
+}
+CF
 cat >"$x/etc/containerd/config.toml" <<CT
 version = 2
 [plugins."io.containerd.grpc.v1.cri"]
@@ -275,7 +293,7 @@ DEVICE_PLUGIN_ARGS="--resource-name $RESOURCE --shared-count $RESOURCE_COUNT --d
 EV
 find "$x" -type d -exec chmod 755 {} +
 (cd "$x" && find . -mindepth 1 | LC_ALL=C sort | cpio -o -H newc -R 0:0 --quiet) >"$d/node.cpio"
-cat "$base/base.cpio" "$upstream/cni.cpio" "$d/node.cpio" >"$d/initrd"
+cat "$base/base.cpio" "$upstream/cni.cpio" "$coredns/coredns.cpio" "$d/node.cpio" >"$d/initrd"
 rm -rf "$x" "$d/node.cpio"
 
 # --- host side: node IP, qemu, relay -------------------------------------------------
