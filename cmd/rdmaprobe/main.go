@@ -39,6 +39,7 @@ var subcommands = map[string]subcommand{
 	"node":    {"host checks through a host root: modules, MOFED/GPU markers, RDMA ports, PSI, NFS mounts", runNode},
 	"say":     {"print a message and exit with a code, or sleep (stand-in containers for bed tests)", runSay},
 	"stall":   {"NFS I/O-stall writer/reader/verifier: stall write|read|verify|stop [flags]", runStall},
+	"nccl":    {"one rank of a multi-node NCCL sweep (Indexed Job pod; CUDA and NCCL loaded at run time)", runNCCL},
 }
 
 func main() {
