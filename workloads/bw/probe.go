@@ -1,6 +1,8 @@
 package bw
 
 import (
+	"encoding/json"
+	"errors"
 	"strconv"
 
 	"github.com/rdmasuite/rdmasuite/workloads/probeout"
@@ -91,7 +93,77 @@ type RailResult struct {
 	Peer  *Rail           `json:"peer,omitempty"`
 	Runs  []Report        `json:"runs"` // one per op, in request order; a run may hold fewer sizes than requested
 	Error *probeout.Error `json:"error,omitempty"`
+	// Memory is where this side's registered buffer lived on the local
+	// rail: host memory, or a GPU with the GPUDirect RDMA path that
+	// worked (and why the other did not). Absent from older probes'
+	// output, and when the rail never got as far as choosing memory.
+	Memory *Memory `json:"memory,omitempty"`
 }
+
+// Memory kinds.
+const (
+	MemoryHost = "host" // page-aligned host memory the probe allocated
+	MemoryCUDA = "cuda" // GPU memory (perftest --use_cuda), registered for GPUDirect RDMA
+)
+
+// GPUDirect RDMA registration paths.
+const (
+	PathDmabuf  = "dmabuf"  // ibv_reg_dmabuf_mr on a dma-buf the CUDA driver exported (kernel ≥ 5.12, open GPU kernel modules)
+	PathPeermem = "peermem" // ibv_reg_mr on the device pointer, resolved by nvidia_peermem
+)
+
+// Memory describes one side's buffer on one rail. For host memory only
+// Kind is set (and printed).
+type Memory struct {
+	Kind    string `json:"kind"`    // MemoryHost or MemoryCUDA
+	GPU     int    `json:"gpu"`     // CUDA ordinal
+	GPUName string `json:"gpuName"` // e.g. NVIDIA H100 80GB HBM3
+	GPUPCI  string `json:"gpuPCI"`  // e.g. 0000:1b:00.0
+	// Selected says how the GPU was chosen: "ordinal" (given) or
+	// "nearest" (the GPU closest to the rail's NIC).
+	Selected string `json:"selected"`
+	// Path is PathDmabuf or PathPeermem: the registration that worked;
+	// "" when neither did (the rail's error then names both reasons).
+	Path string `json:"path"`
+	// Why says why the other path (or each path) was not used, e.g.
+	// "dma-buf: ibv_reg_dmabuf_mr(…): Operation not supported".
+	Why string `json:"why,omitempty"`
+	// Topology is the GPU–NIC relation as nvidia-smi topo -m names it
+	// (PIX, PXB, PHB, NODE, SYS), "" when it could not be read
+	// (TopologyWhy says why, e.g. a Soft-RoCE NIC with no PCI device).
+	Topology    string `json:"topology"`
+	TopologyWhy string `json:"topologyWhy,omitempty"`
+	// CrossSocket: GPU and NIC are on different NUMA nodes (SYS): the
+	// data crosses the CPU interconnect and bandwidth is expected to drop.
+	CrossSocket bool   `json:"crossSocket"`
+	NICPCI      string `json:"nicPCI,omitempty"`
+	NUMANIC     int    `json:"numaNIC"` // -1: unknown
+	NUMAGPU     int    `json:"numaGPU"` // -1: unknown
+}
+
+// MarshalJSON prints host memory as {"kind":"host"}: the GPU fields mean
+// nothing there.
+func (m Memory) MarshalJSON() ([]byte, error) {
+	if m.Kind != MemoryCUDA {
+		return json.Marshal(struct {
+			Kind string `json:"kind"`
+		}{m.Kind})
+	}
+	type plain Memory
+	return json.Marshal(plain(m))
+}
+
+// ErrNoGPU matches a rail asked to measure from GPU memory in a pod where
+// no GPU is usable: no CUDA driver library, no device, or not the one
+// asked for. It is a *probeout.Error of kind no-gpu, so Classify reports
+// it as that kind (a not-run: nothing on the fabric was measured); tag
+// errors with it (Tag) to keep their own message.
+var ErrNoGPU error = &probeout.Error{Kind: probeout.KindNoGPU, Message: "no usable GPU in the pod"}
+
+// ErrGPUDirect matches a GPU buffer that neither GPUDirect RDMA path could
+// register (neither dma-buf nor peer memory): the GPU and the NIC are
+// there, GPUDirect is broken. The message names both reasons and the fix.
+var ErrGPUDirect = errors.New("GPUDirect RDMA registration failed")
 
 // Incomplete lists what was requested and not measured: every rail pair
 // with an error, and every op or size a rail pair lacks. Empty means the

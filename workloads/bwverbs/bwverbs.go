@@ -16,6 +16,7 @@ import (
 	"github.com/Mellanox/rdmamap"
 
 	"github.com/rdmasuite/rdmasuite/workloads/bw"
+	"github.com/rdmasuite/rdmasuite/workloads/gputopo"
 	"github.com/rdmasuite/rdmasuite/workloads/verbs"
 )
 
@@ -28,6 +29,19 @@ type Config struct {
 	// GoLoop posts and polls from Go, one cgo call per verbs call (bw's
 	// reference loop), instead of the C loop; for comparisons and tests.
 	GoLoop bool
+	// Memory is where the registered buffer lives (ParseMemory): "host"
+	// (or ""), "cuda"/"cuda:auto" (the GPU nearest each rail's NIC) or
+	// "cuda:<ordinal>": GPUDirect RDMA, like perftest's --use_cuda.
+	Memory string
+	// GPU allocates GPU memory for Memory cuda; nil: no CUDA driver in
+	// this binary (a cuda rail then fails as bw.ErrNoGPU).
+	GPU GPUAllocator
+	// SysfsRoot is where sysfs is read for the GPU–NIC topology ("" = /).
+	SysfsRoot string
+	// OnMemory, if set, receives each opened rail's memory (also when
+	// GPU registration failed after a GPU was chosen); it may be called
+	// from several goroutines at once.
+	OnMemory func(bw.Rail, bw.Memory)
 }
 
 // ResolveDevice returns the RDMA device name cfg points at ("" = the
@@ -70,7 +84,11 @@ func Factory(cfg Config) bw.Factory {
 	return func(r bw.Rail, p bw.Params) (bw.Resources, error) {
 		c := cfg
 		c.Device, c.Port, c.Netdev = r.Device, r.Port, ""
-		res, err := open(c, p)
+		res, err := open(c, p, func(m bw.Memory) {
+			if cfg.OnMemory != nil {
+				cfg.OnMemory(r, m)
+			}
+		})
 		if err != nil {
 			return nil, tagVerbs(err)
 		}
@@ -82,6 +100,7 @@ type resources struct {
 	ctx     *verbs.Context
 	pd      *verbs.PD
 	mr      *verbs.MR
+	gpuBuf  GPUBuffer // the MR's memory when it is on a GPU; freed after the MR
 	cq      *verbs.CQ
 	qps     []*verbs.QP
 	port    verbs.PortAttr
@@ -96,7 +115,14 @@ type resources struct {
 	goLoop  bool
 }
 
-func open(cfg Config, p bw.Params) (res *resources, err error) {
+func open(cfg Config, p bw.Params, onMemory func(bw.Memory)) (res *resources, err error) {
+	mspec, err := ParseMemory(cfg.Memory)
+	if err != nil {
+		return nil, err
+	}
+	if mspec.Kind == bw.MemoryCUDA && p.Op == bw.OpWrite && p.MaxInline > 0 {
+		return nil, bw.Tag(bw.ErrUsage, fmt.Errorf("inline %d with --mem %s: an inline post copies the payload with the CPU, which must not touch GPU memory; use inline 0", p.MaxInline, mspec))
+	}
 	name, err := ResolveDevice(cfg)
 	if err != nil {
 		return nil, err
@@ -138,8 +164,26 @@ func open(cfg Config, p bw.Params) (res *resources, err error) {
 		return nil, err
 	}
 	access := verbs.AccessLocalWrite | verbs.AccessRemoteWrite | verbs.AccessRemoteRead
-	if r.mr, err = r.pd.RegMR(r.slot*p.QPs, access); err != nil {
-		return nil, err
+	if mspec.Kind == bw.MemoryCUDA {
+		d := gpuDeps{alloc: cfg.GPU, reg: r.pd}
+		if topo, terr := gputopo.New(cfg.SysfsRoot); terr != nil {
+			d.topoErr = terr
+		} else {
+			d.topo = topo
+		}
+		var mem bw.Memory
+		r.mr, r.gpuBuf, mem, err = gpuMemory(d, mspec, r.ctx.Name, r.slot*p.QPs, access)
+		if mem.Kind != "" {
+			onMemory(mem)
+		}
+		if err != nil {
+			return nil, err
+		}
+	} else {
+		if r.mr, err = r.pd.RegMR(r.slot*p.QPs, access); err != nil {
+			return nil, err
+		}
+		onMemory(bw.Memory{Kind: bw.MemoryHost})
 	}
 	cqDepth := min(p.TxDepth*p.QPs+p.QPs, dattr.MaxCQE)
 	if r.cq, err = r.ctx.CreateCQ(cqDepth); err != nil {
@@ -348,6 +392,10 @@ func (r *resources) Close() error {
 	}
 	keep(r.cq.Close())
 	keep(r.mr.Close())
+	if r.gpuBuf != nil { // after its MR: the HCA must be done with it
+		keep(r.gpuBuf.Close())
+		r.gpuBuf = nil
+	}
 	keep(r.pd.Close())
 	keep(r.ctx.Close())
 	return first

@@ -8,8 +8,12 @@ import (
 	"context"
 	"net"
 	"os"
+	"strings"
+	"sync"
+	"syscall"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/rdmasuite/rdmasuite/workloads/bw"
 	"github.com/rdmasuite/rdmasuite/workloads/probeout"
@@ -208,4 +212,82 @@ func TestMemlockKind(t *testing.T) {
 		t.Fatalf("kind %s for %v, want memlock", k, err)
 	}
 	t.Logf("as expected: %v", err)
+}
+
+// hostStandIn plays a GPU with host memory, so that the GPU memory path
+// (choice, dma-buf attempt, peer-memory registration of a pointer bwverbs
+// did not allocate, a run over it, teardown) runs on rxe: rxe has no
+// dma-buf support, and pins the stand-in's pages as ordinary memory where
+// nvidia_peermem would resolve a GPU pointer.
+type hostStandIn struct{ dmabuf bool }
+
+func (h hostStandIn) GPUs() ([]GPUInfo, error) {
+	return []GPUInfo{{Ordinal: 0, Name: "host stand-in", PCIBusID: "0000:00:00.0", DmaBufSupported: h.dmabuf}}, nil
+}
+
+func (h hostStandIn) Alloc(_ int, size int) (GPUBuffer, error) {
+	mem, err := syscall.Mmap(-1, 0, size, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_ANON|syscall.MAP_PRIVATE)
+	if err != nil {
+		return nil, err
+	}
+	return &mmapBuf{mem: mem}, nil
+}
+
+type mmapBuf struct {
+	mem []byte
+	fd  *os.File
+}
+
+func (b *mmapBuf) Ptr() uintptr { return uintptr(unsafe.Pointer(&b.mem[0])) }
+func (b *mmapBuf) DmaBufFD() (int, error) {
+	if b.fd == nil {
+		f, err := os.Open("/dev/null") // not a dma-buf: rxe refuses before looking
+		if err != nil {
+			return -1, err
+		}
+		b.fd = f
+	}
+	return int(b.fd.Fd()), nil
+}
+func (b *mmapBuf) Close() error {
+	if b.fd != nil {
+		b.fd.Close()
+	}
+	return syscall.Munmap(b.mem)
+}
+
+func TestGPUMemoryPathWithHostStandIn(t *testing.T) {
+	for _, op := range []bw.Op{bw.OpWrite, bw.OpRead} {
+		var mu sync.Mutex
+		var got []bw.Memory
+		cfg := Config{Device: "rxe1", Port: 1, GIDIndex: -1, Memory: "cuda:auto", GPU: hostStandIn{dmabuf: true},
+			OnMemory: func(r bw.Rail, m bw.Memory) {
+				mu.Lock()
+				defer mu.Unlock()
+				if r.Device != "rxe1" {
+					t.Errorf("memory reported for rail %s", r.Name())
+				}
+				got = append(got, m)
+			}}
+		runPairWith(t, "rxe0", cfg, params(op, 2, 4096, 65536))
+		if len(got) == 0 {
+			t.Fatal("no memory reported")
+		}
+		m := got[0]
+		if m.Kind != bw.MemoryCUDA || m.Path != bw.PathPeermem ||
+			!strings.Contains(m.Why, "dma-buf: ibv_reg_dmabuf_mr(") || !strings.Contains(m.Why, "Operation not supported") {
+			t.Fatalf("%s: memory %+v", op, m)
+		}
+		// rxe on a dummy or veth netdev has no PCI device: no nearest GPU.
+		if m.Selected == "first" && (m.Topology != "" || !strings.Contains(m.TopologyWhy, "rxe1 has no PCI device")) {
+			t.Fatalf("%s: topology %q (%s)", op, m.Topology, m.TopologyWhy)
+		}
+		t.Logf("%s: %+v", op, m)
+	}
+	// No allocator: the rail is a no-gpu not-run, naming the fix.
+	cli, _, _, _ := pairRun(t, "rxe0", Config{Device: "rxe1", Port: 1, GIDIndex: -1, Memory: "cuda"}, params(bw.OpWrite, 1, 65536))
+	if len(cli.Rails) != 1 || cli.Rails[0].Error == nil || cli.Rails[0].Error.Kind != probeout.KindNoGPU ||
+		!strings.Contains(cli.Rails[0].Error.Message, "request nvidia.com/gpu") {
+		t.Fatalf("no allocator: %+v", cli.Rails)
+	}
 }
