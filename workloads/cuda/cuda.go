@@ -29,6 +29,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"sort"
 	"strings"
 	"unsafe"
 
@@ -234,12 +235,13 @@ func (d *Driver) bind(fptr any, names []string) bool {
 // Path is the library file the driver was loaded from.
 func (d *Driver) Path() string { return d.path }
 
-// Missing lists the optional symbols the loaded driver lacks (nil when none).
+// Missing lists the optional symbols the loaded driver lacks, sorted (nil when none).
 func (d *Driver) Missing() []string {
 	var out []string
 	for s := range d.missing {
 		out = append(out, s)
 	}
+	sort.Strings(out)
 	return out
 }
 

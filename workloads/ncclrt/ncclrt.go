@@ -23,6 +23,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"sort"
 	"strings"
 	"sync"
 	"unsafe"
@@ -288,12 +289,13 @@ func LoadFrom(path string) (*Lib, error) {
 // Path is the library file NCCL was loaded from.
 func (l *Lib) Path() string { return l.path }
 
-// Missing lists the optional symbols the loaded NCCL lacks (nil when none).
+// Missing lists the optional symbols the loaded NCCL lacks, sorted (nil when none).
 func (l *Lib) Missing() []string {
 	var out []string
 	for s := range l.missing {
 		out = append(out, s)
 	}
+	sort.Strings(out)
 	return out
 }
 
