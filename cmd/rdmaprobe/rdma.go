@@ -105,6 +105,7 @@ type bwFlags struct {
 	params                    bw.Params
 	ops                       []bw.Op
 	timeout                   time.Duration
+	mem                       bwverbs.MemorySpec
 }
 
 func parseBWFlags(name string, args []string) (*bwFlags, *flag.FlagSet, error) {
@@ -128,6 +129,7 @@ func parseBWFlags(name string, args []string) (*bwFlags, *flag.FlagSet, error) {
 	fs.IntVar(&f.params.TxDepth, "tx-depth", f.params.TxDepth, "outstanding operations per QP")
 	fs.IntVar(&f.params.CQMod, "cq-mod", f.params.CQMod, "request a completion every N posts")
 	fs.IntVar(&f.params.MaxInline, "inline", 0, "post writes up to this many bytes inline")
+	fs.StringVar(&f.dev.Memory, "mem", bw.MemoryHost, "where the registered buffer lives: host, cuda (= cuda:auto: on each rail the GPU nearest its NIC), or cuda:N (CUDA ordinal N): GPUDirect RDMA, perftest's --use_cuda; dma-buf first, then nvidia_peermem")
 	fs.BoolVar(&f.dev.GoLoop, "go-loop", false, "post and poll from Go, one cgo call per operation (the reference loop; slower on software devices)")
 	fs.BoolVar(&f.bidir, "bidirectional", false, "both sides send (perftest -b)")
 	fs.BoolVar(&f.table, "table", false, "also print a perftest-like table per rail and op on stderr")
@@ -149,6 +151,14 @@ func parseBWFlags(name string, args []string) (*bwFlags, *flag.FlagSet, error) {
 	if f.dev.Device != "" && f.dev.Netdev != "" {
 		return nil, fs, errors.New("give --device or --netdev, not both")
 	}
+	mem, err := bwverbs.ParseMemory(f.dev.Memory)
+	if err != nil {
+		return nil, fs, fmt.Errorf("--mem: %w", err)
+	}
+	if mem.Kind == bw.MemoryCUDA && f.params.MaxInline > 0 {
+		return nil, fs, fmt.Errorf("--inline %d with --mem %s: an inline post copies the payload with the CPU, which must not touch GPU memory; use --inline 0 (the default)", f.params.MaxInline, mem)
+	}
+	f.mem = mem
 	f.params.Op, f.params.Bidirectional = f.ops[0], f.bidir
 	if f.sweep {
 		f.params.Sizes = bw.SweepSizes()
@@ -223,6 +233,13 @@ func runBW(args []string) error {
 	for _, r := range rails {
 		logf("rail %d: %s %s %s %.0f Gb/s netdev %s", r.Index, r.Name(), r.State, r.LinkLayer, r.RateGbps, r.Netdev)
 	}
+	// GPU memory: the CUDA driver is loaded on the first rail that opens;
+	// each rail's memory (GPU, topology, GPUDirect path) lands in its result.
+	mems := newMemoryLog(logf)
+	f.dev.OnMemory = mems.record
+	if f.mem.Kind == bw.MemoryCUDA {
+		f.dev.GPU = newCUDAAllocator()
+	}
 	factory, clock := bwverbs.Factory(f.dev), bwverbs.Clock()
 	var perr *probeout.Error
 	if role == "server" {
@@ -257,6 +274,7 @@ func runBW(args []string) error {
 		}
 		out, perr = bw.RunClient(ctx, cfg)
 	}
+	mems.fill(&out)
 	out.PodView = view
 	if err := probeout.WriteError(os.Stdout, bw.ProbeName, out, perr); err != nil {
 		return err
