@@ -44,6 +44,10 @@ type fakeWorld struct {
 	corrupt func(rank int, kind nccl.Collective, out []byte)
 	// allocFail, when set, fails Alloc on that rank.
 	allocFail func(rank int) error
+	// noop, when set, makes a call leave that rank's output untouched.
+	noop func(rank int, kind nccl.Collective) bool
+	// recvAddrs[rank][kind/count] are the distinct receive addresses used.
+	recvAddrs []map[string]map[Buffer]bool
 
 	mems []*fakeMem
 }
@@ -62,6 +66,7 @@ func newFakeWorld(n int) *fakeWorld {
 	for r := range n {
 		w.calls = append(w.calls, map[nccl.Collective]int{})
 		w.nth = append(w.nth, map[string]int{})
+		w.recvAddrs = append(w.recvAddrs, map[string]map[Buffer]bool{})
 		w.mems = append(w.mems, &fakeMem{w: w, rank: r, next: Buffer(uint64(r+1) << 40), allocs: map[Buffer][]byte{}})
 	}
 	return w
@@ -176,6 +181,10 @@ func (c *fakeComm) do(kind nccl.Collective, count int, send Buffer, sendN int, r
 	nth := w.nth[c.rank][key]
 	w.nth[c.rank][key]++
 	w.calls[c.rank][kind]++
+	if w.recvAddrs[c.rank][key] == nil {
+		w.recvAddrs[c.rank][key] = map[Buffer]bool{}
+	}
+	w.recvAddrs[c.rank][key][recv] = true
 	w.mu.Unlock()
 	if w.fail != nil {
 		if err := w.fail(c.rank, kind, count, nth); err != nil {
@@ -249,6 +258,9 @@ func (w *fakeWorld) execute() error {
 	}
 	n, cnt := w.n, p0.count
 	for q, p := range w.pending {
+		if w.noop != nil && w.noop(q, p.kind) {
+			continue
+		}
 		switch p.kind {
 		case nccl.AllReduce:
 			for i := range cnt {

@@ -218,6 +218,15 @@ func TestRunCorrectOnFakeRanks(t *testing.T) {
 					}
 					wantSyncs += len(warm) + len(sizes)*(2*2+checks)
 				}
+				// nccl-tests shifts the operands by Size × (iteration mod
+				// MaxBytes/Size): all_reduce of 4 bytes uses offsets 0, 4
+				// and 8 (3 timed iterations); of MaxBytes, offset 0 only.
+				if got := len(w.recvAddrs[r]["all_reduce/1"]); got != 3 {
+					t.Errorf("rank %d: all_reduce of 4 bytes used %d receive addresses, want 3", r, got)
+				}
+				if got := len(w.recvAddrs[r]["all_reduce/1024"]); got != 1 {
+					t.Errorf("rank %d: all_reduce of MaxBytes used %d receive addresses, want 1", r, got)
+				}
 				if w.syncs[r] != wantSyncs {
 					t.Errorf("rank %d: %d Syncs, want %d", r, w.syncs[r], wantSyncs)
 				}
@@ -374,6 +383,28 @@ func TestRunDetectsWrongData(t *testing.T) {
 	}
 }
 
+// A collective that writes nothing fails the check: outputs are zeroed
+// before the check call, so neither stale data nor the input passes, even
+// for all_reduce on one rank, whose output equals its input.
+func TestRunDetectsMissingOutput(t *testing.T) {
+	for _, n := range []int{1, 2} {
+		w := newFakeWorld(n)
+		w.noop = func(rank int, kind nccl.Collective) bool { return kind == nccl.AllReduce && rank == n-1 }
+		cfg := fullConfig()
+		cfg.Collectives = []nccl.Collective{nccl.AllReduce}
+		res, _ := runFake(t, w, cfg, nil)
+		for _, row := range res[n-1].Collectives[0].Rows {
+			if row.OutOfPlace.Wrong != row.Count || row.InPlace.Wrong != 0 && n == 1 {
+				t.Errorf("%d ranks, size %d: #wrong %d/%d, want %d out-of-place", n, row.Size, row.OutOfPlace.Wrong, row.InPlace.Wrong, row.Count)
+			}
+			// in place, the untouched buffer holds the input: right only on one rank
+			if n > 1 && row.InPlace.Wrong != row.Count {
+				t.Errorf("%d ranks, size %d: in-place #wrong %d, want %d", n, row.Size, row.InPlace.Wrong, row.Count)
+			}
+		}
+	}
+}
+
 // Without Check nothing is checked: every #wrong is N/A, even on a broken fake.
 func TestRunWithoutCheck(t *testing.T) {
 	w := newFakeWorld(2)
@@ -499,7 +530,7 @@ func TestBandwidthArithmetic(t *testing.T) {
 	}
 	for _, n := range []int{2, 8} {
 		cfg := fullConfig()
-		cfg.MinBytes, cfg.MaxBytes, cfg.Iters = 1024, 1<<20, 4
+		cfg.MinBytes, cfg.MaxBytes, cfg.Iters = 1024, 1<<16, 4
 		res, errs := runFake(t, newFakeWorld(n), cfg, func(int) func() time.Time { return stepClock(time.Millisecond) })
 		for r := range n {
 			if errs[r] != nil {
