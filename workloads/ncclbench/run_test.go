@@ -112,6 +112,18 @@ func TestConfigSizesAndValidation(t *testing.T) {
 	if got := c.Sizes(); len(got) != 1 {
 		t.Errorf("overflowing sweep: %v", got)
 	}
+	d, err := DefaultConfig().normalized()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := nccl.Params{NThreads: 1, NGpus: 1, MinBytes: 8, MaxBytes: 128 << 20, StepFactor: 2, WarmupIters: 1, Iters: 20, AggIters: 1, Validation: 1}
+	if d.Params() != want || len(d.Sizes()) != 25 || len(d.Collectives) != len(Supported) {
+		t.Errorf("default: %+v, %d sizes", d.Params(), len(d.Sizes()))
+	}
+	// Neither variant selected means both, as nccl-tests always runs.
+	if c, _ := (Config{Collectives: Supported, MinBytes: 8, MaxBytes: 8, Iters: 1}).normalized(); !c.InPlace || !c.OutOfPlace || c.Now == nil {
+		t.Errorf("zero variants: %+v", c)
+	}
 	bad := []struct {
 		cfg  Config
 		want string
