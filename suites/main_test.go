@@ -84,6 +84,17 @@ var (
 	flagStallAfter      = flag.Duration("stall-after", 20*time.Second, "writing after I/O resumed on every writer, before they are stopped")
 	flagStallDurability = flag.String("stall-durability", "fsync", "writer durability: fsync, fsync-every=N or direct")
 	flagStallForce      = flag.Bool("stall-force", false, "run the disruptive feature on a volume that is not NFS")
+
+	// The GPU features (suite=gpu): nccl and gpudirect.
+	flagNCCLCollectives = flag.String("nccl-collectives", runner.DefaultNCCLCollectives, "NCCL collectives every world sweeps (nccl-tests semantics)")
+	flagNCCLMinBytes    = flag.String("nccl-min-bytes", "8", "smallest size of the NCCL sweep (nccl-tests -b)")
+	flagNCCLMaxBytes    = flag.String("nccl-max-bytes", "128M", "largest size of the NCCL sweep (nccl-tests -e); all_reduce is judged there against the SKU's ncclAllReduceBusBw")
+	flagNCCLIters       = flag.Int("nccl-iters", runner.DefaultNCCLIters, "timed iterations per size and variant (nccl-tests -n)")
+	flagNCCLWarmup      = flag.Int("nccl-warmup", runner.DefaultNCCLWarmup, "warm-up iterations per size (nccl-tests -w)")
+	flagNCCLWorlds      = flag.String("nccl-worlds", runner.DefaultNCCLWorlds, "NCCL worlds: pairs (each pair of --pairing), all (every GPU node, when more than 2), or both")
+	flagNCCLTimeout     = flag.Duration("nccl-timeout", runner.DefaultNCCLTimeout, "how long the ranks may take to join rank 0, and to finish the sweep (each)")
+	flagGPUDirectOps    = flag.String("gpudirect-ops", runner.DefaultGPUDirectOps, "RDMA operations the gpudirect feature measures from GPU memory (write, read; both judged against gpuDirectWrite)")
+	flagGPUDirectMem    = flag.String("gpudirect-mem", runner.DefaultGPUDirectMem, "GPU memory for gpudirect pairs: cuda:auto (the GPU nearest each rail), cuda (GPU 0) or cuda:N")
 )
 
 var (
@@ -116,6 +127,18 @@ func config() (runner.Config, error) {
 	c.StallPVC, c.StallPVCNamespace, c.StallDurability, c.StallForce = *flagStallPVC, *flagStallPVCNS, *flagStallDurability, *flagStallForce
 	c.MOFEDNamespace, c.MOFEDSelector, c.MOFEDContainer = *flagMOFEDNS, *flagMOFEDSelector, *flagMOFEDContainer
 	c.DriverReadyFile, c.DriverTimeout, c.StallSteady, c.StallAfter = *flagDriverReadyFile, *flagDriverTimeout, *flagStallSteady, *flagStallAfter
+	c.NCCLCollectives, c.NCCLIters, c.NCCLWarmup = runner.SplitList(*flagNCCLCollectives), *flagNCCLIters, *flagNCCLWarmup
+	c.NCCLWorlds, c.NCCLTimeout = runner.SplitList(*flagNCCLWorlds), *flagNCCLTimeout
+	c.GPUDirectOps, c.GPUDirectMem = runner.SplitList(*flagGPUDirectOps), *flagGPUDirectMem
+	if *flagNCCLIters < 1 {
+		return c, fmt.Errorf("--nccl-iters %d: give at least 1 timed iteration", *flagNCCLIters)
+	}
+	if c.NCCLMinBytes, err = runner.ParseByteSize(*flagNCCLMinBytes); err != nil {
+		return c, fmt.Errorf("--nccl-min-bytes: %w", err)
+	}
+	if c.NCCLMaxBytes, err = runner.ParseByteSize(*flagNCCLMaxBytes); err != nil {
+		return c, fmt.Errorf("--nccl-max-bytes: %w", err)
+	}
 	if err := disruptiveGate(); err != nil {
 		return c, err
 	}

@@ -46,3 +46,43 @@ func (k *SKU) BandwidthFloor(metric string) (Bound, error) {
 func (k *SKU) MinMemlock() Bound {
 	return Bound{Op: ">=", Value: *k.MinMemlockBytes.Value, Source: k.Name + ": " + k.MinMemlockBytes.Source}
 }
+
+// NCCLAllReduceFloor is the all_reduce bus-bandwidth floor in GB/s (1e9
+// bytes/s, nccl-tests' unit) for a world whose ranks can each drive ports
+// of the node's network ports. The SKU's fractionOfAggregate applies to
+// the aggregate of those ports: fraction × ports × linkRateGbps / 8. A
+// rank that drives one GPU cannot use the node's every rail (NCCL gives a
+// GPU the NICs nearest it, one on rail-optimised nodes), so the runner
+// passes the ports its ranks can reach; ports ≤ 0 or above portsPerNode
+// means portsPerNode (every GPU of the node in the world). fractionOfLink
+// is per port (× ports too); gbps is an absolute Gb/s figure, converted
+// to GB/s (/ 8).
+func (k *SKU) NCCLAllReduceFloor(ports int) (Bound, error) {
+	f := k.NCCLAllReduceBusBw
+	if k.PortsPerNode.Value == nil {
+		return Bound{}, fmt.Errorf("sku %s has no portsPerNode: the NCCL floor is a fraction of the node's ports", k.Name)
+	}
+	all := int(*k.PortsPerNode.Value)
+	if ports <= 0 || ports > all {
+		ports = all
+	}
+	b := Bound{Op: ">=", Source: k.Name + ": " + f.Source}
+	switch {
+	case f.Gbps != nil:
+		b.Value = *f.Gbps / 8
+		b.Source = fmt.Sprintf("%s: %g Gb/s = %g GB/s — %s", k.Name, *f.Gbps, b.Value, f.Source)
+	case k.LinkRateGbps.Value == nil && (f.FractionOfAggregat != nil || f.FractionOfLink != nil):
+		return b, fmt.Errorf("sku %s has no linkRateGbps: the NCCL floor is a fraction of it", k.Name)
+	case f.FractionOfAggregat != nil, f.FractionOfLink != nil:
+		frac := f.FractionOfAggregat
+		if frac == nil {
+			frac = f.FractionOfLink
+		}
+		rate := *k.LinkRateGbps.Value
+		b.Value = *frac * float64(ports) * rate / 8
+		b.Source = fmt.Sprintf("%s: %g × %d of %d port(s) × %g Gb/s / 8 = %.4g GB/s — %s", k.Name, *frac, ports, all, rate, b.Value, f.Source)
+	default:
+		return b, fmt.Errorf("sku %s: ncclAllReduceBusBw has no bound (gbps, fractionOfLink or fractionOfAggregate)", k.Name)
+	}
+	return b, nil
+}

@@ -218,17 +218,19 @@ func (r *Runner) pair(ctx context.Context, v Variant, p pairing.Pair, client cor
 	in := verdict.BWInput{Variant: v.Label, Resource: v.Resource, Network: v.Network, Ops: r.Cfg.BWOps,
 		Sizes: r.Cfg.BWSizes, RailMode: r.Cfg.RailMode, OneRail: r.Cfg.Device != "" || v.Netdev != ""}
 	in.SKU, in.SKUErr = r.Cfg.Thresholds.ForNode(p.Client, client.Labels, r.Cfg.SKU)
-	r.runPair(ctx, v, p, &in)
+	r.runPair(ctx, v, p, &in, hostMemory)
 	res := verdict.Bandwidth(in)
 	seen.record(p, res)
 	return res.Checks
 }
 
-func (r *Runner) runPair(ctx context.Context, v Variant, p pairing.Pair, in *verdict.BWInput) {
-	srvArgs := append([]string{"bw", "server", "--port", strconv.Itoa(BWPort), "--timeout", "2m"}, r.DeviceArgs(v)...)
-	srvSpec := r.Spec(v, names.Object("bw-"+v.Name+"-s", p.Server, p.Client, v.Resource), p.Server, srvArgs, v.NeedsCaps)
+// runPair runs one pair with its buffers in mem (host memory for the
+// bandwidth feature, GPU memory for gpudirect) and fills in's sides.
+func (r *Runner) runPair(ctx context.Context, v Variant, p pairing.Pair, in *verdict.BWInput, mem bwMemory) {
+	srvArgs := append(append([]string{"bw", "server", "--port", strconv.Itoa(BWPort), "--timeout", "2m"}, r.DeviceArgs(v)...), mem.args()...)
+	srvSpec := mem.spec(r.Spec(v, names.Object(mem.prefix+"-"+v.Name+"-s", p.Server, p.Client, v.Resource), p.Server, srvArgs, v.NeedsCaps))
 	in.Server = verdict.Side{Node: p.Server, Pod: srvSpec.Name, Command: "rdmaprobe " + strings.Join(srvArgs, " ")}
-	in.Client = verdict.Side{Node: p.Client, Pod: names.Object("bw-"+v.Name+"-c", p.Client, p.Server, v.Resource)}
+	in.Client = verdict.Side{Node: p.Client, Pod: names.Object(mem.prefix+"-"+v.Name+"-c", p.Client, p.Server, v.Resource)}
 
 	srv, srvStart, err := podrun.Start(ctx, r.Kube, srvSpec, r.Cfg.PodTimeout)
 	if srv != nil && !srvSpec.Keep {
@@ -239,8 +241,8 @@ func (r *Runner) runPair(ctx context.Context, v Variant, p pairing.Pair, in *ver
 		return
 	}
 	r.AddPhase(PhasePodStart, srvStart)
-	cliArgs := append([]string{"bw", "client", "--port", strconv.Itoa(BWPort), "--op", strings.Join(r.Cfg.BWOps, ","),
-		"--size", r.Cfg.SizesArg(), "--qps", strconv.Itoa(r.Cfg.BWQPs), "--rails", r.Cfg.RailMode, "--timeout", "1m"}, r.DeviceArgs(v)...)
+	cliArgs := append(append([]string{"bw", "client", "--port", strconv.Itoa(BWPort), "--op", strings.Join(in.Ops, ","),
+		"--size", r.Cfg.SizesArg(), "--qps", strconv.Itoa(r.Cfg.BWQPs), "--rails", r.Cfg.RailMode, "--timeout", "1m"}, r.DeviceArgs(v)...), mem.args()...)
 	if r.Cfg.RailParallel {
 		cliArgs = append(cliArgs, "--rail-parallel")
 	}
@@ -251,7 +253,7 @@ func (r *Runner) runPair(ctx context.Context, v Variant, p pairing.Pair, in *ver
 	}
 	cliArgs = append(cliArgs, srv.Status.PodIP)
 	in.Client.Command = "rdmaprobe " + strings.Join(cliArgs, " ")
-	cres, err := podrun.Run(ctx, r.Kube, r.Spec(v, in.Client.Pod, p.Client, cliArgs, v.NeedsCaps), r.clientBudget(in.SKU))
+	cres, err := podrun.Run(ctx, r.Kube, mem.spec(r.Spec(v, in.Client.Pod, p.Client, cliArgs, v.NeedsCaps)), r.clientBudget(in.SKU, len(in.Ops)))
 	in.Client.Logs, in.Client.Exit = cres.Logs, cres.ExitCode
 	if err != nil {
 		in.Client.PodErr = err
@@ -281,7 +283,7 @@ func (r *Runner) runPair(ctx context.Context, v Variant, p pairing.Pair, in *ver
 // clientBudget bounds the client pod: pod start plus, per expected rail
 // (rails run in sequence unless RailParallel), ops × sizes × (measurement
 // time + 30 s of setup slack).
-func (r *Runner) clientBudget(sku *thresholds.SKU) time.Duration {
+func (r *Runner) clientBudget(sku *thresholds.SKU, ops int) time.Duration {
 	rails := 1
 	if !r.Cfg.RailParallel && sku != nil && sku.PortsPerNode.Value != nil && r.Cfg.Device == "" {
 		rails = max(1, int(*sku.PortsPerNode.Value))
@@ -293,7 +295,7 @@ func (r *Runner) clientBudget(sku *thresholds.SKU) time.Duration {
 	if r.Cfg.BWIters > 0 {
 		per = 0
 	}
-	return r.Cfg.PodTimeout + time.Duration(rails*len(r.Cfg.BWOps)*len(r.Cfg.BWSizes))*(per+30*time.Second)
+	return r.Cfg.PodTimeout + time.Duration(rails*ops*len(r.Cfg.BWSizes))*(per+30*time.Second)
 }
 
 // recordBWPhases adds the client's exchange and measurement time.

@@ -16,6 +16,8 @@ import (
 	"github.com/rdmasuite/rdmasuite/internal/pairing"
 	"github.com/rdmasuite/rdmasuite/thresholds"
 	"github.com/rdmasuite/rdmasuite/workloads/bw"
+	"github.com/rdmasuite/rdmasuite/workloads/nccl"
+	"github.com/rdmasuite/rdmasuite/workloads/ncclbench"
 	"github.com/rdmasuite/rdmasuite/workloads/units"
 )
 
@@ -76,6 +78,139 @@ type Config struct {
 	StallAfter        time.Duration
 	StallDurability   string
 	StallForce        bool
+
+	// The nccl feature (suite=gpu): NCCL collectives over worlds of GPU
+	// nodes (nccl.go). Zero values take the defaults below, so a Config
+	// built in code runs the nightly sweep.
+	NCCLCollectives []string // ncclbench's: all_reduce, all_gather, reduce_scatter, alltoall, sendrecv
+	NCCLMinBytes    int64    // sweep start (nccl-tests -b); 0: 8
+	NCCLMaxBytes    int64    // sweep end and the judged size (-e); 0: 128 MiB
+	NCCLIters       int      // timed iterations per size and variant (-n); 0: 20
+	NCCLWarmup      int      // warm-up iterations per size (-w); 0 is none
+	NCCLWorlds      []string // pairs and/or all
+	NCCLTimeout     time.Duration
+
+	// The gpudirect feature (suite=gpu): the bandwidth pairs with GPU
+	// memory on both sides (gpudirect.go).
+	GPUDirectOps []string // write (default), read
+	GPUDirectMem string   // the probe's --mem: cuda:auto (default), cuda, cuda:N
+}
+
+// Defaults of the GPU features (the flags' defaults too). The sweep is
+// the nccl-tests README's (-b 8 -e 128M -f 2, ncclbench.DefaultConfig):
+// 25 sizes from latency-bound to past the bandwidth knee of a one-GPU-per-
+// node ring over the network, where the all_reduce floor is judged; 20
+// timed iterations (nccl-tests' -n default) and 5 warm-up passes (NCCL
+// connects channels and registers buffers lazily on first use). Every
+// supported collective, pairs (a bad link between two good nodes) and the
+// whole set (what a training job sees).
+const (
+	DefaultNCCLCollectives = "all_reduce,all_gather,reduce_scatter,alltoall,sendrecv"
+	DefaultNCCLMinBytes    = 8
+	DefaultNCCLMaxBytes    = 128 << 20
+	DefaultNCCLIters       = 20
+	DefaultNCCLWarmup      = 5
+	DefaultNCCLWorlds      = NCCLWorldPairs + "," + NCCLWorldAll
+	DefaultNCCLTimeout     = 5 * time.Minute
+	DefaultGPUDirectOps    = "write"
+	DefaultGPUDirectMem    = "cuda:auto"
+
+	// NCCLFactor is the sweep's step (nccl-tests -f 2).
+	NCCLFactor = 2
+)
+
+// --nccl-worlds values.
+const (
+	NCCLWorldPairs = "pairs" // every pair of GPU nodes of --pairing (ring by default)
+	NCCLWorldAll   = "all"   // every GPU node in one world (when more than 2)
+)
+
+// ncclSettings are the nccl settings with the defaults filled in.
+func (c Config) ncclSettings() Config {
+	if len(c.NCCLCollectives) == 0 {
+		c.NCCLCollectives = SplitList(DefaultNCCLCollectives)
+	}
+	if c.NCCLMinBytes == 0 {
+		c.NCCLMinBytes = DefaultNCCLMinBytes
+	}
+	if c.NCCLMaxBytes == 0 {
+		c.NCCLMaxBytes = max(DefaultNCCLMaxBytes, c.NCCLMinBytes)
+	}
+	if c.NCCLIters == 0 {
+		c.NCCLIters = DefaultNCCLIters
+	}
+	if len(c.NCCLWorlds) == 0 {
+		c.NCCLWorlds = SplitList(DefaultNCCLWorlds)
+	}
+	if c.NCCLTimeout == 0 {
+		c.NCCLTimeout = DefaultNCCLTimeout
+	}
+	if len(c.GPUDirectOps) == 0 {
+		c.GPUDirectOps = SplitList(DefaultGPUDirectOps)
+	}
+	if c.GPUDirectMem == "" {
+		c.GPUDirectMem = DefaultGPUDirectMem
+	}
+	return c
+}
+
+// validateGPU names the first bad setting of the nccl and gpudirect
+// features.
+func (c Config) validateGPU() error {
+	c = c.ncclSettings()
+	for i, coll := range c.NCCLCollectives {
+		if !slices.Contains(ncclbench.Supported, nccl.Collective(coll)) {
+			return fmt.Errorf("--nccl-collectives: %q is not one the probe runs: %s", coll, DefaultNCCLCollectives)
+		}
+		if slices.Contains(c.NCCLCollectives[:i], coll) {
+			return fmt.Errorf("--nccl-collectives: %s given twice", coll)
+		}
+	}
+	switch {
+	case c.NCCLMinBytes < 1:
+		return fmt.Errorf("--nccl-min-bytes %d: give a size of at least 1 byte, e.g. 8", c.NCCLMinBytes)
+	case c.NCCLMaxBytes < c.NCCLMinBytes:
+		return fmt.Errorf("--nccl-max-bytes %s is below --nccl-min-bytes %s", units.Bytes(c.NCCLMaxBytes), units.Bytes(c.NCCLMinBytes))
+	case c.NCCLIters < 1:
+		return fmt.Errorf("--nccl-iters %d: give at least 1 timed iteration", c.NCCLIters)
+	case c.NCCLWarmup < 0:
+		return fmt.Errorf("--nccl-warmup %d: give 0 or more warm-up iterations", c.NCCLWarmup)
+	case c.NCCLTimeout < 0:
+		return fmt.Errorf("--nccl-timeout %s: give a positive duration", c.NCCLTimeout)
+	}
+	for i, w := range c.NCCLWorlds {
+		if w != NCCLWorldPairs && w != NCCLWorldAll {
+			return fmt.Errorf("--nccl-worlds: unknown world %q: pairs, all or pairs,all", w)
+		}
+		if slices.Contains(c.NCCLWorlds[:i], w) {
+			return fmt.Errorf("--nccl-worlds: %s given twice", w)
+		}
+	}
+	for i, op := range c.GPUDirectOps {
+		if op != string(bw.OpWrite) && op != string(bw.OpRead) {
+			return fmt.Errorf("--gpudirect-ops: unknown op %q: write or read", op)
+		}
+		if slices.Contains(c.GPUDirectOps[:i], op) {
+			return fmt.Errorf("--gpudirect-ops: %s given twice", op)
+		}
+	}
+	if m := c.GPUDirectMem; m != "cuda" && !strings.HasPrefix(m, "cuda:") {
+		return fmt.Errorf("--gpudirect-mem %q: GPU memory: cuda:auto (the GPU nearest each rail), cuda or cuda:N", m)
+	}
+	return nil
+}
+
+// ParseByteSize reads one size in bytes or with a K, M or G suffix
+// (binary), as --nccl-min-bytes and --nccl-max-bytes take it.
+func ParseByteSize(s string) (int64, error) {
+	sizes, err := units.ParseSizes(s)
+	if err != nil {
+		return 0, err
+	}
+	if len(sizes) != 1 {
+		return 0, fmt.Errorf("one size, not %d: %q", len(sizes), s)
+	}
+	return int64(sizes[0]), nil
 }
 
 // Validate names the first bad setting and how to fix it.
@@ -123,6 +258,9 @@ func (c Config) Validate() error {
 		if !strings.Contains(a, "/") {
 			return fmt.Errorf("--allow-not-run %q: give a check id such as bandwidth/write or a prefix such as bandwidth/", a)
 		}
+	}
+	if err := c.validateGPU(); err != nil {
+		return err
 	}
 	if c.Thresholds == nil {
 		return fmt.Errorf("no thresholds loaded")
