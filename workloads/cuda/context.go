@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"sync"
 	"unsafe"
+
+	"github.com/rdmasuite/rdmasuite/workloads/units"
 )
 
 // ErrClosed is returned by a Context method called after Close.
@@ -86,7 +88,7 @@ func (c *Context) Alloc(size int) (DevicePtr, error) {
 		return 0, c.d.symbolErr("cuMemAlloc_v2")
 	}
 	var p uint64
-	if err := c.d.check(fmt.Sprintf("cuMemAlloc(%s)", FormatBytes(size)), c.d.cuMemAlloc(&p, uint64(size))); err != nil {
+	if err := c.d.check(fmt.Sprintf("cuMemAlloc(%s)", units.Bytes(int64(size))), c.d.cuMemAlloc(&p, uint64(size))); err != nil {
 		return 0, err
 	}
 	return DevicePtr(p), nil
@@ -114,7 +116,7 @@ func (c *Context) CopyHtoD(dst DevicePtr, src []byte) error {
 	if c.d.cuMemcpyHtoD == nil {
 		return c.d.symbolErr("cuMemcpyHtoD_v2")
 	}
-	return c.d.check(fmt.Sprintf("cuMemcpyHtoD(%s)", FormatBytes(len(src))),
+	return c.d.check(fmt.Sprintf("cuMemcpyHtoD(%s)", units.Bytes(int64(len(src)))),
 		c.d.cuMemcpyHtoD(uint64(dst), unsafe.Pointer(&src[0]), uint64(len(src))))
 }
 
@@ -129,7 +131,7 @@ func (c *Context) CopyDtoH(dst []byte, src DevicePtr) error {
 	if c.d.cuMemcpyDtoH == nil {
 		return c.d.symbolErr("cuMemcpyDtoH_v2")
 	}
-	return c.d.check(fmt.Sprintf("cuMemcpyDtoH(%s)", FormatBytes(len(dst))),
+	return c.d.check(fmt.Sprintf("cuMemcpyDtoH(%s)", units.Bytes(int64(len(dst)))),
 		c.d.cuMemcpyDtoH(unsafe.Pointer(&dst[0]), uint64(src), uint64(len(dst))))
 }
 
@@ -144,7 +146,7 @@ func (c *Context) Memset8(p DevicePtr, v byte, n int) error {
 	if c.d.cuMemsetD8 == nil {
 		return c.d.symbolErr("cuMemsetD8_v2")
 	}
-	return c.d.check(fmt.Sprintf("cuMemsetD8(%s)", FormatBytes(n)), c.d.cuMemsetD8(uint64(p), v, uint64(n)))
+	return c.d.check(fmt.Sprintf("cuMemsetD8(%s)", units.Bytes(int64(n))), c.d.cuMemsetD8(uint64(p), v, uint64(n)))
 }
 
 // StreamCreate creates a stream with default flags (cuStreamCreate(&s, 0)).
@@ -201,21 +203,8 @@ func (c *Context) DmaBufFD(p DevicePtr, size int) (int, error) {
 	}
 	var fd int32 = -1
 	r := c.d.cuMemGetHandleForAddressRange(unsafe.Pointer(&fd), uint64(p), uint64(size), memRangeHandleDmaBufFD, 0)
-	if err := c.d.check(fmt.Sprintf("cuMemGetHandleForAddressRange(DMA_BUF_FD, %s)", FormatBytes(size)), r); err != nil {
+	if err := c.d.check(fmt.Sprintf("cuMemGetHandleForAddressRange(DMA_BUF_FD, %s)", units.Bytes(int64(size))), r); err != nil {
 		return -1, err
 	}
 	return int(fd), nil
-}
-
-// FormatBytes renders a size the way error messages name it: "1 MiB", "4 KiB", "100 B".
-func FormatBytes(n int) string {
-	switch {
-	case n >= 1<<30 && n%(1<<30) == 0:
-		return fmt.Sprintf("%d GiB", n>>30)
-	case n >= 1<<20 && n%(1<<20) == 0:
-		return fmt.Sprintf("%d MiB", n>>20)
-	case n >= 1<<10 && n%(1<<10) == 0:
-		return fmt.Sprintf("%d KiB", n>>10)
-	}
-	return fmt.Sprintf("%d B", n)
 }

@@ -387,11 +387,3 @@ func TestDmaBufMissingSymbolOnOldDriver(t *testing.T) {
 		}
 	}
 }
-
-func TestFormatBytes(t *testing.T) {
-	for n, want := range map[int]string{1 << 20: "1 MiB", 4096: "4 KiB", 3 << 30: "3 GiB", 1000: "1000 B", 1<<20 + 1: "1048577 B"} {
-		if got := FormatBytes(n); got != want {
-			t.Errorf("FormatBytes(%d) = %q, want %q", n, got, want)
-		}
-	}
-}
