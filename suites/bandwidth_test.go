@@ -5,6 +5,6 @@ import (
 )
 
 func TestBandwidth(t *testing.T) {
-	testenv.Test(t, variantFeatures("RDMA bandwidth between paired pods", "bandwidth",
+	testenv.Test(t, variantFeatures("rdma", "RDMA bandwidth between paired pods", "bandwidth",
 		"every rail of every node reaches its SKU's floor for every op, at the largest requested size", run.Bandwidth)...)
 }

@@ -5,6 +5,6 @@ import (
 )
 
 func TestMemlock(t *testing.T) {
-	testenv.Test(t, variantFeatures("memory registration against the pod memlock limit", "memlock",
+	testenv.Test(t, variantFeatures("rdma", "memory registration against the pod memlock limit", "memlock",
 		"pods on every node can register the required region size", run.Memlock)...)
 }

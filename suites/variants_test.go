@@ -16,11 +16,11 @@ import (
 // checks, which are recorded for the report, and every check that fails the
 // run (fail, error, a not-run the operator did not allow) fails the
 // assessment with its diagnosis, so go test and the report agree.
-func variantFeatures(title, check, assess string, do func(context.Context, runner.Variant) []reports.Check) []features.Feature {
+func variantFeatures(suite, title, check, assess string, do func(context.Context, runner.Variant) []reports.Check) []features.Feature {
 	var feats []features.Feature
 	for _, v := range run.Cfg.VariantList() {
 		feats = append(feats, features.New(fmt.Sprintf("%s (%s, %s)", title, v.Name, v.Resource)).
-			WithLabel("suite", "rdma").WithLabel("check", check).WithLabel("variant", v.Name).
+			WithLabel("suite", suite).WithLabel("check", check).WithLabel("variant", v.Name).
 			Assess(assess, func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
 				assertChecks(t, do(ctx, v))
 				return ctx
