@@ -71,6 +71,9 @@ func (r *Runner) GPUDirect(ctx context.Context, v Variant) []reports.Check {
 	}
 	nodes := nodeNames(usable)
 	rounds, err := pairing.Schedule(nodes, r.Cfg.Pairing)
+	if len(nodes) < 2 {
+		err = fmt.Errorf("a GPUDirect pair needs at least 2 GPU nodes, have %d", len(nodes))
+	}
 	if err != nil {
 		for _, id := range ids {
 			out = append(out, NotRun(id, v.Label, fmt.Sprintf("%v: GPU nodes that advertise %s: %v", err, v.Resource, nodes), nodes...))

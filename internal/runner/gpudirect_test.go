@@ -73,6 +73,28 @@ func TestGPUDirectNodesAndPods(t *testing.T) {
 	}
 }
 
+// One GPU node cannot be paired: its rows are not-run naming why, the
+// GPU-less node's name the missing GPU, and no pod is created.
+func TestGPUDirectOneGPUNode(t *testing.T) {
+	kube := fake.NewClientset(gpuNode("gpu-a", 8, 1), gpuNode("cpu-b", -1, 1))
+	created := 0
+	kube.PrependReactor("create", "pods", func(k8stesting.Action) (bool, runtime.Object, error) {
+		created++
+		return false, nil, nil
+	})
+	r := New(kube, testConfig(t), "t-gd1")
+	rows := byNode(r.GPUDirect(context.Background(), r.Cfg.VariantList()[0]))
+	if len(rows["gpu-a"]) != 1 || len(rows["cpu-b"]) != 1 || created != 0 {
+		t.Fatalf("one row per node, no pods (created %d): %+v", created, rows)
+	}
+	if c := rows["gpu-a"][0]; c.Status != reports.NotRun || !strings.Contains(c.Reason, "a GPUDirect pair needs at least 2 GPU nodes, have 1") {
+		t.Errorf("%+v", c)
+	}
+	if c := rows["cpu-b"][0]; c.Status != reports.NotRun || !strings.Contains(c.Reason, "node cpu-b advertises no nvidia.com/gpu") {
+		t.Errorf("%+v", c)
+	}
+}
+
 // The bandwidth feature's pods stay as they were: host memory, no GPU.
 func TestBandwidthPodsUseHostMemory(t *testing.T) {
 	m := gpuMemory(testConfig(t).ncclSettings())

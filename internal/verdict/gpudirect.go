@@ -17,7 +17,8 @@ const GPUDirectPrefix = "gpudirect/"
 const (
 	FixGPUDirect = "GPUDirect RDMA needs a path from the NIC to GPU memory: DMA-BUF (NVIDIA open GPU kernel modules, kernel ≥ 5.12, " +
 		"rdma-core ≥ 34 / MOFED with ibv_reg_dmabuf_mr) or nvidia_peermem (modprobe nvidia-peermem; the GPU Operator's driver.rdma.enabled=true, " +
-		"loaded after MOFED); the evidence says why each path was refused"
+		"loaded after MOFED: loaded before the MOFED driver is ready it fails with \"Invalid argument\" and GPUDirect is gone until the driver pod restarts); " +
+		"the evidence says why each path was refused"
 	FixCrossSocket = "the GPU and the NIC sit on different CPU sockets, so GPUDirect traffic crosses the CPU interconnect: " +
 		"give the pod the GPU under the NIC's PCIe switch (nvidia-smi topo -m; the probe's cuda:auto picks the nearest GPU the pod has, " +
 		"so request more GPUs or use a topology-aware device plugin / NUMA-aligned kubelet topology manager)"
@@ -113,6 +114,22 @@ func GPUDirect(in BWInput) BWResult {
 				noGPU = append(noGPU, fmt.Sprintf("pod %s on %s, rail %s: %s", sd.s.Pod, sd.s.Node, rr.Local.Name(), rr.Error.Message))
 			}
 			m := rr.Memory
+			// Neither GPUDirect path registered the buffer: the kind says
+			// so (the memory record adds which GPU, when the probe got
+			// that far).
+			if rr.Error != nil && rr.Error.Kind == probeout.KindGPUDirect {
+				gpu, msg := "", rr.Error.Message
+				if m != nil && m.Kind == bw.MemoryCUDA {
+					gpu = fmt.Sprintf(", GPU %d (%s)", m.GPU, m.GPUPCI)
+					if m.Why != "" && !strings.Contains(msg, m.Why) {
+						msg += ": " + m.Why
+					}
+				}
+				regFailed = append(regFailed, fmt.Sprintf("on %s%s for rail %s: %s", sd.s.Node, gpu, rr.Local.Name(), msg))
+				if m == nil {
+					continue
+				}
+			}
 			switch {
 			case m == nil:
 				hostMem = append(hostMem, fmt.Sprintf("%s's output does not say where the buffer of rail %s lived (an rdmaprobe image without --mem?)", sd.s.Node, rr.Local.Name()))
@@ -125,7 +142,7 @@ func GPUDirect(in BWInput) BWResult {
 				cross = append(cross, fmt.Sprintf("on %s, GPU %d (%s) and NIC %s (rail %s) sit on different sockets (%s, NUMA node %d vs %d)",
 					sd.s.Node, m.GPU, m.GPUPCI, orDash(m.NICPCI), rr.Local.Name(), orDash(m.Topology), m.NUMAGPU, m.NUMANIC))
 			}
-			if rr.Error != nil && m.Path == "" {
+			if rr.Error != nil && m.Path == "" && rr.Error.Kind != probeout.KindGPUDirect {
 				regFailed = append(regFailed, fmt.Sprintf("on %s, GPU %d (%s) for rail %s: neither GPUDirect RDMA path registered its memory: %s",
 					sd.s.Node, m.GPU, m.GPUPCI, rr.Local.Name(), orDash(m.Why)))
 			}

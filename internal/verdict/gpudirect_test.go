@@ -135,10 +135,21 @@ func TestGPUDirectRegistrationFailureNamesTheFix(t *testing.T) {
 		m := gpuMem(0, "0000:07:00.0", "0000:0c:00.0", false)
 		m.Path, m.Why = "", "dma-buf: ibv_reg_dmabuf_mr(…): Operation not supported; peermem: ibv_reg_mr(…): Bad address (nvidia_peermem not loaded)"
 		cli.Rails[0].Memory, cli.Rails[0].Runs = m, nil
-		cli.Rails[0].Error = probeout.Errorf(probeout.KindInternal, "GPUDirect RDMA: neither path registers GPU 0 memory")
+		cli.Rails[0].Error = probeout.Errorf(probeout.KindGPUDirect, "GPUDirect RDMA: neither path registers GPU 0 memory")
 	})
 	c := onlyCheck(t, GPUDirect(in))
-	if c.Status != reports.Fail || c.Fix != FixGPUDirect || !strings.Contains(c.Diagnosis, "nvidia_peermem not loaded") {
+	if c.Status != reports.Fail || c.Fix != FixGPUDirect || !strings.Contains(c.Diagnosis, "nvidia_peermem not loaded") ||
+		!strings.Contains(c.Fix, "Invalid argument") {
 		t.Fatalf("%+v", c)
+	}
+	// The kind decides, not the memory record: a probe that failed before
+	// recording the GPU (or an older one) still fails with the fix.
+	in = gdPair(t, []string{"write"}, 175, func(cli, srv *bw.ProbeOutput) {
+		cli.Rails[0].Memory, cli.Rails[0].Runs = nil, nil
+		cli.Rails[0].Error = probeout.Errorf(probeout.KindGPUDirect, "GPUDirect RDMA: neither path registers GPU 0 memory: peer memory: Bad address")
+	})
+	c = onlyCheck(t, GPUDirect(in))
+	if c.Status != reports.Fail || c.Fix != FixGPUDirect || !strings.Contains(c.Diagnosis, "peer memory: Bad address") {
+		t.Fatalf("no memory record: %+v", c)
 	}
 }

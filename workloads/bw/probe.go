@@ -2,7 +2,6 @@ package bw
 
 import (
 	"encoding/json"
-	"errors"
 	"strconv"
 
 	"github.com/rdmasuite/rdmasuite/workloads/probeout"
@@ -162,8 +161,10 @@ var ErrNoGPU error = &probeout.Error{Kind: probeout.KindNoGPU, Message: "no usab
 
 // ErrGPUDirect matches a GPU buffer that neither GPUDirect RDMA path could
 // register (neither dma-buf nor peer memory): the GPU and the NIC are
-// there, GPUDirect is broken. The message names both reasons and the fix.
-var ErrGPUDirect = errors.New("GPUDirect RDMA registration failed")
+// there, GPUDirect is broken. It is a *probeout.Error of kind gpudirect
+// (Classify reports that kind); the tagged message names both reasons
+// and the fix.
+var ErrGPUDirect error = &probeout.Error{Kind: probeout.KindGPUDirect, Message: "GPUDirect RDMA registration failed"}
 
 // Incomplete lists what was requested and not measured: every rail pair
 // with an error, and every op or size a rail pair lacks. Empty means the

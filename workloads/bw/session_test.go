@@ -454,6 +454,8 @@ func TestClassify(t *testing.T) {
 		{Tag(ErrLinkDown, errors.New("x")), probeout.KindLinkDown},
 		{&PeerError{Role: "server", Err: probeout.Errorf(probeout.KindLinkDown, "down")}, probeout.KindPeer},
 		{probeout.Errorf(probeout.KindNoNetdev, "net1"), probeout.KindNoNetdev},
+		{Tag(ErrGPUDirect, errors.New("neither path")), probeout.KindGPUDirect},
+		{Tag(ErrNoGPU, errors.New("no libcuda")), probeout.KindNoGPU},
 		{errors.New("anything"), probeout.KindInternal},
 	}
 	for _, c := range cases {

@@ -46,6 +46,10 @@ const (
 	// driver library, no device, or no NCCL library. A not-run, never a
 	// fail: nothing on the fabric was measured.
 	KindNoGPU Kind = "no-gpu"
+	// KindGPUDirect: the GPU and the NIC are there, and neither GPUDirect
+	// RDMA path (dma-buf, nvidia_peermem) registered the GPU buffer. A
+	// fail: seed 001's nvidia_peermem that did not load ahead of MOFED.
+	KindGPUDirect Kind = "gpudirect"
 )
 
 // Kinds lists every valid kind (for validation and tests).
