@@ -30,16 +30,17 @@ type subcommand struct {
 }
 
 var subcommands = map[string]subcommand{
-	"version": {"print the probe version", runVersion},
-	"env":     {"print the pod's RDMA-relevant environment (memlock, IPC_LOCK, /dev/infiniband)", runEnv},
-	"tcp":     {"check pod-to-pod TCP: tcp --listen :PORT | tcp --connect HOST:PORT", runTCP},
-	"devices": {"list RDMA devices, ports (state, link layer, rate, MTU) and GIDs", runDevices},
-	"bw":      {"RDMA write/read bandwidth: bw server [flags] | bw client [flags] HOST", runBW},
-	"mr":      {"memory-registration probe against the memlock limit", runMR},
-	"node":    {"host checks through a host root: modules, MOFED/GPU markers, RDMA ports, PSI, NFS mounts", runNode},
-	"say":     {"print a message and exit with a code, or sleep (stand-in containers for bed tests)", runSay},
-	"stall":   {"NFS I/O-stall writer/reader/verifier: stall write|read|verify|stop [flags]", runStall},
-	"nccl":    {"one rank of a multi-node NCCL sweep (Indexed Job pod; CUDA and NCCL loaded at run time)", runNCCL},
+	"version":    {"print the probe version", runVersion},
+	"env":        {"print the pod's RDMA-relevant environment (memlock, IPC_LOCK, /dev/infiniband)", runEnv},
+	"tcp":        {"check pod-to-pod TCP: tcp --listen :PORT | tcp --connect HOST:PORT", runTCP},
+	"devices":    {"list RDMA devices, ports (state, link layer, rate, MTU) and GIDs", runDevices},
+	"bw":         {"RDMA write/read bandwidth: bw server [flags] | bw client [flags] HOST", runBW},
+	"mr":         {"memory-registration probe against the memlock limit", runMR},
+	"node":       {"host checks through a host root: modules, MOFED/GPU markers, RDMA ports, PSI, NFS mounts", runNode},
+	"say":        {"print a message and exit with a code, or sleep (stand-in containers for bed tests)", runSay},
+	"stall":      {"NFS I/O-stall writer/reader/verifier: stall write|read|verify|stop [flags]", runStall},
+	"nccl":       {"one rank of a multi-node NCCL sweep (Indexed Job pod; CUDA and NCCL loaded at run time)", runNCCL},
+	"nccl-tests": {"run the image's own nccl-tests binary (single node, multi-GPU) and print its parsed table", runNCCLTests},
 }
 
 func main() {
