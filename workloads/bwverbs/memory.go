@@ -88,6 +88,16 @@ const FixNoGPU = "request nvidia.com/gpu and use an image with the NVIDIA driver
 const FixGPUDirect = "load nvidia_peermem (GPU operator: driver.rdma.enabled=true; with MOFED it must load after the MOFED driver is ready), " +
 	"or use dma-buf: Linux ≥ 5.12, the open NVIDIA kernel modules, CUDA ≥ 11.7 and an HCA driver with dma-buf support (mlx5)"
 
+// withNoGPUFix adds FixNoGPU to an allocator's no-GPU error unless the
+// error already tells the pod to request nvidia.com/gpu (the CUDA
+// loader's errors do): one fix, not the same one twice.
+func withNoGPUFix(err error) error {
+	if strings.Contains(err.Error(), "request nvidia.com/gpu") {
+		return err
+	}
+	return fmt.Errorf("%w: %s", err, FixNoGPU)
+}
+
 // gpuPage is the granularity GPU buffers are allocated and registered in:
 // a dma-buf export needs host-page alignment, nvidia_peermem pins 64 KiB
 // GPU pages.
@@ -129,7 +139,7 @@ func gpuMemory(d gpuDeps, spec MemorySpec, ibdev string, size int, access verbs.
 	gpus, err := d.alloc.GPUs()
 	if err != nil {
 		if errors.Is(err, bw.ErrNoGPU) {
-			return nil, nil, bw.Memory{}, bw.Tag(bw.ErrNoGPU, fmt.Errorf("--mem %s: %w: %s", spec, err, FixNoGPU))
+			return nil, nil, bw.Memory{}, bw.Tag(bw.ErrNoGPU, fmt.Errorf("--mem %s: %w", spec, withNoGPUFix(err)))
 		}
 		return nil, nil, bw.Memory{}, fmt.Errorf("--mem %s: listing GPUs: %w", spec, err)
 	}
@@ -151,7 +161,7 @@ func gpuMemory(d gpuDeps, spec MemorySpec, ibdev string, size int, access verbs.
 	buf, err := d.alloc.Alloc(gpu.Ordinal, size)
 	if err != nil {
 		if errors.Is(err, bw.ErrNoGPU) {
-			err = bw.Tag(bw.ErrNoGPU, fmt.Errorf("%w: %s", err, FixNoGPU))
+			err = bw.Tag(bw.ErrNoGPU, withNoGPUFix(err))
 		}
 		return nil, nil, mem, fmt.Errorf("allocating %s: %w", where, err)
 	}

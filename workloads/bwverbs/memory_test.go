@@ -366,3 +366,12 @@ func TestNoHostAccessToTheBuffer(t *testing.T) {
 		})
 	}
 }
+
+// An allocator error that already names the fix gets no second copy.
+func TestNoGPUFixOnce(t *testing.T) {
+	own := bw.Tag(bw.ErrNoGPU, errors.New("no CUDA driver: libcuda.so.1 could not be loaded: run on a GPU node …, and request nvidia.com/gpu"))
+	_, _, _, err := gpuMemory(gpuDeps{alloc: &fakeGPUs{listErr: own}, topo: twoSocketNode(), reg: &fakeReg{}}, auto(), "mlx5_0", 1<<20, access)
+	if n := strings.Count(err.Error(), "request nvidia.com/gpu"); n != 1 || !errors.Is(err, bw.ErrNoGPU) {
+		t.Fatalf("fix %d times: %v", n, err)
+	}
+}

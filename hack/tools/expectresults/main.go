@@ -14,6 +14,11 @@
 // Bound lines: "@measured CHECK-ID NODE NAME LOW HIGH" require the
 // measurement NAME of that check on NODE to lie in (LOW, HIGH]: a measured
 // value, not just a status (e.g. a stall that is > 0 and within its limit).
+//
+// Evidence lines: "@evidence ID-PREFIX TEXT" require every check whose id
+// starts with ID-PREFIX (at least one) to carry an evidence line
+// containing TEXT: what happened on the way to a not-run, not just its
+// reason (e.g. every NCCL rank joined before CUDA stopped the world).
 package main
 
 import (
@@ -35,6 +40,34 @@ type bound struct {
 	low, high      float64
 }
 
+// evidenceRule is one @evidence line.
+type evidenceRule struct {
+	line         int
+	prefix, text string
+}
+
+// check returns why the rule is not met ("" when it is).
+func (r evidenceRule) check(checks []reports.Check) string {
+	n := 0
+	var without []string
+	for _, c := range checks {
+		if !strings.HasPrefix(c.ID, r.prefix) {
+			continue
+		}
+		n++
+		if !slices.ContainsFunc(c.Evidence, func(e string) bool { return strings.Contains(e, r.text) }) {
+			without = append(without, fmt.Sprintf("%s [%s] %v", c.ID, c.Variant, c.Nodes))
+		}
+	}
+	switch {
+	case n == 0:
+		return fmt.Sprintf("no check %s* in the results", r.prefix)
+	case len(without) > 0:
+		return fmt.Sprintf("%d of %d checks %s* lack evidence containing %q: %s", len(without), n, r.prefix, r.text, strings.Join(without, "; "))
+	}
+	return ""
+}
+
 type expectation struct {
 	line                         int
 	id, variant, node, status, s string
@@ -49,7 +82,7 @@ func main() {
 	if err != nil {
 		fail("%v", err)
 	}
-	exps, bounds, err := readExpectations(*expectPath)
+	exps, bounds, rules, err := readExpectations(*expectPath)
 	if err != nil {
 		fail("%v", err)
 	}
@@ -57,6 +90,12 @@ func main() {
 	for _, b := range bounds {
 		if msg := b.check(run.Checks); msg != "" {
 			fmt.Printf("MEASURED %s:%d: %s\n", *expectPath, b.line, msg)
+			bad++
+		}
+	}
+	for _, r := range rules {
+		if msg := r.check(run.Checks); msg != "" {
+			fmt.Printf("EVIDENCE %s:%d: %s\n", *expectPath, r.line, msg)
 			bad++
 		}
 	}
@@ -130,14 +169,15 @@ func orDash(s string) string {
 	return s
 }
 
-func readExpectations(path string) ([]*expectation, []bound, error) {
+func readExpectations(path string) ([]*expectation, []bound, []evidenceRule, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	defer f.Close()
 	var out []*expectation
 	var bounds []bound
+	var rules []evidenceRule
 	sc := bufio.NewScanner(f)
 	n := 0
 	for sc.Scan() {
@@ -147,24 +187,31 @@ func readExpectations(path string) ([]*expectation, []bound, error) {
 			continue
 		}
 		f := strings.Fields(line)
+		if f[0] == "@evidence" {
+			if len(f) < 3 {
+				return nil, nil, nil, fmt.Errorf("%s:%d: want @evidence ID-PREFIX TEXT", path, n)
+			}
+			rules = append(rules, evidenceRule{line: n, prefix: f[1], text: strings.Join(f[2:], " ")})
+			continue
+		}
 		if f[0] == "@measured" {
 			if len(f) != 6 {
-				return nil, nil, fmt.Errorf("%s:%d: want @measured CHECK NODE NAME LOW HIGH", path, n)
+				return nil, nil, nil, fmt.Errorf("%s:%d: want @measured CHECK NODE NAME LOW HIGH", path, n)
 			}
 			low, err1 := strconv.ParseFloat(f[4], 64)
 			high, err2 := strconv.ParseFloat(f[5], 64)
 			if err1 != nil || err2 != nil || low >= high {
-				return nil, nil, fmt.Errorf("%s:%d: LOW and HIGH must be numbers with LOW < HIGH", path, n)
+				return nil, nil, nil, fmt.Errorf("%s:%d: LOW and HIGH must be numbers with LOW < HIGH", path, n)
 			}
 			bounds = append(bounds, bound{line: n, id: f[1], node: f[2], name: f[3], low: low, high: high})
 			continue
 		}
 		if len(f) < 5 {
-			return nil, nil, fmt.Errorf("%s:%d: want CHECK VARIANT NODE STATUS TEXT", path, n)
+			return nil, nil, nil, fmt.Errorf("%s:%d: want CHECK VARIANT NODE STATUS TEXT", path, n)
 		}
 		out = append(out, &expectation{line: n, id: f[0], variant: f[1], node: f[2], status: f[3], s: strings.Join(f[4:], " ")})
 	}
-	return out, bounds, sc.Err()
+	return out, bounds, rules, sc.Err()
 }
 
 func fail(format string, a ...any) {

@@ -32,12 +32,12 @@ func TestBounds(t *testing.T) {
 func TestReadBounds(t *testing.T) {
 	p := filepath.Join(t.TempDir(), "e.txt")
 	os.WriteFile(p, []byte("x - n pass -\n@measured x n gap 0 60\n"), 0o644)
-	exps, bounds, err := readExpectations(p)
+	exps, bounds, _, err := readExpectations(p)
 	if err != nil || len(exps) != 1 || len(bounds) != 1 || bounds[0].high != 60 {
 		t.Fatalf("%v %v %v", exps, bounds, err)
 	}
 	os.WriteFile(p, []byte("@measured x n gap 60 0\n"), 0o644)
-	if _, _, err := readExpectations(p); err == nil {
+	if _, _, _, err := readExpectations(p); err == nil {
 		t.Fatal("LOW >= HIGH accepted")
 	}
 }
@@ -47,5 +47,31 @@ func TestNodeListMatchesInOrder(t *testing.T) {
 	if !e.matchesNode(reports.Check{Nodes: []string{"rxe-node-1", "rxe-node-2"}}) ||
 		e.matchesNode(reports.Check{Nodes: []string{"rxe-node-2", "rxe-node-1"}}) {
 		t.Fatal("a node list must match the check's nodes exactly, in order")
+	}
+}
+
+// An evidence rule holds only when every check of the prefix (and at
+// least one) carries the text among its evidence.
+func TestEvidenceRule(t *testing.T) {
+	joined := reports.Check{ID: "nccl/all_reduce", Evidence: []string{"ranks joined 2/2: rank 0 → pod w-0"}}
+	other := reports.Check{ID: "nccl/transport", Evidence: []string{"ranks joined 1/2"}}
+	r := evidenceRule{prefix: "nccl/", text: "ranks joined 2/2"}
+	if msg := r.check([]reports.Check{joined}); msg != "" {
+		t.Fatal(msg)
+	}
+	if msg := r.check([]reports.Check{joined, other}); !strings.Contains(msg, "1 of 2 checks nccl/* lack evidence") || !strings.Contains(msg, "nccl/transport") {
+		t.Fatal(msg)
+	}
+	if msg := r.check([]reports.Check{{ID: "gpudirect/write"}}); !strings.Contains(msg, "no check nccl/*") {
+		t.Fatal(msg)
+	}
+	p := filepath.Join(t.TempDir(), "e.txt")
+	os.WriteFile(p, []byte("@evidence nccl/ ranks joined 2/2\n"), 0o644)
+	if _, _, rules, err := readExpectations(p); err != nil || len(rules) != 1 || rules[0].text != "ranks joined 2/2" || rules[0].prefix != "nccl/" {
+		t.Fatalf("%v %+v", err, rules)
+	}
+	os.WriteFile(p, []byte("@evidence nccl/\n"), 0o644)
+	if _, _, _, err := readExpectations(p); err == nil {
+		t.Fatal("an @evidence line without text must be refused")
 	}
 }
