@@ -51,11 +51,19 @@ func TestRegistrationErrorKinds(t *testing.T) {
 		peermem, dmabuf, memlock bool
 		errno                    syscall.Errno
 	}{
+		// perftest's --use_cuda without a peer-memory client: "Couldn't
+		// allocate MR ... ERRNO: Bad address" on a GPU Operator + Network
+		// Operator cluster, fixed by modprobe nvidia-peermem
+		// (linux-rdma/perftest#126), and "Couldn't allocate MR with
+		// error=14" when dma-buf was not asked for (perftest#346).
 		{ext(syscall.EFAULT), true, false, false, syscall.EFAULT},
 		{ext(syscall.EINVAL), true, false, false, syscall.EINVAL},
 		{ext(syscall.ENOMEM), false, false, false, syscall.ENOMEM},
 		{ext(syscall.EOPNOTSUPP), false, false, false, syscall.EOPNOTSUPP},
 		{dmabuf(syscall.EOPNOTSUPP), false, true, false, syscall.EOPNOTSUPP},
+		// --use_cuda_dmabuf on an H100 pod whose stack could not register
+		// dma-buf memory: "Couldn't allocate MR with error=93"
+		// (EPROTONOSUPPORT; linux-rdma/perftest#280).
 		{dmabuf(syscall.EPROTONOSUPPORT), false, true, false, syscall.EPROTONOSUPPORT},
 		{dmabuf(syscall.ENOSYS), false, true, false, syscall.ENOSYS},
 		{dmabuf(syscall.EINVAL), false, false, false, syscall.EINVAL},
