@@ -82,8 +82,28 @@ func Table(w io.Writer, r Run) error {
 	if err := t.Render(); err != nil {
 		return err
 	}
+	if fs := Localize(r); len(fs) > 0 {
+		fmt.Fprintln(w, "localisation (pair checks: node, port or link):")
+		for _, f := range fs {
+			fmt.Fprintf(w, "  %s\n", findingText(f))
+		}
+	}
 	PhasesText(w, r.Phases)
 	return nil
+}
+
+// findingText is one localisation finding on one line: kind, variant,
+// the explanation and the check ids it covers.
+func findingText(f Finding) string {
+	s := string(f.Kind)
+	if f.Variant != "" {
+		s += " [" + f.Variant + "]"
+	}
+	s += ": " + f.Explanation
+	if len(f.Checks) > 0 {
+		s += " (" + strings.Join(f.Checks, ", ") + ")"
+	}
+	return s
 }
 
 // PhasesText prints where a run's time went, one line per phase, sorted.
@@ -153,6 +173,20 @@ func Markdown(w io.Writer, r Run) error {
 		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s |\n", badge, md(checkLabel(c)), md(c.Variant),
 			md(strings.Join(c.Nodes, ", ")), md(measuredText(c)), md(verdictText(c)))
 	}
+	if fs := Localize(r); len(fs) > 0 {
+		fmt.Fprintf(w, "\n## Localisation\n\n")
+		for _, f := range fs {
+			v := ""
+			if f.Variant != "" {
+				v = " (" + f.Variant + ")"
+			}
+			ids := ""
+			if len(f.Checks) > 0 {
+				ids = " — `" + strings.Join(f.Checks, "`, `") + "`"
+			}
+			fmt.Fprintf(w, "- **%s**%s: %s%s\n", f.Kind, v, strings.ReplaceAll(f.Explanation, "\n", " "), ids)
+		}
+	}
 	failed := false
 	for _, c := range r.Checks {
 		if (c.Status == Pass && !c.ShowEvidence) || len(c.Evidence) == 0 {
@@ -200,6 +234,9 @@ type junitSuite struct {
 	Errors   int         `xml:"errors,attr"`
 	Skipped  int         `xml:"skipped,attr"`
 	Cases    []junitCase `xml:"testcase"`
+	// SystemOut carries the localisation findings (after the cases, where
+	// the JUnit schema puts a suite's system-out).
+	SystemOut string `xml:"system-out,omitempty"`
 }
 type junitCase struct {
 	Name      string        `xml:"name,attr"`
@@ -219,6 +256,8 @@ type junitMessage struct {
 // an allowed not-run → skipped with its reason, a not-run the operator did
 // not allow → failure. A run with no check, or where every check is
 // not-run, gets a failing "rdmasuite/run" case: CI never reads it as green.
+// The localisation findings (Localize), when there are any, are the
+// suite's system-out.
 func JUnit(w io.Writer, r Run) error { return junit(w, r, nil) }
 
 // JUnitWithDiff is JUnit plus one "rdmasuite/baseline" case for the
@@ -283,6 +322,13 @@ func junit(w io.Writer, r Run, diff *DiffResult) error {
 		case c.Skipped != nil:
 			s.Skipped++
 		}
+	}
+	if fs := Localize(r); len(fs) > 0 {
+		lines := []string{"localisation (pair checks: node, port or link):"}
+		for _, f := range fs {
+			lines = append(lines, findingText(f))
+		}
+		s.SystemOut = strings.Join(lines, "\n")
 	}
 	if _, err := io.WriteString(w, xml.Header); err != nil {
 		return err

@@ -1,0 +1,451 @@
+package reports
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"sort"
+	"strings"
+)
+
+// FindingKind is what a localisation finding blames.
+type FindingKind string
+
+const (
+	// BadNode: a node failed with every partner it was measured with (at
+	// least 2), on all its rails or on a mix no single port explains.
+	BadNode FindingKind = "bad-node"
+	// BadPort: a node failed with every partner on one rail (its side of
+	// the rail label) and passed with them on its other rails.
+	BadPort FindingKind = "bad-port"
+	// BadLink: a pair failed while both of its nodes passed with some
+	// other partner.
+	BadLink FindingKind = "bad-link"
+	// Inconclusive: a failing pair where a node was measured with one
+	// partner only: a bad node and a bad link read the same.
+	Inconclusive FindingKind = "inconclusive"
+)
+
+// kindOrder sorts findings: nodes, ports, links, then what is undecided.
+var kindOrder = map[FindingKind]int{BadNode: 0, BadPort: 1, BadLink: 2, Inconclusive: 3}
+
+// Finding localises failing pair checks of one variant to a node, one of
+// its ports, or the link between two nodes.
+type Finding struct {
+	Kind    FindingKind `json:"kind"`
+	Variant string      `json:"variant,omitempty"`
+	// Nodes: the suspect node; both ends of a link (sorted); both ends of
+	// an inconclusive pair where neither had another partner.
+	Nodes []string `json:"nodes"`
+	// Rail: a bad port's name (the node's side of the rail label); the
+	// failing rail label(s) of a bad link; the failing ports of a bad node
+	// that fails on some rails with some partners only. Empty when the
+	// checks carry no rail or every rail failed.
+	Rail string `json:"rail,omitempty"`
+	// PartnersFailed / PartnersPassed count FailedWith and PassedWith:
+	// the distinct partners failed and passed with. A bad node: all of
+	// its partners, none passed. A bad port: the partners that failed on
+	// that rail, and those that passed on its other rails. A bad link:
+	// the other partners of its two ends (the ends themselves left out).
+	// Inconclusive: the one partner failed with.
+	PartnersFailed int      `json:"partnersFailed"`
+	PartnersPassed int      `json:"partnersPassed"`
+	FailedWith     []string `json:"failedWith,omitempty"`
+	PassedWith     []string `json:"passedWith,omitempty"`
+	// Checks: the ids of the failing checks the finding explains.
+	Checks      []string `json:"checks,omitempty"`
+	Explanation string   `json:"explanation"`
+}
+
+// locPrefixes are the check families measured between two nodes.
+var locPrefixes = []string{"bandwidth/", "gpudirect/", "nccl/"}
+
+func locPairFamily(id string) bool {
+	for _, p := range locPrefixes {
+		if strings.HasPrefix(id, p) {
+			return true
+		}
+	}
+	return false
+}
+
+func locFailing(s Status) bool { return s == Fail || s == Error }
+
+type locPair struct{ a, b string } // a < b
+
+func locKey(x, y string) locPair {
+	if y < x {
+		x, y = y, x
+	}
+	return locPair{x, y}
+}
+
+// variantEvidence is one variant's measured pair and loopback checks.
+type variantEvidence struct {
+	pairs    map[locPair][]Check
+	loopback map[string][]Check
+}
+
+// pairFailed: a pair failed when any of its checks failed or errored.
+func locPairFailed(cs []Check) bool {
+	for _, c := range cs {
+		if locFailing(c.Status) {
+			return true
+		}
+	}
+	return false
+}
+
+// Localize reads the run's pair checks (ids under bandwidth/, gpudirect/
+// and nccl/ with exactly two nodes), per variant, and says where failures
+// sit: a node that fails with every partner (at least 2) is a bad node, or
+// a bad port when one of its rails fails with every partner while its other
+// rails pass; a failing pair whose two nodes both pass with some other
+// partner is a bad link; a failing pair with a node measured against that
+// one partner only is inconclusive. Not-run checks are no evidence either
+// way. Loopback checks (ids ending in /loopback, or both nodes the same)
+// are not pairs: they only add to a node's explanation whether the node
+// works on its own. The order is deterministic.
+func Localize(run Run) []Finding {
+	byVariant := map[string]*variantEvidence{}
+	for _, c := range run.Checks {
+		if !locPairFamily(c.ID) || (c.Status != Pass && !locFailing(c.Status)) {
+			continue
+		}
+		loop := strings.HasSuffix(c.ID, "/loopback") || (len(c.Nodes) == 2 && c.Nodes[0] == c.Nodes[1])
+		if (loop && len(c.Nodes) == 0) || (!loop && len(c.Nodes) != 2) {
+			continue
+		}
+		ev := byVariant[c.Variant]
+		if ev == nil {
+			ev = &variantEvidence{pairs: map[locPair][]Check{}, loopback: map[string][]Check{}}
+			byVariant[c.Variant] = ev
+		}
+		if loop {
+			ev.loopback[c.Nodes[0]] = append(ev.loopback[c.Nodes[0]], c)
+			continue
+		}
+		k := locKey(c.Nodes[0], c.Nodes[1])
+		ev.pairs[k] = append(ev.pairs[k], c)
+	}
+	var out []Finding
+	for v, ev := range byVariant {
+		out = append(out, ev.localize(v)...)
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		a, b := out[i], out[j]
+		if a.Variant != b.Variant {
+			return a.Variant < b.Variant
+		}
+		if a.Kind != b.Kind {
+			return kindOrder[a.Kind] < kindOrder[b.Kind]
+		}
+		if x, y := strings.Join(a.Nodes, ","), strings.Join(b.Nodes, ","); x != y {
+			return x < y
+		}
+		return a.Rail < b.Rail
+	})
+	return out
+}
+
+func (ev *variantEvidence) localize(variant string) []Finding {
+	failedWith, passedWith := map[string][]string{}, map[string][]string{}
+	var keys []locPair
+	for k, cs := range ev.pairs {
+		keys = append(keys, k)
+		m := passedWith
+		if locPairFailed(cs) {
+			m = failedWith
+		}
+		m[k.a] = append(m[k.a], k.b)
+		m[k.b] = append(m[k.b], k.a)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		if keys[i].a != keys[j].a {
+			return keys[i].a < keys[j].a
+		}
+		return keys[i].b < keys[j].b
+	})
+	for _, m := range []map[string][]string{failedWith, passedWith} {
+		for n := range m {
+			sort.Strings(m[n])
+		}
+	}
+	bad := map[string]bool{}
+	var out []Finding
+	for _, n := range slices.Sorted(maps.Keys(failedWith)) {
+		if len(passedWith[n]) == 0 && len(failedWith[n]) >= 2 {
+			bad[n] = true
+			out = append(out, ev.nodeFindings(variant, n, failedWith[n])...)
+		}
+	}
+	for _, k := range keys {
+		cs := ev.pairs[k]
+		if !locPairFailed(cs) || bad[k.a] || bad[k.b] {
+			continue
+		}
+		rails, ids := locFailingRails(cs), locFailingIDs(cs)
+		pa, pb := passedWith[k.a], passedWith[k.b]
+		switch {
+		case len(pa) > 0 && len(pb) > 0:
+			others := locUnion(pa, pb)
+			othersFailed := locUnion(locWithout(failedWith[k.a], k.b), locWithout(failedWith[k.b], k.a))
+			out = append(out, Finding{Kind: BadLink, Variant: variant, Nodes: []string{k.a, k.b}, Rail: strings.Join(rails, ", "),
+				PartnersFailed: len(othersFailed), PartnersPassed: len(others), FailedWith: othersFailed, PassedWith: others, Checks: ids,
+				Explanation: fmt.Sprintf("%s↔%s failed%s while %s passed with %s and %s with %s: suspect the link between them (cables, switch ports, route), not either node",
+					k.a, k.b, locOnRails(rails), k.a, locPartners(pa), k.b, locPartners(pb))})
+		case len(pa) == 0 && len(pb) == 0: // each end's only partner is the other
+			out = append(out, Finding{Kind: Inconclusive, Variant: variant, Nodes: []string{k.a, k.b}, Rail: strings.Join(rails, ", "),
+				Checks: ids,
+				Explanation: fmt.Sprintf("inconclusive: one partner: %s↔%s failed%s and neither node was measured with another partner%s%s: a bad node and a bad link read the same; measure against more nodes (--pairing=all)",
+					k.a, k.b, locOnRails(rails), ev.loopbackNote(k.a, ""), ev.loopbackNote(k.b, ""))})
+		default: // one end passes elsewhere; the other had this partner only
+			n, p, pp := k.a, k.b, pb
+			if len(pa) > 0 {
+				n, p, pp = k.b, k.a, pa
+			}
+			out = append(out, Finding{Kind: Inconclusive, Variant: variant, Nodes: []string{n}, Rail: strings.Join(rails, ", "),
+				PartnersFailed: 1, FailedWith: []string{p}, Checks: ids,
+				Explanation: fmt.Sprintf("inconclusive: one partner: %s was measured with %s only and failed%s, while %s passed with %s%s: suspect %s or the %s↔%s link; measure %s against another node (--pairing=all)",
+					n, p, locOnRails(rails), p, locPartners(pp), ev.loopbackNote(n, ""), n, k.a, k.b, n)})
+		}
+	}
+	return out
+}
+
+// nodeFindings says how a node that failed with all its partners failed:
+// on one or more ports that fail with every partner while its other ports
+// pass (bad-port, one finding per port), or as a whole (bad-node).
+func (ev *variantEvidence) nodeFindings(variant, n string, partners []string) []Finding {
+	// port → partner → failed on that port with that partner
+	ports := map[string]map[string]bool{}
+	var cs []Check
+	for _, p := range partners {
+		cs = append(cs, ev.pairs[locKey(n, p)]...)
+	}
+	for _, c := range cs {
+		port, ok := localPort(c, n)
+		if !ok {
+			continue
+		}
+		p := c.Nodes[0]
+		if p == n {
+			p = c.Nodes[1]
+		}
+		if ports[port] == nil {
+			ports[port] = map[string]bool{}
+		}
+		ports[port][p] = ports[port][p] || locFailing(c.Status)
+	}
+	names := slices.Sorted(maps.Keys(ports))
+	var badPorts, goodPorts []string
+	for _, port := range names {
+		nf := 0
+		for _, f := range ports[port] {
+			if f {
+				nf++
+			}
+		}
+		switch {
+		case nf == len(ports[port]) && nf >= 2:
+			badPorts = append(badPorts, port)
+		case nf == 0:
+			goodPorts = append(goodPorts, port)
+		}
+	}
+	// Every failing check must sit on a bad port for the ports to explain
+	// the node: an unrailed failure, or one on a port that fails with some
+	// partners only, is the node's.
+	explained := len(badPorts) > 0 && len(badPorts) < len(names)
+	for _, c := range cs {
+		if !locFailing(c.Status) {
+			continue
+		}
+		if port, ok := localPort(c, n); !ok || !slices.Contains(badPorts, port) {
+			explained = false
+		}
+	}
+	if explained {
+		var out []Finding
+		for _, port := range badPorts {
+			var failedWith, passedWith []string
+			var ids []string
+			for p := range ports[port] {
+				failedWith = append(failedWith, p)
+			}
+			for _, g := range goodPorts {
+				for p := range ports[g] {
+					passedWith = locUnion(passedWith, []string{p})
+				}
+			}
+			for _, c := range cs {
+				if lp, ok := localPort(c, n); ok && lp == port && locFailing(c.Status) {
+					ids = locUnion(ids, []string{c.ID})
+				}
+			}
+			sort.Strings(failedWith)
+			suspect := fmt.Sprintf("suspect its %s port/cable/switch port, not the fabric", port)
+			switch ev.loopbackStatus(n, port) {
+			case Fail:
+				suspect = fmt.Sprintf("its loopback on %s failed too: suspect its %s port (HCA side), not the fabric", port, port)
+			case Pass:
+				suspect = fmt.Sprintf("its loopback on %s passed: suspect its %s cable or switch port, not the fabric", port, port)
+			}
+			out = append(out, Finding{Kind: BadPort, Variant: variant, Nodes: []string{n}, Rail: port,
+				PartnersFailed: len(failedWith), PartnersPassed: len(passedWith), FailedWith: failedWith, PassedWith: passedWith, Checks: ids,
+				Explanation: fmt.Sprintf("%s failed with all %d partners on rail %s and passed on %s with %s: %s",
+					n, len(failedWith), port, strings.Join(goodPorts, ", "), locPartners(passedWith), suspect)})
+		}
+		return out
+	}
+	f := Finding{Kind: BadNode, Variant: variant, Nodes: []string{n}, PartnersFailed: len(partners),
+		FailedWith: append([]string(nil), partners...), Checks: locFailingIDs(cs)}
+	where := ""
+	switch {
+	case len(names) == 0:
+	case len(badPorts) == len(names):
+		where = fmt.Sprintf(" on every rail (%s)", strings.Join(names, ", "))
+	default:
+		var parts, failed []string
+		for _, port := range names {
+			nf := 0
+			for _, x := range ports[port] {
+				if x {
+					nf++
+				}
+			}
+			if nf > 0 {
+				failed = append(failed, port)
+				parts = append(parts, fmt.Sprintf("%s with %d of %d", port, nf, len(ports[port])))
+			}
+		}
+		f.Rail = strings.Join(failed, ", ")
+		switch {
+		case len(failed) == 0: // only checks without a rail failed
+			where = fmt.Sprintf(" in %s, which carry no rail; its rails passed (%s)", strings.Join(f.Checks, ", "), strings.Join(names, ", "))
+		default:
+			where = ", on " + strings.Join(parts, ", ")
+			if len(goodPorts) > 0 {
+				where += "; passed on " + strings.Join(goodPorts, ", ")
+			}
+		}
+	}
+	suspect := "suspect the node (HCA, driver, configuration, cabling), not the fabric"
+	switch ev.loopbackStatus(n, "") {
+	case Fail:
+		suspect = "its loopback failed too: suspect the node itself (HCA, driver, configuration), not the fabric"
+	case Pass:
+		suspect = "its loopback passed: suspect its cables or switch ports, not its HCA or the rest of the fabric"
+	}
+	f.Explanation = fmt.Sprintf("%s failed with all %d partners (%s)%s: %s", n, len(partners), strings.Join(partners, ", "), where, suspect)
+	return []Finding{f}
+}
+
+// localPort is node n's side of the check's rail label "client→server":
+// the left side when n is the client (Nodes[0]), the right side when it is
+// the server (Nodes[1]). A check without a rail, or with a side that is no
+// port ("(no peer rail)"), has none.
+func localPort(c Check, n string) (string, bool) {
+	l, r, ok := strings.Cut(c.Rail, "→")
+	if !ok || l == "" || r == "" || strings.HasPrefix(l, "(") || strings.HasPrefix(r, "(") {
+		return "", false
+	}
+	if c.Nodes[0] == n {
+		return l, true
+	}
+	return r, true
+}
+
+// loopbackStatus is node n's loopback verdict (on port, when named: the
+// loopback checks whose rail has port on either side): Fail when any
+// failed, Pass when all passed, "" when none was measured.
+func (ev *variantEvidence) loopbackStatus(n, port string) Status {
+	var st Status
+	for _, c := range ev.loopback[n] {
+		if port != "" {
+			l, r, ok := strings.Cut(c.Rail, "→")
+			if !ok || (l != port && r != port) {
+				continue
+			}
+		}
+		if locFailing(c.Status) {
+			return Fail
+		}
+		st = Pass
+	}
+	return st
+}
+
+func (ev *variantEvidence) loopbackNote(n, port string) string {
+	switch ev.loopbackStatus(n, port) {
+	case Fail:
+		return "; " + n + "'s loopback failed too"
+	case Pass:
+		return "; " + n + "'s loopback passed"
+	}
+	return ""
+}
+
+// failingRails are the distinct rail labels of the failing checks.
+func locFailingRails(cs []Check) []string {
+	var out []string
+	for _, c := range cs {
+		if locFailing(c.Status) && c.Rail != "" {
+			out = locUnion(out, []string{c.Rail})
+		}
+	}
+	return out
+}
+
+func locFailingIDs(cs []Check) []string {
+	var out []string
+	for _, c := range cs {
+		if locFailing(c.Status) {
+			out = locUnion(out, []string{c.ID})
+		}
+	}
+	return out
+}
+
+func locOnRails(rails []string) string {
+	switch len(rails) {
+	case 0:
+		return ""
+	case 1:
+		return " on rail " + rails[0]
+	}
+	return " on rails " + strings.Join(rails, ", ")
+}
+
+// partnerList is "1 partner (a)" or "3 partners (a, b, c)".
+func locPartners(ps []string) string {
+	s := "partners"
+	if len(ps) == 1 {
+		s = "partner"
+	}
+	return fmt.Sprintf("%d %s (%s)", len(ps), s, strings.Join(ps, ", "))
+}
+
+// union is the sorted set of a and b.
+func locUnion(a, b []string) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, s := range append(append([]string(nil), a...), b...) {
+		if !seen[s] {
+			seen[s] = true
+			out = append(out, s)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+func locWithout(ss []string, x string) []string {
+	var out []string
+	for _, s := range ss {
+		if s != x {
+			out = append(out, s)
+		}
+	}
+	return out
+}
