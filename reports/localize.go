@@ -198,7 +198,7 @@ func (ev *variantEvidence) localize(variant string) []Finding {
 			out = append(out, Finding{Kind: Inconclusive, Variant: variant, Nodes: []string{k.a, k.b}, Rail: strings.Join(rails, ", "),
 				Checks: ids,
 				Explanation: fmt.Sprintf("inconclusive: one partner: %s↔%s failed%s and neither node was measured with another partner%s%s: a bad node and a bad link read the same; measure against more nodes (--pairing=all)",
-					k.a, k.b, locOnRails(rails), ev.loopbackNote(k.a, ""), ev.loopbackNote(k.b, ""))})
+					k.a, k.b, locOnRails(rails), ev.loopbackNote(k.a), ev.loopbackNote(k.b))})
 		default: // one end passes elsewhere; the other had this partner only
 			n, p, pp := k.a, k.b, pb
 			if len(pa) > 0 {
@@ -207,7 +207,7 @@ func (ev *variantEvidence) localize(variant string) []Finding {
 			out = append(out, Finding{Kind: Inconclusive, Variant: variant, Nodes: []string{n}, Rail: strings.Join(rails, ", "),
 				PartnersFailed: 1, FailedWith: []string{p}, Checks: ids,
 				Explanation: fmt.Sprintf("inconclusive: one partner: %s was measured with %s only and failed%s, while %s passed with %s%s: suspect %s or the %s↔%s link; measure %s against another node (--pairing=all)",
-					n, p, locOnRails(rails), p, locPartners(pp), ev.loopbackNote(n, ""), n, k.a, k.b, n)})
+					n, p, locOnRails(rails), p, locPartners(pp), ev.loopbackNote(n), n, k.a, k.b, n)})
 		}
 	}
 	return out
@@ -376,8 +376,9 @@ func (ev *variantEvidence) loopbackStatus(n, port string) Status {
 	return st
 }
 
-func (ev *variantEvidence) loopbackNote(n, port string) string {
-	switch ev.loopbackStatus(n, port) {
+// loopbackNote is "; n's loopback passed" (or failed too), when measured.
+func (ev *variantEvidence) loopbackNote(n string) string {
+	switch ev.loopbackStatus(n, "") {
 	case Fail:
 		return "; " + n + "'s loopback failed too"
 	case Pass:
@@ -386,7 +387,7 @@ func (ev *variantEvidence) loopbackNote(n, port string) string {
 	return ""
 }
 
-// failingRails are the distinct rail labels of the failing checks.
+// locFailingRails are the distinct rail labels of the failing checks.
 func locFailingRails(cs []Check) []string {
 	var out []string
 	for _, c := range cs {
