@@ -7,7 +7,9 @@
 // TestMain connects once, creates one namespace for the run and deletes it on
 // every exit path: normal end, failed features, --fail-fast (which skips
 // feature teardown), SIGINT/SIGTERM, and an internal deadline set below
-// `go test -timeout` (whose panic would skip all cleanup).
+// `go test -timeout` (whose panic would skip all cleanup). With --namespace
+// NS the run lives in that existing namespace instead, and the same exit
+// paths delete exactly the run's objects there (by the run label), never NS.
 package suites
 
 import (
@@ -39,7 +41,10 @@ var (
 	flagRDMARes     = flag.String("rdma-resource", "rdma/rdma_shared_device_a", "extended resource(s) of the RDMA shared device plugin, comma-separated")
 	flagPodTimeout  = flag.Duration("pod-timeout", 2*time.Minute, "how long one probe pod may take from create to finish")
 	flagNodeLabels  = flag.String("node-selector", "", "label selector for the nodes to test (default: every node; every selected node must advertise the resource)")
-	flagCleanupWait = flag.Duration("cleanup-timeout", 90*time.Second, "how long to wait for the run namespace to be deleted")
+	flagCleanupWait = flag.Duration("cleanup-timeout", 90*time.Second, "how long to wait for the run namespace to be deleted (with --namespace: for the run's pods to be gone)")
+	// e2e-framework defines --namespace only when nothing else has; the
+	// suite's replaces it (the suite always chose the namespace itself).
+	flagNamespace = flag.String("namespace", "", "run inside this existing namespace (created by you, with the Pod Security labels the probe pods need) instead of creating rdmasuite-<run>; the suite never creates or deletes it and deletes only the run's own objects there (label rdmasuite.io/run), so the suite's RBAC can be a Role in it plus read-only cluster access")
 
 	flagVariants        = flag.String("variants", "shared-dev,hostdev", "pod variants: shared-dev (RDMA shared device plugin) and/or hostdev (SR-IOV + Multus)")
 	flagHostdevRes      = flag.String("hostdev-resource", "nvidia.com/hostdev", "extended resource of the SR-IOV (hostdev) device plugin")
@@ -64,7 +69,7 @@ var (
 	flagMemlockIPCLock  = flag.Bool("memlock-ipc-lock", false, "give the memlock probe IPC_LOCK (then it tests registration, not the runtime's limit)")
 	flagReportDir       = flag.String("report-dir", "", "where results-<run>.json and results.json go (default ./rdmasuite-results)")
 	flagAllowNotRun     = flag.String("allow-not-run", "", "check ids (bandwidth/write) or prefixes (bandwidth/) whose not-run does not fail the run, comma-separated; every other not-run fails it")
-	flagKeepOnFailure   = flag.Bool("keep-on-failure", false, "keep the run namespace and its probe pods when the run did not pass (delete later with rdmasuite cleanup --run ID)")
+	flagKeepOnFailure   = flag.Bool("keep-on-failure", false, "keep the run namespace and its probe pods when the run did not pass (delete later with rdmasuite cleanup --run ID; with --namespace the run's objects are kept and its pods labelled rdmasuite.io/kept=true: rdmasuite cleanup --namespace NS --run ID)")
 	flagNodeProbe       = flag.Bool("node-probe", true, "run the host probe (a short-lived privileged pod per node, host / mounted read-only); without it doctor/node checks are not-run")
 	flagNodeProbePath   = flag.String("node-probe-host-path", "/", "host path mounted as the probe's host root; {node} is replaced by the node name (bed tests point it at fixture roots)")
 	flagNodeProbeWin    = flag.String("node-probe-window", "2s", "PSI / iowait sampling window of the host probe")
@@ -122,7 +127,7 @@ func config() (runner.Config, error) {
 		Pairing: *flagPairing, Loopback: *flagLoopback, RailMode: *flagRails, RailParallel: *flagRailParallel,
 		Thresholds: set, SKU: *flagSKU, MemlockRequired: *flagMemlockRequired, MemlockMax: *flagMemlockMax, MemlockIPCLock: *flagMemlockIPCLock,
 		NodeProbe: *flagNodeProbe, NodeProbeHostPath: *flagNodeProbePath, NodeProbeWindow: *flagNodeProbeWin,
-		AllowNotRun: runner.SplitList(*flagAllowNotRun), KeepOnFailure: *flagKeepOnFailure}
+		AllowNotRun: runner.SplitList(*flagAllowNotRun), KeepOnFailure: *flagKeepOnFailure, Namespace: *flagNamespace}
 	c.AllowDisruptive, c.DisruptNodes, c.StallPeer = *flagAllowDisruptive, runner.SplitList(*flagDisruptNodes), *flagStallPeer
 	c.StallPVC, c.StallPVCNamespace, c.StallDurability, c.StallForce = *flagStallPVC, *flagStallPVCNS, *flagStallDurability, *flagStallForce
 	c.MOFEDNamespace, c.MOFEDSelector, c.MOFEDContainer = *flagMOFEDNS, *flagMOFEDSelector, *flagMOFEDContainer
@@ -186,7 +191,19 @@ func TestMain(m *testing.M) {
 	run = runner.New(kube, rcfg, runID)
 	ns := run.Namespace()
 	cfg.WithClient(kl).WithNamespace(ns)
-	fmt.Printf("rdmasuite: cluster %s (%s, kubeconfig %s), run %s, namespace %s\n", rc.Host, version, where, runID, ns)
+	mode, deleting := "", "deleting run namespace "+ns
+	if run.SharedNamespace() {
+		// Nothing is created before the namespace is proven there.
+		cctx, ccancel := context.WithTimeout(context.Background(), 30*time.Second)
+		err := cluster.CheckNamespace(cctx, kube, ns)
+		ccancel()
+		if err != nil {
+			fatal(err)
+		}
+		mode = fmt.Sprintf(" (existing, --namespace; the run's objects carry %s=%s)", cluster.RunLabel, runID)
+		deleting = "deleting run objects in namespace " + ns
+	}
+	fmt.Printf("rdmasuite: cluster %s (%s, kubeconfig %s), run %s, namespace %s%s\n", rc.Host, version, where, runID, ns, mode)
 	started := time.Now()
 
 	// The internal deadline: features stop starting pods in time for the
@@ -203,13 +220,13 @@ func TestMain(m *testing.M) {
 	finish := func(code int, why string) {
 		once.Do(func() {
 			if why != "" {
-				fmt.Fprintf(os.Stderr, "rdmasuite: %s: deleting run namespace %s\n", why, ns)
+				fmt.Fprintf(os.Stderr, "rdmasuite: %s: %s\n", why, deleting)
 			}
 			os.Exit(finishRun(started, rc.Host, version, code))
 		})
 	}
 	// Interrupts (Ctrl-C, kill, a closed ssh session) must not leak the
-	// namespace: delete it, then exit.
+	// namespace (or, with --namespace, the run's objects): delete, then exit.
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	go func() {
@@ -229,6 +246,9 @@ func TestMain(m *testing.M) {
 		fatal(err)
 	}
 	testenv.Setup(func(ctx context.Context, _ *envconf.Config) (context.Context, error) {
+		if run.SharedNamespace() {
+			return ctx, nil // checked above; never created
+		}
 		return ctx, cluster.CreateRunNamespace(ctx, kube, runID)
 	})
 	code := testenv.Run(m)
@@ -236,7 +256,8 @@ func TestMain(m *testing.M) {
 }
 
 // finishRun writes the results, makes the exit code agree with them, and
-// deletes the run namespace (or keeps it with --keep-on-failure).
+// deletes the run namespace (or keeps it with --keep-on-failure); with
+// --namespace it deletes (or keeps) the run's objects there instead.
 func finishRun(started time.Time, server, version string, code int) int {
 	res, code := runner.Reconcile(run.Results(started, server, version), code)
 	if path, err := runner.WriteResults(*flagReportDir, res); err != nil {
@@ -253,6 +274,9 @@ func finishRun(started time.Time, server, version string, code int) int {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), *flagCleanupWait+15*time.Second)
 	defer cancel()
+	if run.SharedNamespace() {
+		return finishShared(ctx, res, code)
+	}
 	if code != 0 && *flagKeepOnFailure {
 		why := reports.SummaryText(res)
 		if err := cluster.MarkKept(ctx, kube, run.RunID, why); err != nil {
@@ -263,6 +287,28 @@ func finishRun(started time.Time, server, version string, code int) int {
 	}
 	if err := cluster.DeleteRunNamespace(ctx, kube, run.RunID, *flagCleanupWait); err != nil {
 		fmt.Fprintf(os.Stderr, "rdmasuite: %v (or: rdmasuite cleanup --run %s)\n", err, run.RunID)
+		if code == 0 {
+			code = 1
+		}
+	}
+	return code
+}
+
+// finishShared is finishRun's end with --namespace: the run's objects in
+// the existing namespace are deleted by the run label (or kept and their
+// pods labelled), and the namespace itself is left as it was.
+func finishShared(ctx context.Context, res reports.Run, code int) int {
+	ns, cleanup := run.Namespace(), fmt.Sprintf("rdmasuite cleanup --namespace %s --run %s", run.Namespace(), run.RunID)
+	if code != 0 && *flagKeepOnFailure {
+		if err := cluster.MarkRunObjectsKept(ctx, kube, ns, run.RunID, reports.SummaryText(res)); err != nil {
+			fmt.Fprintf(os.Stderr, "rdmasuite: marking the run's pods kept: %v\n", err)
+		}
+		fmt.Printf("rdmasuite: --keep-on-failure: run %s's objects kept in namespace %s for debugging (kubectl get pods -n %s -l %s); delete them with: %s\n",
+			run.RunID, ns, ns, cluster.RunSelector(run.RunID), cleanup)
+		return code
+	}
+	if _, err := cluster.DeleteRunObjects(ctx, kube, ns, run.RunID, *flagCleanupWait); err != nil {
+		fmt.Fprintf(os.Stderr, "rdmasuite: %v (or: %s)\n", err, cleanup)
 		if code == 0 {
 			code = 1
 		}

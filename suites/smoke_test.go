@@ -12,7 +12,6 @@ import (
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
 	"sigs.k8s.io/e2e-framework/pkg/features"
 
-	"github.com/rdmasuite/rdmasuite/internal/names"
 	"github.com/rdmasuite/rdmasuite/internal/podrun"
 	"github.com/rdmasuite/rdmasuite/reports"
 	"github.com/rdmasuite/rdmasuite/workloads/podenv"
@@ -66,7 +65,7 @@ func TestSmoke(t *testing.T) {
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
-					e, _, err := runEnvProbe(ctx, podrun.Spec{Name: names.Object("smoke-env", n.Name), Node: n.Name})
+					e, _, err := runEnvProbe(ctx, podrun.Spec{Name: run.Object("smoke-env", n.Name), Node: n.Name})
 					switch {
 					case err != nil:
 						errs[i] = err
@@ -92,7 +91,7 @@ func TestSmoke(t *testing.T) {
 		WithLabel("suite", "smoke").
 		Assess("the scheduler places it on a node that advertises the resource, and it holds IPC_LOCK", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
 			defer smokeCheck(t, "smoke/rdma-pod-scheduled", "a pod asking for the RDMA resource and IPC_LOCK is scheduled where it is advertised")
-			e, res, err := runEnvProbe(ctx, podrun.Spec{Name: "smoke-rdma",
+			e, res, err := runEnvProbe(ctx, podrun.Spec{Name: run.Name("smoke-rdma"),
 				Resources: map[string]int64{*flagRDMARes: 1}, AddCaps: []corev1.Capability{"IPC_LOCK"}})
 			if err != nil {
 				t.Fatal(err)
@@ -116,7 +115,7 @@ func TestSmoke(t *testing.T) {
 		}).
 		Assess("a pod without IPC_LOCK does not hold it (the probe can tell the difference)", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
 			defer smokeCheck(t, "smoke/no-ipc-lock", "a pod without IPC_LOCK does not hold it")
-			e, _, err := runEnvProbe(ctx, podrun.Spec{Name: "smoke-noipclock"})
+			e, _, err := runEnvProbe(ctx, podrun.Spec{Name: run.Name("smoke-noipclock")})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -135,7 +134,7 @@ func TestSmoke(t *testing.T) {
 				t.Fatalf("cross-node check needs two nodes, --node-selector=%q matches %d", *flagNodeLabels, len(nodes))
 			}
 			server, client := nodes[0].Name, nodes[1].Name
-			srv, _, err := podrun.Start(ctx, kube, podrun.Spec{Name: "smoke-tcp-server", Namespace: run.Namespace(), RunID: run.RunID,
+			srv, _, err := podrun.Start(ctx, kube, podrun.Spec{Name: run.Name("smoke-tcp-server"), Namespace: run.Namespace(), RunID: run.RunID,
 				Node: server, Image: *flagImage, Args: []string{"tcp", "--listen", ":18515"}}, *flagPodTimeout)
 			if srv != nil {
 				defer podrun.Delete(kube, srv.Namespace, srv.Name)
@@ -143,7 +142,7 @@ func TestSmoke(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			res, err := podrun.Run(ctx, kube, podrun.Spec{Name: "smoke-tcp-client", Namespace: run.Namespace(), RunID: run.RunID,
+			res, err := podrun.Run(ctx, kube, podrun.Spec{Name: run.Name("smoke-tcp-client"), Namespace: run.Namespace(), RunID: run.RunID,
 				Node: client, Image: *flagImage, Args: []string{"tcp", "--connect", srv.Status.PodIP + ":18515"}}, *flagPodTimeout)
 			if err != nil {
 				t.Fatal(err)

@@ -1,6 +1,8 @@
 // Package cluster connects the suite to a cluster and owns the run's
 // namespace: it resolves which cluster was meant, proves it answers before
-// any test runs, and makes sure everything the run created is deleted.
+// any test runs, and makes sure everything the run created is deleted —
+// with its namespace by default, or by the run label in an existing
+// namespace given with --namespace (shared.go).
 package cluster
 
 import (
@@ -144,11 +146,14 @@ func MarkKept(ctx context.Context, cs kubernetes.Interface, runID, why string) e
 	return err
 }
 
-// Stale is one run namespace left behind (a killed run, a kept failure).
+// Stale is one run left behind (a killed run, a kept failure): its run
+// namespace, or in a shared namespace (StaleRunsIn) that namespace and the
+// number of the run's pods in it.
 type Stale struct {
 	Name, RunID string
 	Age         time.Duration
 	Kept        bool
+	Pods        int
 }
 
 // StaleRuns lists the run namespaces (by the suite's labels) older than

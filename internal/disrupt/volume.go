@@ -283,7 +283,7 @@ func deleteScoped(kube kubernetes.Interface, ns, pv, pvc string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
 	if err := kube.CoreV1().PersistentVolumeClaims(ns).Delete(ctx, pvc, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-		fmt.Printf("rdmasuite: could not delete PVC %s/%s: %v (the run namespace deletion will retry)\n", ns, pvc, err)
+		fmt.Printf("rdmasuite: could not delete PVC %s/%s: %v (the run's cleanup will retry)\n", ns, pvc, err)
 	}
 	if err := kube.CoreV1().PersistentVolumes().Delete(ctx, pv, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
 		fmt.Printf("rdmasuite: could not delete PV %s: %v (delete it by hand: kubectl delete pv %s; its reclaim policy is Retain, nothing on the export is removed)\n", pv, err, pv)

@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
 
+	"github.com/rdmasuite/rdmasuite/internal/cluster"
 	"github.com/rdmasuite/rdmasuite/internal/podrun"
 	"github.com/rdmasuite/rdmasuite/workloads/ncclboot"
 )
@@ -117,5 +118,19 @@ func TestRunWithoutNodes(t *testing.T) {
 	s.Nodes = nil
 	if _, err := Run(context.Background(), fake.NewClientset(), s); err == nil {
 		t.Fatal("a world without nodes must be an error")
+	}
+}
+
+// Cleanup in a shared namespace (--namespace) finds a run's objects by
+// its labels only: the Service, the Job and the Job's pods all carry them.
+func TestServiceAndJobCarryTheRunLabels(t *testing.T) {
+	svc, job := Objects(spec())
+	for what, l := range map[string]map[string]string{"service": svc.Labels, "job": job.Labels, "job's pods": job.Spec.Template.Labels} {
+		if l[cluster.ManagedByLabel] != cluster.ManagedBy || l[cluster.RunLabel] != "r1" {
+			t.Errorf("%s labels %v", what, l)
+		}
+	}
+	if svc.Namespace != "rdmasuite-r1" || job.Namespace != "rdmasuite-r1" {
+		t.Errorf("namespaces %s %s", svc.Namespace, job.Namespace)
 	}
 }

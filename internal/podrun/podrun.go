@@ -39,7 +39,8 @@ type Spec struct {
 	Privileged bool
 	HostMounts map[string]string
 	// Keep leaves the pod after Run for debugging (--keep-on-failure); the
-	// run namespace's deletion, or rdmasuite cleanup, removes it later.
+	// run's cleanup (its namespace's deletion, or by the run label with
+	// --namespace), or rdmasuite cleanup, removes it later.
 	Keep bool
 }
 
@@ -264,7 +265,7 @@ func Delete(cs kubernetes.Interface, ns, name string) {
 	zero := int64(0)
 	err := cs.CoreV1().Pods(ns).Delete(ctx, name, metav1.DeleteOptions{GracePeriodSeconds: &zero})
 	if err != nil && !apierrors.IsNotFound(err) {
-		fmt.Printf("rdmasuite: could not delete pod %s/%s: %v (the run namespace deletion will retry)\n", ns, name, err)
+		fmt.Printf("rdmasuite: could not delete pod %s/%s: %v (the run's cleanup will retry)\n", ns, name, err)
 	}
 }
 

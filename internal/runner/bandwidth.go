@@ -11,7 +11,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/rdmasuite/rdmasuite/internal/names"
 	"github.com/rdmasuite/rdmasuite/internal/pairing"
 	"github.com/rdmasuite/rdmasuite/internal/podrun"
 	"github.com/rdmasuite/rdmasuite/internal/verdict"
@@ -228,9 +227,9 @@ func (r *Runner) pair(ctx context.Context, v Variant, p pairing.Pair, client cor
 // bandwidth feature, GPU memory for gpudirect) and fills in's sides.
 func (r *Runner) runPair(ctx context.Context, v Variant, p pairing.Pair, in *verdict.BWInput, mem bwMemory) {
 	srvArgs := append(append([]string{"bw", "server", "--port", strconv.Itoa(BWPort), "--timeout", "2m"}, r.DeviceArgs(v)...), mem.args()...)
-	srvSpec := mem.spec(r.Spec(v, names.Object(mem.prefix+"-"+v.Name+"-s", p.Server, p.Client, v.Resource), p.Server, srvArgs, v.NeedsCaps))
+	srvSpec := mem.spec(r.Spec(v, r.Object(mem.prefix+"-"+v.Name+"-s", p.Server, p.Client, v.Resource), p.Server, srvArgs, v.NeedsCaps))
 	in.Server = verdict.Side{Node: p.Server, Pod: srvSpec.Name, Command: "rdmaprobe " + strings.Join(srvArgs, " ")}
-	in.Client = verdict.Side{Node: p.Client, Pod: names.Object(mem.prefix+"-"+v.Name+"-c", p.Client, p.Server, v.Resource)}
+	in.Client = verdict.Side{Node: p.Client, Pod: r.Object(mem.prefix+"-"+v.Name+"-c", p.Client, p.Server, v.Resource)}
 
 	srv, srvStart, err := podrun.Start(ctx, r.Kube, srvSpec, r.Cfg.PodTimeout)
 	if srv != nil && !srvSpec.Keep {

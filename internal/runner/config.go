@@ -13,6 +13,8 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/validation"
+
 	"github.com/rdmasuite/rdmasuite/internal/pairing"
 	"github.com/rdmasuite/rdmasuite/thresholds"
 	"github.com/rdmasuite/rdmasuite/workloads/bw"
@@ -61,6 +63,11 @@ type Config struct {
 	// does not fail the run.
 	AllowNotRun   []string
 	KeepOnFailure bool
+
+	// Namespace is an existing namespace the run lives in (--namespace),
+	// beside other runs' objects; empty: the run creates and deletes its
+	// own (cluster.RunNamespace).
+	Namespace string
 
 	// The disruptive feature (suite=disruptive, internal/disrupt): it
 	// restarts the MOFED driver on DisruptNodes only with AllowDisruptive.
@@ -261,6 +268,11 @@ func (c Config) Validate() error {
 	}
 	if err := c.validateGPU(); err != nil {
 		return err
+	}
+	if c.Namespace != "" {
+		if errs := validation.IsDNS1123Label(c.Namespace); len(errs) > 0 {
+			return fmt.Errorf("--namespace %q is not a namespace name: %s", c.Namespace, strings.Join(errs, "; "))
+		}
 	}
 	if c.Thresholds == nil {
 		return fmt.Errorf("no thresholds loaded")

@@ -7,7 +7,6 @@ import (
 	"sync"
 
 	"github.com/rdmasuite/rdmasuite/internal/doctor"
-	"github.com/rdmasuite/rdmasuite/internal/names"
 	"github.com/rdmasuite/rdmasuite/internal/podrun"
 	"github.com/rdmasuite/rdmasuite/workloads/node"
 	"github.com/rdmasuite/rdmasuite/workloads/probeout"
@@ -30,7 +29,7 @@ func (r *Runner) ProbeHosts(ctx context.Context, s doctor.State) (map[string]doc
 		n := s.Nodes[i]
 		hostPath := strings.ReplaceAll(r.Cfg.NodeProbeHostPath, "{node}", n.Name)
 		args := []string{"node", "--host-root", "/host", "--window", r.Cfg.NodeProbeWindow}
-		spec := podrun.Spec{Name: names.Object("node", n.Name), Namespace: r.Namespace(), RunID: r.RunID, Node: n.Name,
+		spec := podrun.Spec{Name: r.Object("node", n.Name), Namespace: r.Namespace(), RunID: r.RunID, Node: n.Name,
 			Image: r.Cfg.Image, Args: args, Privileged: true, HostMounts: map[string]string{hostPath: "/host"}, Keep: r.Cfg.KeepOnFailure}
 		res, err := podrun.Run(ctx, r.Kube, spec, r.Cfg.PodTimeout)
 		var rep node.Report

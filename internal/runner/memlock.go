@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/rdmasuite/rdmasuite/internal/names"
 	"github.com/rdmasuite/rdmasuite/internal/podrun"
 	"github.com/rdmasuite/rdmasuite/internal/verdict"
 	"github.com/rdmasuite/rdmasuite/reports"
@@ -43,7 +42,7 @@ func (r *Runner) Memlock(ctx context.Context, v Variant) []reports.Check {
 			required = "1M"
 		}
 		args := append([]string{"mr", "--required", required, "--max", r.Cfg.MemlockMax}, r.DeviceArgs(v)...)
-		spec := r.Spec(v, names.Object("mr-"+v.Name, n.Name, v.Resource), n.Name, args, r.Cfg.MemlockIPCLock)
+		spec := r.Spec(v, r.Object("mr-"+v.Name, n.Name, v.Resource), n.Name, args, r.Cfg.MemlockIPCLock)
 		res, err := podrun.Run(ctx, r.Kube, spec, r.Cfg.PodTimeout)
 		r.AddPhase(PhasePodStart, res.StartLatency)
 		r.AddPhase(PhaseCollection, res.Collect)

@@ -175,7 +175,7 @@ func (r *Runner) ncclWorld(ctx context.Context, v Variant, cfg Config, colls []n
 		// (nccl-tests#196): Ring measures the link.
 		env["NCCL_ALGO"] = "Ring"
 	}
-	name := worldName(v, nodes)
+	name := worldName(v, nodes, r.scoped(nil)...)
 	pod := r.Spec(v, name, "", args, v.NeedsCaps)
 	pod.Resources[GPUResource] = int64(max(cfg.GPUs, ncclGPUsPerRank))
 	shown := slices.Clone(args)
@@ -223,9 +223,10 @@ func (r *Runner) ncclFloor(nodes []string, byName map[string]corev1.Node) (thres
 // worldName is the Job and Service name of a world: unique per variant
 // and node set (names.Object's hash covers them in full), short enough
 // for the ranks' hostnames (<job>-<index>) and the pods' generated names.
-func worldName(v Variant, nodes []string) string {
+// scope is the run id in a shared namespace (Runner.Object), else empty.
+func worldName(v Variant, nodes []string, scope ...string) string {
 	const room = 48
-	n := names.Object("nccl-"+v.Name, append([]string{v.Resource, strconv.Itoa(len(nodes))}, nodes...)...)
+	n := names.Object("nccl-"+v.Name, append(append([]string{v.Resource, strconv.Itoa(len(nodes))}, nodes...), scope...)...)
 	if len(n) <= room {
 		return n
 	}

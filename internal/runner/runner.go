@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/rdmasuite/rdmasuite/internal/cluster"
+	"github.com/rdmasuite/rdmasuite/internal/names"
 	"github.com/rdmasuite/rdmasuite/reports"
 )
 
@@ -40,8 +41,44 @@ func New(kube kubernetes.Interface, cfg Config, runID string) *Runner {
 	return &Runner{Kube: kube, Cfg: cfg, RunID: runID, phases: map[string]reports.Phase{}}
 }
 
-// Namespace is where every object of the run lives.
-func (r *Runner) Namespace() string { return cluster.RunNamespace(r.RunID) }
+// Namespace is where every object of the run lives: the run's own
+// namespace, or the existing one given with --namespace.
+func (r *Runner) Namespace() string {
+	if r.Cfg.Namespace != "" {
+		return r.Cfg.Namespace
+	}
+	return cluster.RunNamespace(r.RunID)
+}
+
+// SharedNamespace says the run lives in an existing namespace
+// (--namespace), where other runs' objects may be too: a kept failure's
+// pods, or a run in progress.
+func (r *Runner) SharedNamespace() bool { return r.Cfg.Namespace != "" }
+
+// Object names one of the run's objects (names.Object). In a shared
+// namespace the run id is part of the name's identity, so this run's
+// names never clash with another run's there; in the run's own namespace
+// names are as they always were.
+func (r *Runner) Object(prefix string, parts ...string) string {
+	return names.Object(prefix, r.scoped(parts)...)
+}
+
+// Name is a fixed object name, with the run id added in a shared
+// namespace (see Object).
+func (r *Runner) Name(name string) string {
+	if r.SharedNamespace() {
+		return name + "-" + r.RunID
+	}
+	return name
+}
+
+// scoped is parts, with the run id last in a shared namespace.
+func (r *Runner) scoped(parts []string) []string {
+	if !r.SharedNamespace() {
+		return parts
+	}
+	return append(append([]string(nil), parts...), r.RunID)
+}
 
 // Record keeps checks for the results file.
 func (r *Runner) Record(cs ...reports.Check) {
