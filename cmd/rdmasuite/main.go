@@ -4,11 +4,13 @@
 package main
 
 import (
+	"bytes"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/rdmasuite/rdmasuite/reports"
@@ -17,8 +19,10 @@ import (
 )
 
 const usage = `usage:
-  rdmasuite report RESULTS.json [--format table|markdown|junit] [--baseline OLDER.json] [--tolerance 0.05]
+  rdmasuite report RESULTS.json [--format table|markdown|junit|prometheus] [--baseline OLDER.json] [--tolerance 0.05]
                    [--allow-not-run ID,PREFIX/] [-o FILE]
+  rdmasuite push --pushgateway URL [--job rdmasuite] [--grouping K=V,...] [--allow-not-run ID,PREFIX/] RESULTS.json
+                   PUT the results as Prometheus metrics to a Pushgateway (replaces the group; exit 2 if the push failed)
   rdmasuite doctor [--kubeconfig F] [--node-selector S] [-o results.json]   known failure modes, API level (exit 1 if any)
   rdmasuite cleanup [--kubeconfig F] [--older-than 2h | --run ID] [--dry-run]   delete leftover run namespaces
   rdmasuite thresholds check [FILE]     validate a thresholds file (default: the built-in one)
@@ -27,7 +31,7 @@ const usage = `usage:
 
 exit codes: 0 passed; 1 a check failed, errored or was not run (unallowed), or nothing
 was measured (doctor: findings); 2 the suite or its input broke (no checks, unreadable or
-invalid results, bad flags); 3 the checks passed but regressed against --baseline`
+invalid results, bad flags, a failed push); 3 the checks passed but regressed against --baseline`
 
 // exitError is an error that stands for an exit code other than
 // reports.ExitBroken (what any other error means).
@@ -68,6 +72,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	switch args[0] {
 	case "report":
 		err = runReport(args[1:], stdout)
+	case "push":
+		err = runPush(args[1:], stdout)
 	case "thresholds":
 		err = runThresholds(args[1:], stdout)
 	case "doctor":
@@ -120,10 +126,11 @@ func (l *listFlag) Set(v string) error {
 // written whatever the verdict. See exitCode for what its errors mean.
 func runReport(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("report", flag.ContinueOnError)
-	format := fs.String("format", "table", "table, markdown or junit")
+	format := fs.String("format", "table", "table, markdown, junit or prometheus (text exposition format 0.0.4)")
 	baseline := fs.String("baseline", "", "older results to compare with (per node/port deltas, regressions)")
 	tolerance := fs.Float64("tolerance", 0.05, "relative drop counted as a regression")
-	out := fs.String("o", "", "write to this file instead of stdout")
+	out := fs.String("o", "", "write to this file instead of stdout; with --format prometheus it is replaced atomically "+
+		"(temp file + rename), so node_exporter's textfile collector can read e.g. /var/lib/node_exporter/textfile/rdmasuite.prom")
 	var allow listFlag
 	fs.Var(&allow, "allow-not-run", "check ids (or prefixes ending in /) allowed to be not-run, besides those the run allowed; comma-separated, repeatable")
 	pos, err := splitArgs(fs, args)
@@ -134,26 +141,17 @@ func runReport(args []string, stdout io.Writer) error {
 		return errors.New("give a results file: rdmasuite report RESULTS.json [MORE.json ...] (several are merged into one report)")
 	}
 	switch *format {
-	case "table", "markdown", "md", "junit":
+	case "table", "markdown", "md", "junit", "prometheus":
 	default:
-		return fmt.Errorf("unknown --format %q: table, markdown or junit", *format)
+		return fmt.Errorf("unknown --format %q: table, markdown, junit or prometheus", *format)
 	}
 	if *tolerance < 0 || *tolerance >= 1 {
 		return fmt.Errorf("--tolerance %g: want a fraction in [0, 1), e.g. 0.05", *tolerance)
 	}
-	var runs []reports.Run
-	for _, p := range pos {
-		r, err := reports.Read(p)
-		if err != nil {
-			return err
-		}
-		runs = append(runs, r)
-	}
-	run, err := reports.Merge(runs...)
+	run, err := readRun(pos, allow)
 	if err != nil {
 		return err
 	}
-	run.AllowNotRun = append(run.AllowNotRun, allow...)
 	var diff *reports.DiffResult
 	var base reports.Run
 	if *baseline != "" {
@@ -164,7 +162,12 @@ func runReport(args []string, stdout io.Writer) error {
 		diff = &d
 	}
 	w := stdout
-	if *out != "" {
+	var whole *bytes.Buffer // the prometheus file, written at once at the end
+	switch {
+	case *out != "" && *format == "prometheus":
+		whole = new(bytes.Buffer)
+		w = whole
+	case *out != "":
 		f, err := os.Create(*out)
 		if err != nil {
 			return err
@@ -183,11 +186,14 @@ func runReport(args []string, stdout io.Writer) error {
 		} else {
 			err = reports.JUnit(w, run)
 		}
+	case "prometheus":
+		err = reports.Prometheus(w, run)
 	}
 	if err != nil {
 		return err
 	}
-	if diff != nil && *format != "junit" {
+	// Metrics carry no text: the baseline's verdict is the exit code.
+	if diff != nil && *format != "junit" && *format != "prometheus" {
 		fence := ""
 		if *format != "table" {
 			fence = "```\n"
@@ -199,11 +205,83 @@ func runReport(args []string, stdout io.Writer) error {
 		}
 		fmt.Fprint(w, fence)
 	}
-	if code := run.ExitCode(); code != reports.ExitPassed {
-		return &exitError{code, errors.New(reports.SummaryText(run))}
+	if whole != nil {
+		if err := writeAtomic(*out, whole.Bytes()); err != nil {
+			return err
+		}
+	}
+	if err := verdict(run); err != nil {
+		return err
 	}
 	if diff != nil && diff.Regressions() > 0 {
 		return &exitError{reports.ExitRegression, fmt.Errorf("%d regression(s) against the baseline %s", diff.Regressions(), *baseline)}
+	}
+	return nil
+}
+
+// readRun reads and merges the results files and adds the allowances.
+func readRun(paths []string, allow []string) (reports.Run, error) {
+	var runs []reports.Run
+	for _, p := range paths {
+		r, err := reports.Read(p)
+		if err != nil {
+			return reports.Run{}, err
+		}
+		runs = append(runs, r)
+	}
+	run, err := reports.Merge(runs...)
+	if err != nil {
+		return reports.Run{}, err
+	}
+	run.AllowNotRun = append(run.AllowNotRun, allow...)
+	return run, nil
+}
+
+// verdict is the run's own outcome as an error: nil when it passed, else
+// an exitError with its exit code and summary.
+func verdict(run reports.Run) error {
+	if code := run.ExitCode(); code != reports.ExitPassed {
+		return &exitError{code, errors.New(reports.SummaryText(run))}
+	}
+	return nil
+}
+
+// writeAtomic replaces path with b whole: a temp file in the same directory,
+// then a rename, so a reader (node_exporter's textfile collector) sees the
+// old file or the new one, never half of one. The temp file's name starts
+// with "." and does not end in .prom, so the collector skips it. The file is
+// world-readable (the collector seldom runs as this user), or keeps the mode
+// of the file it replaces. A path that is not a regular file (a symlink,
+// /dev/stdout, a FIFO) is written in place: renaming over it would replace
+// the link or the device, not what it points to.
+func writeAtomic(path string, b []byte) error {
+	mode := os.FileMode(0o644)
+	if fi, err := os.Lstat(path); err == nil {
+		if !fi.Mode().IsRegular() {
+			return os.WriteFile(path, b, mode)
+		}
+		mode = fi.Mode().Perm()
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return err
+	}
+	_, err = tmp.Write(b)
+	if err == nil {
+		err = tmp.Chmod(mode)
+	}
+	if err == nil {
+		err = tmp.Sync()
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), path)
+	}
+	if err != nil {
+		os.Remove(tmp.Name())
+		return fmt.Errorf("%s: not written: %w", path, err)
 	}
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/xml"
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -56,6 +57,11 @@ func TestReportExitCodes(t *testing.T) {
 		{"a check failed", []string{failed}, reports.ExitChecksFailed, "NOT PASSED"},
 		{"a check failed, markdown", []string{failed, "--format", "markdown"}, reports.ExitChecksFailed, "❌ fail"},
 		{"a check failed, junit", []string{failed, "--format", "junit"}, reports.ExitChecksFailed, "<failure"},
+		{"a check failed, prometheus", []string{failed, "--format", "prometheus"}, reports.ExitChecksFailed, "rdmasuite_run_passed 0"},
+		{"passed, prometheus", []string{passed, "--format", "prometheus"}, reports.ExitPassed, "rdmasuite_run_passed 1"},
+		{"zero checks, prometheus", []string{empty, "--format", "prometheus"}, reports.ExitBroken, `rdmasuite_run_checks{status="pass"} 0`},
+		{"unallowed not-run, prometheus", []string{withNotRun, "--format", "prometheus"}, reports.ExitChecksFailed,
+			`rdmasuite_check_status{check="gpudirect/write",node="a",op="write",status="not-run"} 1`},
 		{"zero checks", []string{empty}, reports.ExitBroken, "no check ran"},
 		{"every check not-run", []string{allNotRun, "--allow-not-run", "gpudirect/"}, reports.ExitChecksFailed, "nothing was measured"},
 		{"unallowed not-run", []string{withNotRun}, reports.ExitChecksFailed, "(0 allowed)"},
@@ -68,6 +74,7 @@ func TestReportExitCodes(t *testing.T) {
 		{"two files", []string{passed, failed}, reports.ExitBroken, ""},
 		{"regression", []string{slower, "--baseline", passed}, reports.ExitRegression, "REGRESSION"},
 		{"regression, junit", []string{slower, "--baseline", passed, "--format", "junit"}, reports.ExitRegression, "rdmasuite/baseline"},
+		{"regression, prometheus: the exit code says it", []string{slower, "--baseline", passed, "--format", "prometheus"}, reports.ExitRegression, "rdmasuite_run_passed 1"},
 		{"failed wins over regression", []string{failed, "--baseline", passed}, reports.ExitChecksFailed, "REGRESSION"},
 		{"no regression", []string{passed, "--baseline", slower}, reports.ExitPassed, "0 regression(s)"},
 		{"no nodes in common is no regression", []string{otherNodes, "--baseline", passed}, reports.ExitPassed, "no nodes in common"},
@@ -86,6 +93,9 @@ func TestReportExitCodes(t *testing.T) {
 				t.Errorf("%s: junit output is not XML: %v\n%s", c.name, err, out.String())
 			}
 		}
+		if strings.Contains(strings.Join(c.args, " "), "prometheus") && out.Len() > 0 {
+			parseText(t, out.Bytes())
+		}
 	}
 }
 
@@ -99,6 +109,7 @@ func TestMainExitCodes(t *testing.T) {
 		{nil, reports.ExitBroken},
 		{[]string{"frobnicate"}, reports.ExitBroken},
 		{[]string{"version"}, reports.ExitPassed},
+		{[]string{"push"}, reports.ExitBroken},
 		{[]string{"report", passed}, reports.ExitPassed},
 		{[]string{"report", failed, "-o", filepath.Join(t.TempDir(), "r.md"), "--format", "markdown"}, reports.ExitChecksFailed},
 		{[]string{"thresholds", "check"}, reports.ExitPassed},
@@ -113,6 +124,60 @@ func TestMainExitCodes(t *testing.T) {
 	}
 	if exitCode(errFindings) != reports.ExitChecksFailed || exitCode(errors.New("cluster unreachable")) != reports.ExitBroken || exitCode(nil) != reports.ExitPassed {
 		t.Error("doctor: findings are failed checks (1), an unreachable cluster is broken (2)")
+	}
+}
+
+// -o with --format prometheus replaces the file atomically: a reader that
+// opened the old file keeps reading it whole, the new one is readable by
+// node_exporter (0644), and no temp file is left for the textfile collector.
+func TestReportPrometheusFile(t *testing.T) {
+	dir := t.TempDir()
+	prom := filepath.Join(dir, "rdmasuite.prom")
+	if err := os.WriteFile(prom, []byte("old_metric 1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	old, err := os.Open(prom)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer old.Close()
+	var out, errb bytes.Buffer
+	if code := run([]string{"report", results(t, bw("a", 150, reports.Fail)), "--format", "prometheus", "-o", prom}, &out, &errb); code != reports.ExitChecksFailed {
+		t.Fatalf("exit %d, want %d: %s", code, reports.ExitChecksFailed, errb.String())
+	}
+	if out.Len() != 0 {
+		t.Errorf("-o FILE, yet stdout has %q", out.String())
+	}
+	if b, _ := io.ReadAll(old); string(b) != "old_metric 1\n" {
+		t.Errorf("the old file was written in place: a reader saw %q", b)
+	}
+	b, err := os.ReadFile(prom)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fams := parseText(t, b); gauge(t, fams, "rdmasuite_run_passed") != 0 {
+		t.Errorf("%s", b)
+	}
+	if fi, _ := os.Stat(prom); fi.Mode().Perm() != 0o644 {
+		t.Errorf("mode %v, want 0644 (node_exporter runs as another user)", fi.Mode().Perm())
+	}
+	if es, _ := os.ReadDir(dir); len(es) != 1 {
+		t.Errorf("files left beside the .prom: %v", es)
+	}
+
+	// A new file is 0644 too; a directory that does not exist is broken
+	// and leaves nothing.
+	fresh := filepath.Join(dir, "new.prom")
+	if code := run([]string{"report", results(t, bw("a", 190, reports.Pass)), "--format", "prometheus", "-o", fresh}, &out, &errb); code != reports.ExitPassed {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	if fi, err := os.Stat(fresh); err != nil || fi.Mode().Perm() != 0o644 {
+		t.Errorf("new file: %v %v", fi, err)
+	}
+	errb.Reset()
+	if code := run([]string{"report", results(t, bw("a", 190, reports.Pass)), "--format", "prometheus", "-o", filepath.Join(dir, "no", "x.prom")}, &out, &errb); code != reports.ExitBroken ||
+		!strings.Contains(errb.String(), "x.prom") {
+		t.Errorf("missing directory: exit %d, %s", code, errb.String())
 	}
 }
 
