@@ -24,7 +24,7 @@ const usage = `usage:
   rdmasuite push --pushgateway URL [--job rdmasuite] [--grouping K=V,...] [--allow-not-run ID,PREFIX/] RESULTS.json
                    PUT the results as Prometheus metrics to a Pushgateway (replaces the group; exit 2 if the push failed)
   rdmasuite doctor [--kubeconfig F] [--node-selector S] [-o results.json]   known failure modes, API level (exit 1 if any)
-  rdmasuite cleanup [--kubeconfig F] [--older-than 2h | --run ID] [--dry-run]   delete leftover run namespaces
+  rdmasuite cleanup [--kubeconfig F] [--namespace NS] [--older-than 2h | --run ID] [--dry-run]   delete leftover run namespaces (with --namespace: the runs' objects in NS)
   rdmasuite thresholds check [FILE]     validate a thresholds file (default: the built-in one)
   rdmasuite thresholds list [FILE]      list SKUs and their floors
   rdmasuite version
