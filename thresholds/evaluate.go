@@ -29,13 +29,13 @@ func (k *SKU) BandwidthFloor(metric string) (Bound, error) {
 	default:
 		return Bound{}, fmt.Errorf("no bandwidth floor called %q (write, read, gpuDirectWrite)", metric)
 	}
-	b := Bound{Op: ">=", Source: k.Name + ": " + f.Source}
+	b := Bound{Op: ">=", Source: k.label() + ": " + f.Source}
 	switch {
 	case f.Gbps != nil:
 		b.Value = *f.Gbps
 	case f.FractionOfLink != nil && k.LinkRateGbps.Value != nil:
 		b.Value = *f.FractionOfLink * *k.LinkRateGbps.Value
-		b.Source = fmt.Sprintf("%s: %g × %g Gb/s link — %s", k.Name, *f.FractionOfLink, *k.LinkRateGbps.Value, f.Source)
+		b.Source = fmt.Sprintf("%s: %g × %g Gb/s link — %s", k.label(), *f.FractionOfLink, *k.LinkRateGbps.Value, f.Source)
 	default:
 		return b, fmt.Errorf("sku %s: %s floor is not per port", k.Name, metric)
 	}
@@ -44,7 +44,7 @@ func (k *SKU) BandwidthFloor(metric string) (Bound, error) {
 
 // MinMemlock is the smallest registration that must succeed in a pod.
 func (k *SKU) MinMemlock() Bound {
-	return Bound{Op: ">=", Value: *k.MinMemlockBytes.Value, Source: k.Name + ": " + k.MinMemlockBytes.Source}
+	return Bound{Op: ">=", Value: *k.MinMemlockBytes.Value, Source: k.label() + ": " + k.MinMemlockBytes.Source}
 }
 
 // NCCLAllReduceFloor is the all_reduce bus-bandwidth floor in GB/s (1e9
@@ -66,11 +66,11 @@ func (k *SKU) NCCLAllReduceFloor(ports int) (Bound, error) {
 	if ports <= 0 || ports > all {
 		ports = all
 	}
-	b := Bound{Op: ">=", Source: k.Name + ": " + f.Source}
+	b := Bound{Op: ">=", Source: k.label() + ": " + f.Source}
 	switch {
 	case f.Gbps != nil:
 		b.Value = *f.Gbps / 8
-		b.Source = fmt.Sprintf("%s: %g Gb/s = %g GB/s — %s", k.Name, *f.Gbps, b.Value, f.Source)
+		b.Source = fmt.Sprintf("%s: %g Gb/s = %g GB/s — %s", k.label(), *f.Gbps, b.Value, f.Source)
 	case k.LinkRateGbps.Value == nil && (f.FractionOfAggregat != nil || f.FractionOfLink != nil):
 		return b, fmt.Errorf("sku %s has no linkRateGbps: the NCCL floor is a fraction of it", k.Name)
 	case f.FractionOfAggregat != nil, f.FractionOfLink != nil:
@@ -80,7 +80,7 @@ func (k *SKU) NCCLAllReduceFloor(ports int) (Bound, error) {
 		}
 		rate := *k.LinkRateGbps.Value
 		b.Value = *frac * float64(ports) * rate / 8
-		b.Source = fmt.Sprintf("%s: %g × %d of %d port(s) × %g Gb/s / 8 = %.4g GB/s — %s", k.Name, *frac, ports, all, rate, b.Value, f.Source)
+		b.Source = fmt.Sprintf("%s: %g × %d of %d port(s) × %g Gb/s / 8 = %.4g GB/s — %s", k.label(), *frac, ports, all, rate, b.Value, f.Source)
 	default:
 		return b, fmt.Errorf("sku %s: ncclAllReduceBusBw has no bound (gbps, fractionOfLink or fractionOfAggregate)", k.Name)
 	}

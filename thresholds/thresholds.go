@@ -1,7 +1,9 @@
 // Package thresholds loads per-SKU thresholds (skus.yaml, embedded; or a
-// file given with --thresholds), validates them strictly with file:line
-// errors, matches nodes to SKUs, and judges measurements. Judging fails
-// closed: a required measurement that is missing is a failure.
+// file given with --thresholds), optionally with an overlay file laid over
+// them (--thresholds-overlay: its SKUs replace those of the same name whole,
+// or are added), validates them strictly with file:line errors, matches
+// nodes to SKUs, and judges measurements. Judging fails closed: a required
+// measurement that is missing is a failure.
 package thresholds
 
 import (
@@ -9,6 +11,7 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path"
 	"reflect"
@@ -27,11 +30,14 @@ const Schema = "rdmasuite.io/thresholds/v1"
 // GPUProductLabel is what GPU feature discovery sets on GPU nodes.
 const GPUProductLabel = "nvidia.com/gpu.product"
 
-// Set is a loaded thresholds file.
+// Set is a loaded thresholds file, or a file with an overlay laid over it
+// (then File names both).
 type Set struct {
 	File   string
 	Schema string `yaml:"schema"`
 	SKUs   []SKU  `yaml:"skus"`
+	// What an overlay did (Overlay): the SKUs it replaced and added.
+	replaced, added []string
 }
 
 // SKU is one node type's thresholds.
@@ -49,6 +55,8 @@ type SKU struct {
 	MaxNFSStallSec     Value `yaml:"maxNFSStallSec"`
 	MinMemlockBytes    Value `yaml:"minMemlockBytes"`
 	line               int
+	file               string // the file that defined it
+	overlay            bool   // it came from an overlay (Set.Overlay)
 }
 
 // Value is a number with its source.
@@ -133,14 +141,25 @@ func Load(file string) (*Set, error) {
 }
 
 // Parse validates data; errors read "FILE:LINE: problem (fix)".
-func Parse(name string, data []byte) (*Set, error) {
+func Parse(name string, data []byte) (*Set, error) { return parse(name, data, nil) }
+
+// parse is Parse; with base, data is an overlay of base and a SKU that
+// replaces one of base's but lacks fields is told that replacement is whole.
+func parse(name string, data []byte, base *Set) (*Set, error) {
 	var root yaml.Node
 	dec := yaml.NewDecoder(bytes.NewReader(data))
-	if err := dec.Decode(&root); err != nil {
-		return nil, fmt.Errorf("%s: %s", name, strings.TrimPrefix(err.Error(), "yaml: "))
+	err := dec.Decode(&root)
+	empty := errors.Is(err, io.EOF) || (err == nil && len(root.Content) == 0)
+	if empty && base != nil {
+		// An overlay with nothing in it (comments at most) changes nothing:
+		// a thresholds ConfigMap can ship empty.
+		return &Set{File: name, Schema: Schema}, nil
 	}
-	if len(root.Content) == 0 {
-		return nil, fmt.Errorf("%s: empty thresholds file", name)
+	if empty {
+		return nil, fmt.Errorf("%s: empty thresholds file (want schema: %s and skus:)", name, Schema)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s: %s", name, strings.TrimPrefix(err.Error(), "yaml: "))
 	}
 	s := &Set{File: name}
 	if err := strictDecode(root.Content[0], s); err != nil {
@@ -153,10 +172,13 @@ func Parse(name string, data []byte) (*Set, error) {
 	if s.Schema != Schema {
 		add(1, "schema %q: want %q", s.Schema, Schema)
 	}
-	if len(s.SKUs) == 0 {
+	if len(s.SKUs) == 0 && base == nil {
 		add(1, "no skus defined")
 	}
 	seen := map[string]int{}
+	for i := range s.SKUs {
+		s.SKUs[i].file = name
+	}
 	for _, k := range s.SKUs {
 		if k.Name == "" {
 			add(k.line, "sku without a name")
@@ -181,11 +203,106 @@ func Parse(name string, data []byte) (*Set, error) {
 		checkFloor(add, k.Name, "read", k.Read, k.line, false)
 		checkFloor(add, k.Name, "gpuDirectWrite", k.GPUDirectWrite, k.line, false)
 		checkFloor(add, k.Name, "ncclAllReduceBusBw", k.NCCLAllReduceBusBw, k.line, true)
+		if base != nil && k.incomplete() {
+			if _, err := base.Lookup(k.Name); err == nil {
+				add(k.line, "sku %q replaces the SKU of that name in %s whole (an overlay is not merged field by field): "+
+					"give every field, copying the ones you keep from there (rdmasuite thresholds list shows them)", k.Name, base.File)
+			}
+		}
 	}
 	if len(errs) > 0 {
 		return nil, errors.New(strings.Join(errs, "\n"))
 	}
 	return s, nil
+}
+
+// incomplete says a threshold of k is missing.
+func (k *SKU) incomplete() bool {
+	for _, line := range []int{k.LinkRateGbps.line, k.PortsPerNode.line, k.MaxNFSStallSec.line, k.MinMemlockBytes.line,
+		k.Write.line, k.Read.line, k.GPUDirectWrite.line, k.NCCLAllReduceBusBw.line} {
+		if line == 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// LoadWithOverlay loads the thresholds file (Load: "" is the built-in one)
+// and, when overlay is not "", lays that file over it (Set.Overlay). The
+// overlay is a thresholds file of its own (schema, skus), validated as
+// strictly as any, its errors naming it: a bad overlay is an error, never
+// silently dropped, and the result is all of it or nothing. An overlay
+// that is empty (or comments only), or has schema and no skus, changes
+// nothing.
+func LoadWithOverlay(file, overlay string) (*Set, error) {
+	base, err := Load(file)
+	if err != nil || overlay == "" {
+		return base, err
+	}
+	data, err := os.ReadFile(overlay)
+	if err != nil {
+		return nil, fmt.Errorf("thresholds overlay: %w", err)
+	}
+	return ParseOverlay(base, overlay, data)
+}
+
+// ParseOverlay validates data (named name) as an overlay of base and lays
+// it over base. base is never changed.
+func ParseOverlay(base *Set, name string, data []byte) (*Set, error) {
+	o, err := parse(name, data, base)
+	if err != nil {
+		return nil, err
+	}
+	return base.Overlay(o), nil
+}
+
+// Overlay returns s with o laid over it, whole SKU by whole SKU: a SKU of
+// o replaces the SKU of s with the same name entirely (match patterns and
+// every threshold; nothing is merged field by field), and a SKU of o that
+// s lacks is added. Node matching (ForNode) tries o's SKUs first, in o's
+// order, then s's remaining ones, so a more specific pattern in the overlay
+// wins over a broader built-in one. Neither s nor o is changed.
+func (s *Set) Overlay(o *Set) *Set {
+	out := &Set{File: s.File + " + " + o.File + " (overlay)", Schema: s.Schema}
+	over := map[string]bool{}
+	for _, k := range o.SKUs {
+		k.overlay = true
+		out.SKUs = append(out.SKUs, k)
+		over[k.Name] = true
+		if _, err := s.Lookup(k.Name); err == nil {
+			out.replaced = append(out.replaced, k.Name)
+		} else {
+			out.added = append(out.added, k.Name)
+		}
+	}
+	for _, k := range s.SKUs {
+		if !over[k.Name] {
+			out.SKUs = append(out.SKUs, k)
+		}
+	}
+	return out
+}
+
+// OverlayChanges names the SKUs an overlay replaced and added (both empty
+// for a set without one).
+func (s *Set) OverlayChanges() (replaced, added []string) {
+	return append([]string(nil), s.replaced...), append([]string(nil), s.added...)
+}
+
+// File is the thresholds file that defined k (the overlay's for a SKU an
+// overlay replaced or added).
+func (k *SKU) File() string { return k.file }
+
+// FromOverlay says k came from an overlay.
+func (k *SKU) FromOverlay() bool { return k.overlay }
+
+// label names k in a bound's source: its name, and the overlay file when
+// an overlay defined it, so a report tells which file a number came from.
+func (k *SKU) label() string {
+	if k.overlay {
+		return k.Name + " (overlay " + k.file + ")"
+	}
+	return k.Name
 }
 
 type adder func(line int, format string, a ...any)

@@ -25,8 +25,8 @@ const usage = `usage:
                    PUT the results as Prometheus metrics to a Pushgateway (replaces the group; exit 2 if the push failed)
   rdmasuite doctor [--kubeconfig F] [--node-selector S] [-o results.json]   known failure modes, API level (exit 1 if any)
   rdmasuite cleanup [--kubeconfig F] [--namespace NS] [--older-than 2h | --run ID] [--dry-run]   delete leftover run namespaces (with --namespace: the runs' objects in NS)
-  rdmasuite thresholds check [FILE]     validate a thresholds file (default: the built-in one)
-  rdmasuite thresholds list [FILE]      list SKUs and their floors
+  rdmasuite thresholds check [FILE] [--overlay OVERLAY]   validate a thresholds file (default: the built-in one), with OVERLAY laid over it
+  rdmasuite thresholds list [FILE] [--overlay OVERLAY]    list SKUs and their floors (in matching order: the overlay's first)
   rdmasuite version
 
 exit codes: 0 passed; 1 a check failed, errored or was not run (unallowed), or nothing
@@ -288,26 +288,51 @@ func writeAtomic(path string, b []byte) error {
 
 func runThresholds(args []string, stdout io.Writer) error {
 	if len(args) == 0 || (args[0] != "check" && args[0] != "list") {
-		return errors.New("usage: rdmasuite thresholds check|list [FILE]")
+		return errors.New("usage: rdmasuite thresholds check|list [FILE] [--overlay OVERLAY]")
+	}
+	fs := flag.NewFlagSet("thresholds "+args[0], flag.ContinueOnError)
+	overlay := fs.String("overlay", "", "lay this thresholds file over FILE (or the built-in one), as the suite's --thresholds-overlay does: its SKUs replace those of the same name whole, or are added")
+	pos, err := splitArgs(fs, args[1:])
+	if err != nil {
+		return err
+	}
+	if len(pos) > 1 {
+		return fmt.Errorf("one thresholds file at most (have %s): lay a second one over it with --overlay", strings.Join(pos, ", "))
 	}
 	file := ""
-	if len(args) > 1 {
-		file = args[1]
+	if len(pos) == 1 {
+		file = pos[0]
 	}
-	set, err := thresholds.Load(file)
+	set, err := thresholds.LoadWithOverlay(file, *overlay)
 	if err != nil {
 		return err
 	}
 	if args[0] == "check" {
 		fmt.Fprintf(stdout, "%s: ok, %d SKUs: %s\n", set.File, len(set.SKUs), strings.Join(set.Names(), ", "))
+		if *overlay != "" {
+			replaced, added := set.OverlayChanges()
+			fmt.Fprintf(stdout, "overlay %s replaces %s; adds %s\n", *overlay, orNone(replaced), orNone(added))
+		}
 		return nil
 	}
 	for i := range set.SKUs {
 		k := &set.SKUs[i]
 		w, _ := k.BandwidthFloor("write")
 		r, _ := k.BandwidthFloor("read")
-		fmt.Fprintf(stdout, "%-16s link %4g Gb/s × %g ports  write ≥ %g Gb/s  read ≥ %g Gb/s  memlock ≥ %.0f B  NFS stall ≤ %g s\n",
-			k.Name, *k.LinkRateGbps.Value, *k.PortsPerNode.Value, w.Value, r.Value, *k.MinMemlockBytes.Value, *k.MaxNFSStallSec.Value)
+		from := ""
+		if k.FromOverlay() {
+			from = "  (overlay " + k.File() + ")"
+		}
+		fmt.Fprintf(stdout, "%-16s link %4g Gb/s × %g ports  write ≥ %g Gb/s  read ≥ %g Gb/s  memlock ≥ %.0f B  NFS stall ≤ %g s%s\n",
+			k.Name, *k.LinkRateGbps.Value, *k.PortsPerNode.Value, w.Value, r.Value, *k.MinMemlockBytes.Value, *k.MaxNFSStallSec.Value, from)
 	}
 	return nil
+}
+
+// orNone lists names, or says there are none.
+func orNone(names []string) string {
+	if len(names) == 0 {
+		return "none"
+	}
+	return strings.Join(names, ", ")
 }

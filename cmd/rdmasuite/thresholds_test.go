@@ -1,0 +1,61 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/rdmasuite/rdmasuite/reports"
+)
+
+const overlaySKU = `schema: rdmasuite.io/thresholds/v1
+skus:
+  - name: A100/HDR-200
+    match: {gpuProduct: ["NVIDIA-A100-*"]}
+    linkRateGbps: {value: 200, source: ours}
+    portsPerNode: {value: 4, source: ours}
+    write: {gbps: 150, source: ours}
+    read: {gbps: 150, source: ours}
+    gpuDirectWrite: {fractionOfLink: 0.8, source: ours}
+    ncclAllReduceBusBw: {fractionOfAggregate: 0.8, source: ours}
+    maxNFSStallSec: {value: 60, source: ours}
+    minMemlockBytes: {value: 1048576, source: ours}
+`
+
+func TestThresholdsOverlay(t *testing.T) {
+	dir := t.TempDir()
+	over := filepath.Join(dir, "skus.yaml")
+	os.WriteFile(over, []byte(overlaySKU), 0o644)
+	bad := filepath.Join(dir, "bad.yaml")
+	os.WriteFile(bad, []byte(strings.Replace(overlaySKU, "    read: {gbps: 150, source: ours}\n", "", 1)), 0o644)
+
+	var out, errb bytes.Buffer
+	if code := run([]string{"thresholds", "check", "--overlay", over}, &out, &errb); code != reports.ExitPassed {
+		t.Fatalf("check: exit %d: %s", code, errb.String())
+	}
+	if !strings.Contains(out.String(), "(built in) + "+over+" (overlay): ok, 7 SKUs") || !strings.Contains(out.String(), "replaces A100/HDR-200; adds none") {
+		t.Errorf("check:\n%s", out.String())
+	}
+	out.Reset()
+	if code := run([]string{"thresholds", "list", "--overlay", over}, &out, &errb); code != reports.ExitPassed {
+		t.Fatalf("list: exit %d: %s", code, errb.String())
+	}
+	lines := strings.Split(out.String(), "\n")
+	if !strings.HasPrefix(lines[0], "A100/HDR-200") || !strings.Contains(lines[0], "write ≥ 150 Gb/s") || !strings.HasSuffix(lines[0], "(overlay "+over+")") {
+		t.Errorf("list: the overlay's SKU first, marked:\n%s", out.String())
+	}
+	if strings.Count(out.String(), "A100/HDR-200") != 1 || strings.Count(out.String(), "(overlay ") != 1 {
+		t.Errorf("list:\n%s", out.String())
+	}
+	errb.Reset()
+	if code := run([]string{"thresholds", "check", "--overlay", bad}, &out, &errb); code != reports.ExitBroken ||
+		!strings.Contains(errb.String(), bad+":3: sku \"A100/HDR-200\": read is missing") || !strings.Contains(errb.String(), "not merged field by field") {
+		t.Errorf("bad overlay: exit %d: %s", code, errb.String())
+	}
+	errb.Reset()
+	if code := run([]string{"thresholds", "check", over, over}, &out, &errb); code != reports.ExitBroken || !strings.Contains(errb.String(), "--overlay") {
+		t.Errorf("two files: exit %d: %s", code, errb.String())
+	}
+}
