@@ -10,6 +10,10 @@
 // `go test -timeout` (whose panic would skip all cleanup). With --namespace
 // NS the run lives in that existing namespace instead, and the same exit
 // paths delete exactly the run's objects there (by the run label), never NS.
+// On every one of those paths the results are written first, and, when
+// asked, pushed to a Pushgateway (--pushgateway) and kept as the latest run
+// in a ConfigMap of NS (--results-configmap); neither ever hides the run's
+// verdict.
 package suites
 
 import (
@@ -18,6 +22,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -29,8 +34,10 @@ import (
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
 
 	"github.com/rdmasuite/rdmasuite/internal/cluster"
+	"github.com/rdmasuite/rdmasuite/internal/latest"
 	"github.com/rdmasuite/rdmasuite/internal/runner"
 	"github.com/rdmasuite/rdmasuite/reports"
+	"github.com/rdmasuite/rdmasuite/reports/pushgateway"
 	"github.com/rdmasuite/rdmasuite/thresholds"
 )
 
@@ -63,11 +70,16 @@ var (
 	flagConcurrency     = flag.Int("concurrency", 4, "pairs (or memlock / host probe pods) run at the same time")
 	flagLoopback        = flag.Bool("loopback", false, "also run a same-node pair on every node")
 	flagThresholds      = flag.String("thresholds", "", "thresholds file (default: the built-in thresholds/skus.yaml)")
+	flagThresholdsOver  = flag.String("thresholds-overlay", "", "thresholds file laid over the built-in ones (or --thresholds): each of its SKUs replaces the SKU of the same name whole (no field merge) or is added, and its SKUs are matched to nodes first; e.g. a ConfigMap mounted at /etc/rdmasuite/thresholds/skus.yaml")
 	flagSKU             = flag.String("sku", "", "force this SKU for every node instead of matching nvidia.com/gpu.product")
 	flagMemlockRequired = flag.String("memlock-required", "", "registration size that must succeed (default: the SKU's minMemlockBytes)")
 	flagMemlockMax      = flag.String("memlock-max", "1G", "largest region the memlock probe tries")
 	flagMemlockIPCLock  = flag.Bool("memlock-ipc-lock", false, "give the memlock probe IPC_LOCK (then it tests registration, not the runtime's limit)")
 	flagReportDir       = flag.String("report-dir", "", "where results-<run>.json and results.json go (default ./rdmasuite-results)")
+	flagResultsCM       = flag.String("results-configmap", "", "at the end of every run, create or update this ConfigMap in --namespace with the latest run (summary.txt, summary.md, exit-code, run-id, finished, results.json.gz); needs --namespace")
+	flagPushgateway     = flag.String("pushgateway", "", "at the end of every run, PUT its metrics to this Pushgateway (base URL, e.g. http://pushgateway.monitoring:9091), as rdmasuite push does")
+	flagPushJob         = flag.String("pushgateway-job", "rdmasuite", "the job label of the --pushgateway group")
+	flagPushGrouping    = flag.String("pushgateway-grouping", "", "more grouping labels of the --pushgateway group, NAME=VALUE, comma-separated (e.g. cluster=prod)")
 	flagAllowNotRun     = flag.String("allow-not-run", "", "check ids (bandwidth/write) or prefixes (bandwidth/) whose not-run does not fail the run, comma-separated; every other not-run fails it")
 	flagKeepOnFailure   = flag.Bool("keep-on-failure", false, "keep the run namespace and its probe pods when the run did not pass (delete later with rdmasuite cleanup --run ID; with --namespace the run's objects are kept and its pods labelled rdmasuite.io/kept=true: rdmasuite cleanup --namespace NS --run ID)")
 	flagNodeProbe       = flag.Bool("node-probe", true, "run the host probe (a short-lived privileged pod per node, host / mounted read-only); without it doctor/node checks are not-run")
@@ -108,7 +120,13 @@ var (
 	// (it panics without a kubeconfig).
 	kube kubernetes.Interface
 	run  *runner.Runner
+	// pushGroup is where --pushgateway sends the run's metrics (nil: nowhere).
+	pushGroup *pushgateway.Group
 )
+
+// publishTimeout bounds the push and the ConfigMap write at the run's end
+// (each), so that they leave the cleanup its time after a SIGTERM.
+const publishTimeout = 20 * time.Second
 
 // config turns the flags into the runner's settings, naming a bad one.
 func config() (runner.Config, error) {
@@ -116,9 +134,13 @@ func config() (runner.Config, error) {
 	if err != nil {
 		return runner.Config{}, fmt.Errorf("--bw-sizes: %w", err)
 	}
-	set, err := thresholds.Load(*flagThresholds)
+	set, err := thresholds.LoadWithOverlay(*flagThresholds, *flagThresholdsOver)
 	if err != nil {
 		return runner.Config{}, err
+	}
+	if *flagThresholdsOver != "" {
+		replaced, added := set.OverlayChanges()
+		fmt.Printf("rdmasuite: thresholds %s: the overlay replaces %s; adds %s\n", set.File, orNone(replaced), orNone(added))
 	}
 	c := runner.Config{Image: *flagImage, PodTimeout: *flagPodTimeout, NodeSelector: *flagNodeLabels, Concurrency: *flagConcurrency,
 		Variants: runner.SplitList(*flagVariants), RDMAResources: runner.SplitList(*flagRDMARes), HostdevRes: *flagHostdevRes,
@@ -155,6 +177,36 @@ func config() (runner.Config, error) {
 	return c, c.Validate()
 }
 
+// publishConfig checks --results-configmap and --pushgateway before the
+// run, so that a bad flag fails in seconds, not at the end of the run.
+func publishConfig() error {
+	if *flagResultsCM != "" {
+		if *flagNamespace == "" {
+			return latest.ErrNoNamespace
+		}
+		if err := latest.ValidName(*flagResultsCM); err != nil {
+			return err
+		}
+	}
+	if *flagPushgateway == "" {
+		if *flagPushGrouping != "" || *flagPushJob != "rdmasuite" {
+			return fmt.Errorf("--pushgateway-job and --pushgateway-grouping need --pushgateway URL")
+		}
+		return nil
+	}
+	g, err := pushgateway.New(pushgateway.Config{Gateway: *flagPushgateway, Job: *flagPushJob, Grouping: runner.SplitList(*flagPushGrouping),
+		Timeout: publishTimeout, Flags: pushgateway.Flags{Gateway: "--pushgateway", Job: "--pushgateway-job", Grouping: "--pushgateway-grouping"}})
+	pushGroup = g
+	return err
+}
+
+func orNone(names []string) string {
+	if len(names) == 0 {
+		return "none"
+	}
+	return strings.Join(names, ", ")
+}
+
 func fatal(err error) {
 	fmt.Fprintf(os.Stderr, "rdmasuite: %v\n", err)
 	os.Exit(reports.ExitBroken)
@@ -167,6 +219,9 @@ func TestMain(m *testing.M) {
 	}
 	if flag.Lookup("test.list") != nil && flag.Lookup("test.list").Value.String() != "" {
 		os.Exit(m.Run()) // listing tests needs no cluster
+	}
+	if err := publishConfig(); err != nil {
+		fatal(err)
 	}
 	rc, where, err := cluster.RESTConfig(cfg.KubeconfigFile(), cfg.KubeContext())
 	if err != nil {
@@ -199,6 +254,14 @@ func TestMain(m *testing.M) {
 		ccancel()
 		if err != nil {
 			fatal(err)
+		}
+		if *flagResultsCM != "" {
+			cctx, ccancel := context.WithTimeout(context.Background(), 30*time.Second)
+			err := latest.Check(cctx, kube, ns, *flagResultsCM, func(w string) { fmt.Fprintf(os.Stderr, "rdmasuite: warning: %s\n", w) })
+			ccancel()
+			if err != nil {
+				fatal(err)
+			}
 		}
 		mode = fmt.Sprintf(" (existing, --namespace; the run's objects carry %s=%s)", cluster.RunLabel, runID)
 		deleting = "deleting run objects in namespace " + ns
@@ -255,15 +318,18 @@ func TestMain(m *testing.M) {
 	finish(code, "")
 }
 
-// finishRun writes the results, makes the exit code agree with them, and
-// deletes the run namespace (or keeps it with --keep-on-failure); with
-// --namespace it deletes (or keeps) the run's objects there instead.
+// finishRun writes the results, makes the exit code agree with them,
+// publishes them (--pushgateway, --results-configmap), and deletes the run
+// namespace (or keeps it with --keep-on-failure); with --namespace it
+// deletes (or keeps) the run's objects there instead.
 func finishRun(started time.Time, server, version string, code int) int {
 	res, code := runner.Reconcile(run.Results(started, server, version), code)
+	written := ""
 	if path, err := runner.WriteResults(*flagReportDir, res); err != nil {
 		fmt.Fprintf(os.Stderr, "rdmasuite: writing results: %v\n", err)
 		code = max(code, reports.ExitBroken)
 	} else {
+		written = path
 		fmt.Printf("rdmasuite: results in %s (render: rdmasuite report %s)\n", path, path)
 	}
 	if len(res.Checks) > 0 {
@@ -272,6 +338,7 @@ func finishRun(started time.Time, server, version string, code int) int {
 	} else {
 		fmt.Fprintln(os.Stderr, "rdmasuite: no check ran: nothing was measured (check --labels / -run)")
 	}
+	code = publish(res, code, written)
 	ctx, cancel := context.WithTimeout(context.Background(), *flagCleanupWait+15*time.Second)
 	defer cancel()
 	if run.SharedNamespace() {
@@ -311,6 +378,47 @@ func finishShared(ctx context.Context, res reports.Run, code int) int {
 		fmt.Fprintf(os.Stderr, "rdmasuite: %v (or: %s)\n", err, cleanup)
 		if code == 0 {
 			code = 1
+		}
+	}
+	return code
+}
+
+// publish pushes the run's metrics (--pushgateway), then records it as the
+// latest run (--results-configmap), with the exit code as it stands after
+// the push. A failure of either is said on stderr and never hides the
+// run's verdict: a run that did not pass keeps its exit code; only a
+// passing run's 0 becomes 2, so a pass that was not published is not
+// taken for a published one.
+func publish(res reports.Run, code int, resultsPath string) int {
+	failed := func(what string, err error) {
+		fmt.Fprintf(os.Stderr, "rdmasuite: %s: %v\n", what, err)
+		if code == reports.ExitPassed {
+			code = reports.ExitBroken
+			fmt.Fprintf(os.Stderr, "rdmasuite: exit %d, not 0: the checks passed, but %s failed (see above)\n", code, what)
+		} else {
+			fmt.Fprintf(os.Stderr, "rdmasuite: the run's own exit %d stands\n", code)
+		}
+	}
+	if pushGroup != nil {
+		if n, err := pushGroup.Push(res); err != nil {
+			failed("--pushgateway", err)
+		} else {
+			fmt.Printf("rdmasuite: pushed %d series of run %s to %s\n", n, res.RunID, pushGroup)
+		}
+	}
+	if *flagResultsCM != "" {
+		ns, name := run.Namespace(), *flagResultsCM
+		cm, err := latest.Build(ns, name, res, code, resultsPath)
+		if err == nil {
+			ctx, cancel := context.WithTimeout(context.Background(), publishTimeout)
+			err = latest.Write(ctx, kube, cm)
+			cancel()
+		}
+		if err != nil {
+			failed("--results-configmap", err)
+		} else {
+			fmt.Printf("rdmasuite: latest run in configmap %s/%s (%d KiB): kubectl get configmap -n %s %s -o jsonpath='{.data.summary\\.txt}'\n",
+				ns, name, latest.Size(cm)>>10, ns, name)
 		}
 	}
 	return code
