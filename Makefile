@@ -6,7 +6,25 @@ LDFLAGS := -X github.com/rdmasuite/rdmasuite/workloads/probeout.Version=$(VERSIO
 BED_DIR ?= /var/lib/rdmasuite-bed
 export BED_DIR
 
-.PHONY: all build rdmaprobe rdmasuite lint unit test e2e demo bed-up bed-down bed-status deps verbs-test bench-verbs
+# Images (README "Images"): `make images` builds both as docker-archive
+# tarballs without Docker (hack/tools/mkimage); the bed loads exactly these.
+IMAGE_REPO ?= docker.io/rdmasuite
+IMAGE_TAG ?= $(VERSION)
+IMAGES_DIR ?= $(BIN_DIR)/images
+IMAGE_BUILD_DIR = $(abspath $(BIN_DIR))/image-build
+PROBE_IMAGE = $(IMAGE_REPO)/rdmaprobe:$(IMAGE_TAG)
+RUNNER_IMAGE = $(IMAGE_REPO)/rdmasuite-runner:$(IMAGE_TAG)
+RUNNER_USER = 65532:65532
+# The CA bundle for the CLI's HTTPS clients (rdmasuite push to a Pushgateway).
+CA_BUNDLE = $(wildcard /etc/ssl/certs/ca-certificates.crt)
+# `make push-images REGISTRY=registry.example.com/team [PUSH_FLAGS=-insecure]`
+REGISTRY ?=
+PUSH_FLAGS ?=
+# The Dockerfiles' GO_VERSION default is this too (hack/tools/mkimage/dockerfiles_test.go).
+GO_VERSION := $(shell awk '/^go /{print $$2}' go.mod)
+
+.PHONY: all build rdmaprobe rdmasuite runner-bins images push-images images-docker images-docker-nccl \
+	lint unit test e2e demo bed-up bed-down bed-status deps verbs-test bench-verbs
 
 all: build
 
@@ -22,6 +40,47 @@ rdmaprobe:
 rdmasuite:
 	@mkdir -p $(BIN_DIR)
 	go build -ldflags '$(LDFLAGS)' -o $(BIN_DIR)/rdmasuite ./cmd/rdmasuite
+
+# The runner image's binaries, static: the rdmasuite CLI and the compiled
+# suite (go test -c ./suites), which needs no source tree at run time.
+runner-bins:
+	@mkdir -p $(BIN_DIR)
+	CGO_ENABLED=0 go build -ldflags '$(LDFLAGS) -s -w' -o $(BIN_DIR)/rdmasuite ./cmd/rdmasuite
+	CGO_ENABLED=0 go test -c -ldflags '$(LDFLAGS) -s -w' -o $(BIN_DIR)/rdmasuite-suite ./suites
+
+# $(IMAGES_DIR)/rdmaprobe.tar ($(PROBE_IMAGE)): rdmaprobe and the libraries
+# hack/image-files.sh finds; $(IMAGES_DIR)/rdmasuite-runner.tar
+# ($(RUNNER_IMAGE)): the suite as entrypoint, the CLI, uid 65532, /work.
+images:
+	@mkdir -p $(IMAGES_DIR) $(IMAGE_BUILD_DIR)
+	cd hack && go build -o $(IMAGE_BUILD_DIR)/mkimage ./tools/mkimage
+	$(MAKE) -s --no-print-directory rdmaprobe runner-bins BIN_DIR=$(IMAGE_BUILD_DIR)
+	files=$$(hack/image-files.sh $(IMAGE_BUILD_DIR)/rdmaprobe) && \
+	  $(IMAGE_BUILD_DIR)/mkimage -tag $(PROBE_IMAGE) -o $(IMAGES_DIR)/rdmaprobe.tar \
+	    -entrypoint /usr/local/bin/rdmaprobe $$files
+	$(IMAGE_BUILD_DIR)/mkimage -tag $(RUNNER_IMAGE) -o $(IMAGES_DIR)/rdmasuite-runner.tar \
+	  -entrypoint /usr/local/bin/rdmasuite-suite -user $(RUNNER_USER) -workdir /work -env HOME=/work \
+	  $(IMAGE_BUILD_DIR)/rdmasuite-suite=/usr/local/bin/rdmasuite-suite $(IMAGE_BUILD_DIR)/rdmasuite=/usr/local/bin/rdmasuite \
+	  images/rdmasuite-runner/passwd=/etc/passwd images/rdmasuite-runner/group=/etc/group \
+	  $(patsubst %,%=/etc/ssl/certs/ca-certificates.crt,$(CA_BUNDLE))
+	@echo "images: $(IMAGES_DIR)/rdmaprobe.tar = $(PROBE_IMAGE), $(IMAGES_DIR)/rdmasuite-runner.tar = $(RUNNER_IMAGE)"
+
+# Pushes both to $(REGISTRY)/rdmaprobe:$(IMAGE_TAG) and
+# $(REGISTRY)/rdmasuite-runner:$(IMAGE_TAG), with the Docker config's
+# credentials (docker login / its credential helpers), no Docker engine.
+push-images:
+	@if [[ -z "$(REGISTRY)" ]]; then echo "push-images: no REGISTRY given: make push-images REGISTRY=registry.example.com/team pushes REGISTRY/rdmasuite-runner:$(IMAGE_TAG) and REGISTRY/rdmaprobe:$(IMAGE_TAG)" >&2; exit 2; fi
+	@$(MAKE) --no-print-directory images
+	$(IMAGE_BUILD_DIR)/mkimage push -registry '$(REGISTRY)' $(PUSH_FLAGS) $(IMAGES_DIR)/rdmasuite-runner.tar $(IMAGES_DIR)/rdmaprobe.tar
+
+# The same images with a Docker engine (optional; images/*/Dockerfile).
+images-docker:
+	docker build -f images/rdmaprobe/Dockerfile --build-arg GO_VERSION=$(GO_VERSION) --build-arg VERSION=$(VERSION) -t $(PROBE_IMAGE) .
+	docker build -f images/rdmasuite-runner/Dockerfile --build-arg GO_VERSION=$(GO_VERSION) --build-arg VERSION=$(VERSION) -t $(RUNNER_IMAGE) .
+
+# The probe on an NCCL base for suite=gpu (BASE: images/rdmaprobe-nccl/Dockerfile).
+images-docker-nccl:
+	docker build -f images/rdmaprobe-nccl/Dockerfile --build-arg GO_VERSION=$(GO_VERSION) --build-arg VERSION=$(VERSION) -t $(IMAGE_REPO)/rdmaprobe-nccl:$(IMAGE_TAG) .
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files -co --exclude-standard '*.go') 2>&1); if [[ -n $$out ]]; then echo "gofmt needed: $$out"; exit 1; fi

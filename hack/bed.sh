@@ -93,16 +93,21 @@ step_images() {
   (cd "$repo/hack" && CGO_ENABLED=0 go build -o "$bin/pause" ./tools/pause &&
     go build -o "$bin/mkimage" ./tools/mkimage &&
     go build -o "$bin/basespec" ./tools/basespec &&
-    CGO_ENABLED=0 go build -o "$bin/mofed-standin" ./tools/mofed-standin &&
-    make -s --no-print-directory -C "$repo" rdmaprobe BIN_DIR="$bin")
+    CGO_ENABLED=0 go build -o "$bin/mofed-standin" ./tools/mofed-standin)
   "$bin/mkimage" -tag "rdmasuite/pause:$IMAGE_TAG" -o "$img/pause.tar" -entrypoint /pause "$bin/pause=/pause"
   # The MOFED driver container's stand-in for the guest nodes (hack/tools/
   # mofed-standin, deployed by hack/guestnode/nfs-cluster.sh).
   "$bin/mkimage" -tag "rdmasuite/mofed-standin:$IMAGE_TAG" -o "$img/mofed-standin.tar" \
     -entrypoint /usr/local/bin/mofed-standin "$bin/mofed-standin=/usr/local/bin/mofed-standin"
-  # shellcheck disable=SC2046
-  "$bin/mkimage" -tag "rdmasuite/rdmaprobe:$IMAGE_TAG" -o "$img/rdmaprobe.tar" \
-    -entrypoint /usr/local/bin/rdmaprobe $("$here/image-files.sh" "$bin/rdmaprobe")
+  # The probe and the runner: what `make images` builds for users (the same
+  # target, tags docker.io/rdmasuite/{rdmaprobe,rdmasuite-runner}:$IMAGE_TAG),
+  # written straight into $img, so every host node (import_images) and every
+  # guest node (hack/guestnode/up.sh copies $img/*.tar) imports both.
+  rm -f "$img/rdmaprobe.tar" "$img/rdmasuite-runner.tar"
+  make -s --no-print-directory -C "$repo" images BIN_DIR="$bin" IMAGES_DIR="$img" \
+    IMAGE_REPO=docker.io/rdmasuite IMAGE_TAG="$IMAGE_TAG" >&2
+  [[ -s $img/rdmaprobe.tar && -s $img/rdmasuite-runner.tar ]] ||
+    die "make images wrote no $img/rdmaprobe.tar or $img/rdmasuite-runner.tar"
 }
 
 step_network() {
