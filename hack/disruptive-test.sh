@@ -71,5 +71,15 @@ for _ in $(seq 1 120); do
   sleep 1
 done
 [[ -z $left ]] || { echo "left after the driver came back: $left"; exit 1; }
-echo "driver restored; no run namespace or run PV left"
+# The driver restarts took the device plugins' devices away for a while:
+# the stages after this one need both guests advertising again.
+for g in rxe-node-1 rxe-node-2; do
+  for _ in $(seq 1 120); do
+    n=$(kc get node "$g" -o 'jsonpath={.status.allocatable.rdma/rdma_shared_device_a}')
+    [[ -n $n && $n != 0 ]] && break
+    sleep 1
+  done
+  [[ -n $n && $n != 0 ]] || { echo "$g does not advertise rdma/rdma_shared_device_a again after the driver came back (allocatable: ${n:-absent})"; exit 1; }
+done
+echo "driver restored; no run namespace or run PV left; both guests advertise the RDMA resource"
 printf 'disruptive: restart run %s s, refused run + doctor %s s\n' "$restart_s" "$refused_s"

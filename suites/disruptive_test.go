@@ -68,6 +68,7 @@ func TestDisruptive(t *testing.T) {
 		}
 	}
 	f := b.Assess(disrupt.AssessmentName, func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+		defer run.Begin("disruptive", "")()
 		exec := disrupt.RemoteExec{Config: cfg.Client().RESTConfig(), Kube: kube}
 		assertChecks(t, run.Disruptive(ctx, exec))
 		return ctx

@@ -284,6 +284,9 @@ func TestMain(m *testing.M) {
 		once.Do(func() {
 			if why != "" {
 				fmt.Fprintf(os.Stderr, "rdmasuite: %s: %s\n", why, deleting)
+				// Features cut short say so in the results: an error row
+				// each, never a silently shorter report.
+				run.RecordUnfinished(why)
 			}
 			os.Exit(finishRun(started, rc.Host, version, code))
 		})
@@ -300,7 +303,7 @@ func TestMain(m *testing.M) {
 		// A feature that ignores its context must not take the cleanup
 		// down with it: half the reserve after the deadline, finish anyway.
 		time.AfterFunc(time.Until(deadline.Add(reserve/2)), func() {
-			finish(reports.ExitChecksFailed, "internal deadline passed and the features did not return")
+			finish(reports.ExitChecksFailed, "internal deadline passed (context deadline exceeded) and the features did not return")
 		})
 	}
 

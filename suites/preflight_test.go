@@ -33,6 +33,7 @@ func TestPreflight(t *testing.T) {
 	f := features.New("node readiness and known failure modes (doctor)").
 		WithLabel("suite", "doctor").WithLabel("check", "preflight").
 		Assess("no selected node shows a known failure mode", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			defer run.Begin("doctor", "")()
 			start := time.Now()
 			dyn, err := dynamic.NewForConfig(cfg.Client().RESTConfig())
 			if err != nil {

@@ -22,6 +22,7 @@ func variantFeatures(suite, title, check, assess string, do func(context.Context
 		feats = append(feats, features.New(fmt.Sprintf("%s (%s, %s)", title, v.Name, v.Resource)).
 			WithLabel("suite", suite).WithLabel("check", check).WithLabel("variant", v.Name).
 			Assess(assess, func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
+				defer run.Begin(check, v.Label)()
 				assertChecks(t, do(ctx, v))
 				return ctx
 			}).Feature())

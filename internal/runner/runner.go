@@ -3,6 +3,7 @@ package runner
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -31,9 +32,18 @@ type Runner struct {
 	Cfg   Config
 	RunID string
 
-	mu     sync.Mutex
-	checks []reports.Check
-	phases map[string]reports.Phase
+	mu      sync.Mutex
+	checks  []reports.Check
+	phases  map[string]reports.Phase
+	running map[int]runningFeature
+	nextRun int
+}
+
+// runningFeature is a feature that started and has not recorded its
+// checks yet (Begin … end).
+type runningFeature struct {
+	check, variant string
+	started        time.Time
 }
 
 // New returns a runner for run id on the cluster behind kube.
@@ -78,6 +88,46 @@ func (r *Runner) scoped(parts []string) []string {
 		return parts
 	}
 	return append(append([]string(nil), parts...), r.RunID)
+}
+
+// Begin marks a feature (its check label, e.g. "bandwidth", and variant)
+// as running until end is called; Unfinished reports the ones a forced
+// stop cut short, so their absence never reads as nothing to report.
+func (r *Runner) Begin(check, variant string) (end func()) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.running == nil {
+		r.running = map[int]runningFeature{}
+	}
+	id := r.nextRun
+	r.nextRun++
+	r.running[id] = runningFeature{check: check, variant: variant, started: time.Now()}
+	return func() {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		delete(r.running, id)
+	}
+}
+
+// RecordUnfinished records an error check for every feature still running
+// (Begin without end): the run is being stopped (a deadline the feature
+// did not honour in time, an interrupt), so its checks were never judged.
+// why says what stopped it. It returns how many it recorded.
+func (r *Runner) RecordUnfinished(why string) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	ids := make([]int, 0, len(r.running))
+	for id := range r.running {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	for _, id := range ids {
+		f := r.running[id]
+		r.checks = append(r.checks, reports.Check{ID: f.check, Variant: f.variant, Status: reports.Error,
+			Reason: fmt.Sprintf("the %s feature was still running after %s when the run stopped (%s): its checks were never judged",
+				f.check, time.Since(f.started).Round(time.Second), why)})
+	}
+	return len(ids)
 }
 
 // Record keeps checks for the results file.

@@ -193,3 +193,20 @@ func TestReconcileExitCodeAndResults(t *testing.T) {
 		}
 	}
 }
+
+// A feature cut short by a forced stop is an error row naming it and why,
+// never silently missing; a feature that ended leaves nothing behind.
+func TestRecordUnfinished(t *testing.T) {
+	r := New(nil, Config{}, "t-unf")
+	done := r.Begin("memlock", "shared-dev")
+	r.Begin("bandwidth", "hostdev")
+	done()
+	if n := r.RecordUnfinished("internal deadline passed (context deadline exceeded)"); n != 1 {
+		t.Fatalf("%d unfinished, want 1", n)
+	}
+	cs := r.Checks()
+	if len(cs) != 1 || cs[0].ID != "bandwidth" || cs[0].Variant != "hostdev" || cs[0].Status != reports.Error ||
+		!strings.Contains(cs[0].Reason, "context deadline exceeded") || !strings.Contains(cs[0].Reason, "never judged") {
+		t.Fatalf("%+v", cs)
+	}
+}
