@@ -137,6 +137,11 @@ kept=$(sed -n 's/.*rdmasuite cleanup --run \([0-9a-f]*\).*/\1/p' "$results/kept.
 "$rdmasuite" cleanup --kubeconfig "$BED_DIR/kubeconfig" --run "$kept" | grep -q 'kept by --keep-on-failure'
 echo "keep-on-failure: rdmasuite-$kept kept, then removed by cleanup --run"
 
+step "in-cluster: the nightly CronJob and a failing Job under the least-privilege ServiceAccount (suites/deploy)"
+t=$SECONDS
+hack/incluster-test.sh "$results/incluster"
+incluster_s=$((SECONDS - t))
+
 step "bed down leaves nothing behind"
 hack/bed.sh down
 hack/bed.sh leftovers
@@ -251,5 +256,6 @@ gpu (fake GPUs)     : ${gpu_s} s
 smoke suite         : ${e2e_s} s
 rdma suite (bed)    : ${rdma_s} s
 doctor seed stages  : ${doctor_s} s
+in-cluster runs     : ${incluster_s} s
 make test total     : $((SECONDS - t_start)) s
 SUMMARY

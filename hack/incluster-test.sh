@@ -1,0 +1,148 @@
+#!/usr/bin/env bash
+# hack/incluster-test.sh OUT_DIR: the in-cluster nightly path on the bed
+# (issue 15), with the manifests a user applies (suites/deploy, through the
+# bed overlay hack/incluster) and the images `make images` built:
+#   1. the CronJob fires (every minute here) and its Job runs the smoke
+#      suite as the rdmasuite-runner ServiceAccount, in namespace rdmasuite:
+#      the Job completes, the latest result comes back from the ConfigMap
+#      with the documented command and renders with exit 0, and the run's
+#      files are on the results volume;
+#   2. a run that finds failures (suite=rdma on the bed's host nodes, which
+#      advertise RDMA without a device) fails its Job, and the ConfigMap
+#      says exit 1;
+#   3. what the ServiceAccount may and must not do (kubectl auth can-i);
+#   4. the runner pod itself meets Pod Security "restricted";
+#   5. kubectl delete -k leaves nothing.
+# Needs the bed up (host nodes; guests optional) with the runner image loaded.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+. hack/versions.sh
+out=${1:?usage: hack/incluster-test.sh OUT_DIR}
+mkdir -p "$out"
+kc() { "$K8S_BIN_DIR/kubectl" --kubeconfig "$BED_DIR/kubeconfig" "$@"; }
+ns=rdmasuite
+sa=system:serviceaccount:$ns:rdmasuite-runner
+resdir=$BED_DIR/incluster-results
+make -s rdmasuite
+rdmasuite=$PWD/bin/rdmasuite
+
+teardown() {
+  kc delete -k hack/incluster --ignore-not-found --wait=true --timeout=180s >/dev/null 2>&1 || true
+  kc delete pv rdmasuite-results-bed --ignore-not-found >/dev/null 2>&1 || true
+  rm -rf "$resdir"
+}
+trap teardown EXIT
+# hostPath ignores fsGroup: the directory belongs to the runner's uid.
+mkdir -p "$resdir"
+chown 65532:65532 "$resdir"
+
+# The documented way to fetch the latest result (README "In-cluster runs").
+latest() {
+  kc -n "$ns" get configmap rdmasuite-latest -o 'jsonpath={.binaryData.results\.json\.gz}' | base64 -d | gunzip >"$1"
+}
+job_logs() { kc -n "$ns" logs "job/$1" --tail=40 2>&1 || true; }
+
+echo "--- 1. the CronJob fires; its Job runs the smoke suite as the runner ServiceAccount"
+t=$SECONDS
+kc apply -k hack/incluster >"$out/apply.txt"
+job=
+for _ in $(seq 1 150); do
+  job=$(kc -n "$ns" get jobs -o 'jsonpath={range .items[?(@.metadata.ownerReferences[0].kind=="CronJob")]}{.metadata.name}{"\n"}{end}' | head -1)
+  [[ -n $job ]] && break
+  sleep 2
+done
+[[ -n $job ]] || { kc -n "$ns" get cronjob,jobs,pods -o wide; echo "the CronJob did not fire within 5 minutes"; exit 1; }
+# One run is enough: no second one starts while this is judged.
+kc -n "$ns" patch cronjob rdmasuite-nightly --type=merge -p '{"spec":{"suspend":true}}' >/dev/null
+echo "CronJob fired: job $job after $((SECONDS - t)) s"
+if ! kc -n "$ns" wait --for=condition=Complete "job/$job" --timeout=300s >/dev/null; then
+  job_logs "$job"; kc -n "$ns" get pods -o wide; echo "the smoke run's Job did not complete"; exit 1
+fi
+job_logs "$job" >"$out/smoke-job.log"
+latest "$out/smoke.json"
+[[ $(kc -n "$ns" get configmap rdmasuite-latest -o 'jsonpath={.data.exit-code}') == 0 ]] ||
+  { kc -n "$ns" get configmap rdmasuite-latest -o yaml | head -40; echo "the latest-result ConfigMap does not say exit 0"; exit 1; }
+"$rdmasuite" report "$out/smoke.json" | tail -3
+compgen -G "$resdir/results-*.json" >/dev/null || { ls -la "$resdir"; echo "no results file on the results volume"; exit 1; }
+echo "smoke run passed in-cluster: Job complete, results from the ConfigMap render with exit 0, $(ls "$resdir" | wc -l) file(s) on the volume, $((SECONDS - t)) s"
+
+echo "--- 2. a run that finds failures fails its Job"
+t=$SECONDS
+kc -n "$ns" create job rdmasuite-failing --from=cronjob/rdmasuite-nightly --dry-run=client -o yaml |
+  sed 's/--labels=suite=smoke/--labels=suite=rdma/' >"$out/failing-job.yaml"
+grep -q -- '--labels=suite=rdma' "$out/failing-job.yaml" || { echo "could not make the failing Job"; exit 1; }
+kc apply -f "$out/failing-job.yaml" >/dev/null
+if ! kc -n "$ns" wait --for=condition=Failed job/rdmasuite-failing --timeout=300s >/dev/null; then
+  job_logs rdmasuite-failing; kc -n "$ns" get jobs,pods -o wide; echo "the rdma run on RDMA-less nodes did not fail its Job"; exit 1
+fi
+job_logs rdmasuite-failing >"$out/failing-job.log"
+[[ $(kc -n "$ns" get configmap rdmasuite-latest -o 'jsonpath={.data.exit-code}') == 1 ]] ||
+  { echo "the latest-result ConfigMap does not say exit 1 after the failing run"; exit 1; }
+latest "$out/failing.json"
+rc=0
+"$rdmasuite" report "$out/failing.json" >"$out/failing-report.txt" || rc=$?
+[[ $rc == 1 ]] || { cat "$out/failing-report.txt"; echo "rdmasuite report on the failing run exits $rc, want 1"; exit 1; }
+echo "failing run: Job Failed, ConfigMap exit-code 1, report exit 1, $((SECONDS - t)) s"
+
+echo "--- 3. what the runner ServiceAccount may do, and must not"
+bad=0
+# can VERB RESOURCE[/NAME][:SUBRESOURCE] NAMESPACE WANT (a subresource is
+# asked with --subresource: "pods/exec" would mean the pod named exec).
+can() {
+  local got res=${2%%:*} sub= nsarg=()
+  [[ $2 == *:* ]] && sub=(--subresource "${2#*:}") || sub=()
+  [[ $3 != - ]] && nsarg=(-n "$3")
+  got=$(kc auth can-i "$1" "$res" "${sub[@]}" "${nsarg[@]}" --as "$sa" 2>/dev/null || true)
+  printf '  %-8s %-46s %-12s want %-3s got %s\n' "$1" "$2" "$3" "$4" "$got"
+  [[ $got == "$4" ]] || bad=$((bad + 1))
+}
+can create pods "$ns" yes
+can delete pods "$ns" yes
+can get pods:log "$ns" yes
+can create jobs.batch "$ns" yes
+can create services "$ns" yes
+can list nodes - yes
+can update configmaps/rdmasuite-latest "$ns" yes
+can create pods default no
+can create pods kube-system no
+can create namespaces - no
+can delete namespaces - no
+can delete namespaces/rdmasuite - no
+can get secrets "$ns" no
+can list secrets - no
+can create pods:exec "$ns" no
+can create pods:attach "$ns" no
+can create pods:portforward "$ns" no
+can create pods:eviction "$ns" no
+can update nodes - no
+can patch nodes - no
+can delete nodes - no
+can create persistentvolumes - no
+can delete persistentvolumes - no
+can update configmaps/rdmasuite-thresholds "$ns" no
+can create roles.rbac.authorization.k8s.io "$ns" no
+can create clusterrolebindings.rbac.authorization.k8s.io - no
+can create serviceaccounts:token "$ns" no
+((bad == 0)) || { echo "$bad permission(s) differ from the least-privilege table"; exit 1; }
+
+echo "--- 4. the runner pod meets Pod Security \"restricted\" (only the probes need more)"
+# A server-side dry run of enforce=restricted lists the pods that would
+# violate it. The control, a probe-like pod adding CAP_IPC_LOCK (never
+# started), must be listed: the check can tell; the runner must not be.
+pod=$(kc -n "$ns" get pods -l job-name="$job" -o 'jsonpath={.items[0].metadata.name}')
+kc -n "$ns" run psa-control --image=docker.io/rdmasuite/pause:dev --restart=Never \
+  --overrides='{"spec":{"nodeName":"no-such-node","containers":[{"name":"psa-control","image":"docker.io/rdmasuite/pause:dev","securityContext":{"capabilities":{"add":["IPC_LOCK"]}}}]}}' >/dev/null
+warn=$(kc label --dry-run=server --overwrite ns "$ns" pod-security.kubernetes.io/enforce=restricted 2>&1 >/dev/null || true)
+kc -n "$ns" delete pod psa-control --wait=false >/dev/null
+grep -q 'psa-control' <<<"$warn" || { echo "$warn"; echo "the dry run did not list the IPC_LOCK control pod: this check cannot tell"; exit 1; }
+if grep -q "$pod" <<<"$warn"; then
+  echo "$warn"; echo "the runner pod $pod would violate restricted"; exit 1
+fi
+echo "runner pod $pod: no restricted violation (the IPC_LOCK control pod: $(grep -o 'psa-control[^,]*' <<<"$warn" | head -1 | cut -c1-120))"
+
+echo "--- 5. delete -k leaves nothing"
+trap - EXIT
+teardown
+left=$(kc get "ns/$ns" clusterrole/rdmasuite-runner clusterrolebinding/rdmasuite-runner pv/rdmasuite-results-bed -o name 2>/dev/null || true)
+[[ -z $left ]] || { echo "left after delete -k: $left"; exit 1; }
+echo "in-cluster: nothing left"
