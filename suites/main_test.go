@@ -28,6 +28,7 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/e2e-framework/klient"
 	"sigs.k8s.io/e2e-framework/pkg/env"
@@ -35,6 +36,7 @@ import (
 
 	"github.com/rdmasuite/rdmasuite/internal/cluster"
 	"github.com/rdmasuite/rdmasuite/internal/latest"
+	"github.com/rdmasuite/rdmasuite/internal/nodemark"
 	"github.com/rdmasuite/rdmasuite/internal/runner"
 	"github.com/rdmasuite/rdmasuite/reports"
 	"github.com/rdmasuite/rdmasuite/reports/pushgateway"
@@ -85,6 +87,10 @@ var (
 	flagNodeProbe       = flag.Bool("node-probe", true, "run the host probe (a short-lived privileged pod per node, host / mounted read-only); without it doctor/node checks are not-run")
 	flagNodeProbePath   = flag.String("node-probe-host-path", "/", "host path mounted as the probe's host root; {node} is replaced by the node name (bed tests point it at fixture roots)")
 	flagNodeProbeWin    = flag.String("node-probe-window", "2s", "PSI / iowait sampling window of the host probe")
+	flagNodeAnnotations = flag.Bool("node-annotations", false, "at the end of every run, annotate every node of the run with its result: rdmasuite.io/last-result (pass, fail, not-run), last-run, last-checked, valid-until, last-failures; needs patch on nodes (the suites/deploy/components/node-marks component), which the base RBAC does not grant")
+	flagNodeMarkValid   = flag.Duration("node-mark-valid-for", nodemark.DefaultValidFor, "with --node-annotations: rdmasuite.io/valid-until is the run's end plus this (36h: a nightly run missed once leaves the mark stale)")
+	flagTaintFailed     = flag.Bool("taint-failed-nodes", false, "at the end of every run, taint rdmasuite.io/failed=<run> the nodes whose failure is their own (a bad-node or bad-port finding, a failed memlock, doctor or bandwidth/ports check; never a bad link or an inconclusive pair) and remove that taint from nodes that pass; other taints are never touched; needs get and patch on nodes")
+	flagTaintEffect     = flag.String("taint-effect", string(corev1.TaintEffectNoSchedule), "effect of --taint-failed-nodes' taint: NoSchedule or PreferNoSchedule")
 
 	// The disruptive feature (suite=disruptive): never part of a run without --allow-disruptive.
 	flagAllowDisruptive = flag.Bool("allow-disruptive", false, "allow the disruptive feature to restart the MOFED driver pod on --disrupt-nodes (it stalls their NFS-over-RDMA I/O)")
@@ -122,6 +128,9 @@ var (
 	run  *runner.Runner
 	// pushGroup is where --pushgateway sends the run's metrics (nil: nowhere).
 	pushGroup *pushgateway.Group
+	// nodeMarks is what the run's end writes on the nodes
+	// (--node-annotations, --taint-failed-nodes; nothing by default).
+	nodeMarks nodemark.Options
 )
 
 // publishTimeout bounds the push and the ConfigMap write at the run's end
@@ -177,9 +186,24 @@ func config() (runner.Config, error) {
 	return c, c.Validate()
 }
 
-// publishConfig checks --results-configmap and --pushgateway before the
-// run, so that a bad flag fails in seconds, not at the end of the run.
+// publishConfig checks --results-configmap, --pushgateway and the node
+// marks before the run, so that a bad flag fails in seconds, not at the
+// end of the run.
 func publishConfig() error {
+	nodeMarks = nodemark.Options{Annotate: *flagNodeAnnotations, ValidFor: *flagNodeMarkValid, Taint: *flagTaintFailed,
+		Effect: corev1.TaintEffect(*flagTaintEffect)}
+	if !*flagNodeAnnotations && *flagNodeMarkValid != nodemark.DefaultValidFor {
+		return fmt.Errorf("--node-mark-valid-for needs --node-annotations")
+	}
+	if !*flagTaintFailed && *flagTaintEffect != string(corev1.TaintEffectNoSchedule) {
+		return fmt.Errorf("--taint-effect needs --taint-failed-nodes")
+	}
+	if _, err := nodemark.ParseEffect(*flagTaintEffect); err != nil {
+		return err
+	}
+	if err := nodeMarks.Validate(); err != nil {
+		return err
+	}
 	if *flagResultsCM != "" {
 		if *flagNamespace == "" {
 			return latest.ErrNoNamespace
@@ -265,6 +289,14 @@ func TestMain(m *testing.M) {
 		}
 		mode = fmt.Sprintf(" (existing, --namespace; the run's objects carry %s=%s)", cluster.RunLabel, runID)
 		deleting = "deleting run objects in namespace " + ns
+	}
+	if nodeMarks.Enabled() {
+		cctx, ccancel := context.WithTimeout(context.Background(), 30*time.Second)
+		err := nodemark.Check(cctx, kube, nodeMarks, func(w string) { fmt.Fprintf(os.Stderr, "rdmasuite: warning: %s\n", w) })
+		ccancel()
+		if err != nil {
+			fatal(err)
+		}
 	}
 	fmt.Printf("rdmasuite: cluster %s (%s, kubeconfig %s), run %s, namespace %s%s\n", rc.Host, version, where, runID, ns, mode)
 	started := time.Now()
@@ -386,12 +418,13 @@ func finishShared(ctx context.Context, res reports.Run, code int) int {
 	return code
 }
 
-// publish pushes the run's metrics (--pushgateway), then records it as the
+// publish pushes the run's metrics (--pushgateway), marks the nodes
+// (--node-annotations, --taint-failed-nodes), then records the run as the
 // latest run (--results-configmap), with the exit code as it stands after
-// the push. A failure of either is said on stderr and never hides the
-// run's verdict: a run that did not pass keeps its exit code; only a
-// passing run's 0 becomes 2, so a pass that was not published is not
-// taken for a published one.
+// the push and the node marks. A failure of any is said on stderr and never
+// hides the run's verdict: a run that did not pass keeps its exit code;
+// only a passing run's 0 becomes 2, so a pass that was not published is
+// not taken for a published one.
 func publish(res reports.Run, code int, resultsPath string) int {
 	failed := func(what string, err error) {
 		fmt.Fprintf(os.Stderr, "rdmasuite: %s: %v\n", what, err)
@@ -409,6 +442,7 @@ func publish(res reports.Run, code int, resultsPath string) int {
 			fmt.Printf("rdmasuite: pushed %d series of run %s to %s\n", n, res.RunID, pushGroup)
 		}
 	}
+	code = nodemark.Finish(context.Background(), kube, res, nodeMarks, publishTimeout, code, os.Stdout, os.Stderr)
 	if *flagResultsCM != "" {
 		ns, name := run.Namespace(), *flagResultsCM
 		cm, err := latest.Build(ns, name, res, code, resultsPath)
