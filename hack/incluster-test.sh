@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # hack/incluster-test.sh OUT_DIR: the in-cluster nightly path on the bed
 # (issue 15), with the manifests a user applies (suites/deploy, through the
-# bed overlay hack/incluster) and the images `make images` built:
+# bed overlays hack/incluster/nightly and …/marks) and the images `make images` built:
 #   1. the CronJob fires (every minute here) and its Job runs the smoke
 #      suite as the rdmasuite-runner ServiceAccount, in namespace rdmasuite:
 #      the Job completes, the latest result comes back from the ConfigMap
@@ -12,7 +12,9 @@
 #      says exit 1;
 #   3. what the ServiceAccount may and must not do (kubectl auth can-i);
 #   4. the runner pod itself meets Pod Security "restricted";
-#   5. kubectl delete -k leaves nothing.
+#   5. with the opt-in node-marks component, a failing run annotates the
+#      nodes and taints those whose own checks failed;
+#   6. kubectl delete -k leaves nothing, and no node keeps a mark.
 # Needs the bed up (host nodes; guests optional) with the runner image loaded.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -27,7 +29,10 @@ make -s rdmasuite
 rdmasuite=$PWD/bin/rdmasuite
 
 teardown() {
-  kc delete -k hack/incluster --ignore-not-found --wait=true --timeout=180s >/dev/null 2>&1 || true
+  kc annotate nodes --all rdmasuite.io/last-result- rdmasuite.io/last-run- rdmasuite.io/last-checked- \
+    rdmasuite.io/valid-until- rdmasuite.io/last-failures- >/dev/null 2>&1 || true
+  kc taint nodes --all rdmasuite.io/failed- >/dev/null 2>&1 || true
+  kc delete -k hack/incluster/marks --ignore-not-found --wait=true --timeout=180s >/dev/null 2>&1 || true
   kc delete pv rdmasuite-results-bed --ignore-not-found >/dev/null 2>&1 || true
   rm -rf "$resdir"
 }
@@ -44,7 +49,7 @@ job_logs() { kc -n "$ns" logs "job/$1" --tail=40 2>&1 || true; }
 
 echo "--- 1. the CronJob fires; its Job runs the smoke suite as the runner ServiceAccount"
 t=$SECONDS
-kc apply -k hack/incluster >"$out/apply.txt"
+kc apply -k hack/incluster/nightly >"$out/apply.txt"
 job=
 for _ in $(seq 1 150); do
   job=$(kc -n "$ns" get jobs -o 'jsonpath={range .items[?(@.metadata.ownerReferences[0].kind=="CronJob")]}{.metadata.name}{"\n"}{end}' | head -1)
@@ -140,9 +145,42 @@ if grep -q "$pod" <<<"$warn"; then
 fi
 echo "runner pod $pod: no restricted violation (the IPC_LOCK control pod: $(grep -o 'psa-control[^,]*' <<<"$warn" | head -1 | cut -c1-120))"
 
-echo "--- 5. delete -k leaves nothing"
+echo "--- 5. opt-in node marks (components/node-marks): every node annotated, the taint where the failure is the node's"
+t=$SECONDS
+kc apply -k hack/incluster/marks >/dev/null
+bad=0
+can patch nodes - yes
+can update nodes - no
+can delete nodes - no
+((bad == 0)) || { echo "the node-marks component grants other than get/patch on nodes"; exit 1; }
+# The rdma run on RDMA-less nodes again, now annotating, and tainting
+# (PreferNoSchedule: the bed's later stages still schedule) the nodes
+# whose own checks failed (memlock/rlimit on node-1, bandwidth/ports on
+# both: single-node checks).
+kc -n "$ns" create job rdmasuite-marks --from=cronjob/rdmasuite-nightly --dry-run=client -o yaml |
+  sed -E 's/--labels=suite=smoke/--labels=suite=rdma/; s/^( *)- --node-annotations$/\1- --node-annotations\n\1- --taint-failed-nodes\n\1- --taint-effect=PreferNoSchedule/' >"$out/marks-job.yaml"
+grep -q -- '--taint-failed-nodes' "$out/marks-job.yaml" || { cat "$out/marks-job.yaml"; echo "could not make the node-marks Job"; exit 1; }
+kc apply -f "$out/marks-job.yaml" >/dev/null
+if ! kc -n "$ns" wait --for=condition=Failed job/rdmasuite-marks --timeout=300s >/dev/null; then
+  job_logs rdmasuite-marks; echo "the node-marks rdma run did not fail its Job"; exit 1
+fi
+job_logs rdmasuite-marks >"$out/marks-job.log"
+for n in node-1 node-2; do
+  res=$(kc get node "$n" -o 'jsonpath={.metadata.annotations.rdmasuite\.io/last-result}')
+  until_=$(kc get node "$n" -o 'jsonpath={.metadata.annotations.rdmasuite\.io/valid-until}')
+  fails=$(kc get node "$n" -o 'jsonpath={.metadata.annotations.rdmasuite\.io/last-failures}')
+  taint=$(kc get node "$n" -o 'jsonpath={range .spec.taints[?(@.key=="rdmasuite.io/failed")]}{.effect}{end}')
+  echo "  $n: last-result=$res valid-until=$until_ taint=${taint:-none} failures: ${fails:0:120}"
+  [[ $res == fail && -n $until_ && $fails == *bandwidth/ports* && $taint == PreferNoSchedule ]] ||
+    { tail -20 "$out/marks-job.log"; echo "$n is not marked failed and tainted as its own failed checks say"; exit 1; }
+done
+echo "node marks: both nodes annotated fail with valid-until and tainted PreferNoSchedule, $((SECONDS - t)) s"
+
+echo "--- 6. delete -k leaves nothing, and no node keeps a mark"
 trap - EXIT
 teardown
 left=$(kc get "ns/$ns" clusterrole/rdmasuite-runner clusterrolebinding/rdmasuite-runner pv/rdmasuite-results-bed -o name 2>/dev/null || true)
 [[ -z $left ]] || { echo "left after delete -k: $left"; exit 1; }
+marks=$(kc get nodes -o 'jsonpath={range .items[*]}{.metadata.annotations.rdmasuite\.io/last-result}{.spec.taints[?(@.key=="rdmasuite.io/failed")].key}{end}')
+[[ -z $marks ]] || { echo "a node keeps a mark after teardown: $marks"; exit 1; }
 echo "in-cluster: nothing left"
