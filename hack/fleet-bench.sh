@@ -1,0 +1,269 @@
+#!/usr/bin/env bash
+# Fleet-scale benchmark (issue 15): the pairing schedule and the bandwidth
+# runner against simulated nodes. Starts its OWN private control plane
+# (etcd + kube-apiserver on loopback, state in a temp dir; never the shared
+# bed of hack/bed.sh), adds FLEET_NODES simulated nodes with kwok, runs
+# hack/tools/fleetbench, prints its tables, and removes everything on exit.
+#
+# Simulated: nodes (kwok, no kubelet), pod lifecycle (kwok Stages: Running
+# with a pod IP at once, Succeeded after PROBE_CLIENT_MS / PROBE_SERVER_MS),
+# probe output (kwok ClusterLogs: one canned bandwidth result, served
+# through the apiserver's log proxy). Real: apiserver + etcd, the runner's
+# code and client, pod create/poll/log/delete, the verdicts.
+#
+# Env: FLEET_NODES (256), FLEET_SIZES (16,64,256), FLEET_PAIRINGS (ring,all),
+# FLEET_CONCURRENCY (4, the suite's default), FLEET_MAX_PAIRS (300: larger
+# schedules are reported from the schedule only), FLEET_PORT_BASE (16443:
+# apiserver; +1 kwok's kubelet server; etcd on 22379/22380).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+# shellcheck source=versions.sh
+source hack/versions.sh
+
+KWOK_VERSION=v0.8.0
+KWOK_BIN_DIR=$RDMASUITE_CACHE/kwok-$KWOK_VERSION
+NODES=${FLEET_NODES:-256}
+SIZES=${FLEET_SIZES:-16,64,256}
+PAIRINGS=${FLEET_PAIRINGS:-ring,all}
+CONC=${FLEET_CONCURRENCY:-4}
+MAX_PAIRS=${FLEET_MAX_PAIRS:-300}
+API_PORT=${FLEET_PORT_BASE:-16443}
+KWOK_PORT=$((API_PORT + 1))
+ETCD_PORT=${FLEET_ETCD_PORT:-22379}
+PROBE_CLIENT_MS=${PROBE_CLIENT_MS:-1000}
+PROBE_SERVER_MS=${PROBE_SERVER_MS:-1500}
+NICE=(nice -n 19)
+
+for b in etcd:$ETCD_BIN_DIR kube-apiserver:$K8S_BIN_DIR kubectl:$K8S_BIN_DIR; do
+  if [ ! -x "${b#*:}/${b%%:*}" ]; then
+    echo "fleet-bench: ${b%%:*} is not in the cache (${b#*:}); build it with hack/build-k8s.sh first" >&2
+    exit 1
+  fi
+done
+for p in "$API_PORT" "$KWOK_PORT" "$ETCD_PORT" "$((ETCD_PORT + 1))"; do
+  if ss -ltnH "sport = :$p" | grep -q .; then
+    echo "fleet-bench: port $p is in use: set FLEET_PORT_BASE / FLEET_ETCD_PORT" >&2
+    exit 1
+  fi
+done
+
+# kwok: built once per version into the cache, like hack/build-k8s.sh.
+if [ ! -x "$KWOK_BIN_DIR/kwok" ]; then
+  echo "fleet-bench: building kwok $KWOK_VERSION into $KWOK_BIN_DIR"
+  mkdir -p "$KWOK_BIN_DIR"
+  (cd /tmp && GOFLAGS= GOBIN="$KWOK_BIN_DIR" "${NICE[@]}" go install "sigs.k8s.io/kwok/cmd/kwok@$KWOK_VERSION")
+fi
+
+DIR=$(mktemp -d /tmp/rdmasuite-fleet-bench.XXXXXX)
+PIDS=()
+cleanup() {
+  # Reverse start order (kwok, apiserver, etcd), each gone before the next
+  # stops: an apiserver whose etcd went first hangs in its shutdown.
+  local pid
+  for ((i = ${#PIDS[@]} - 1; i >= 0; i--)); do
+    pid=${PIDS[i]}
+    kill "$pid" 2>/dev/null || continue
+    for ((t = 0; t < 40; t++)); do
+      kill -0 "$pid" 2>/dev/null || break
+      sleep 0.25
+    done
+    kill -9 "$pid" 2>/dev/null || true
+    wait "$pid" 2>/dev/null || true
+  done
+  rm -rf "$DIR"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+echo "fleet-bench: building hack/tools/fleetbench"
+(cd hack && "${NICE[@]}" go build -o "$DIR/fleetbench" ./tools/fleetbench)
+
+# PKI: one self-signed serving cert (apiserver and kwok's kubelet server),
+# the service-account key, a token for the benchmark's client.
+openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=fleet-bench \
+  -addext "subjectAltName=IP:127.0.0.1,DNS:localhost" \
+  -keyout "$DIR/serving.key" -out "$DIR/serving.crt" 2>/dev/null
+openssl genrsa -out "$DIR/sa.key" 2048 2>/dev/null
+openssl rsa -in "$DIR/sa.key" -pubout -out "$DIR/sa.pub" 2>/dev/null
+TOKEN=$(head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n')
+echo "$TOKEN,fleet-bench,fleet-bench,system:masters" >"$DIR/tokens.csv"
+KUBECONFIG_FILE=$DIR/kubeconfig
+cat >"$KUBECONFIG_FILE" <<EOF
+apiVersion: v1
+kind: Config
+clusters:
+- name: fleet
+  cluster: {server: "https://127.0.0.1:$API_PORT", certificate-authority: "$DIR/serving.crt"}
+users:
+- name: fleet
+  user: {token: "$TOKEN"}
+contexts:
+- name: fleet
+  context: {cluster: fleet, user: fleet}
+current-context: fleet
+EOF
+
+start() { # name cmd...: runs niced in the background, log in $DIR
+  local name=$1
+  shift
+  "${NICE[@]}" "$@" >"$DIR/$name.log" 2>&1 &
+  PIDS+=($!)
+}
+wait_for() { # seconds what cmd...
+  local t=$1 what=$2
+  shift 2
+  for ((i = 0; i < t * 2; i++)); do
+    if "$@" >/dev/null 2>&1; then return 0; fi
+    sleep 0.5
+  done
+  echo "fleet-bench: $what not ready after ${t}s; its log:" >&2
+  tail -20 "$DIR/$what.log" >&2 || true
+  exit 1
+}
+kc() { "$K8S_BIN_DIR/kubectl" --kubeconfig "$KUBECONFIG_FILE" "$@"; }
+
+start etcd "$ETCD_BIN_DIR/etcd" --name fleet --data-dir "$DIR/etcd" \
+  --listen-client-urls "http://127.0.0.1:$ETCD_PORT" --advertise-client-urls "http://127.0.0.1:$ETCD_PORT" \
+  --listen-peer-urls "http://127.0.0.1:$((ETCD_PORT + 1))" --initial-advertise-peer-urls "http://127.0.0.1:$((ETCD_PORT + 1))" \
+  --initial-cluster "fleet=http://127.0.0.1:$((ETCD_PORT + 1))" --log-level warn
+# No controller-manager or scheduler: pods are pinned (spec.nodeName) and
+# deleted with grace 0; ServiceAccount admission is off (no token
+# controller; the probe pods mount no token).
+start kube-apiserver "$K8S_BIN_DIR/kube-apiserver" \
+  --etcd-servers "http://127.0.0.1:$ETCD_PORT" \
+  --bind-address 127.0.0.1 --secure-port "$API_PORT" --advertise-address 127.0.0.1 \
+  --tls-cert-file "$DIR/serving.crt" --tls-private-key-file "$DIR/serving.key" \
+  --token-auth-file "$DIR/tokens.csv" --authorization-mode AlwaysAllow \
+  --service-account-issuer https://kubernetes.default.svc \
+  --service-account-key-file "$DIR/sa.pub" --service-account-signing-key-file "$DIR/sa.key" \
+  --service-cluster-ip-range 10.252.0.0/24 --disable-admission-plugins ServiceAccount \
+  --kubelet-preferred-address-types InternalIP --v=0
+wait_for 90 kube-apiserver kc get --raw /readyz
+
+# kwok's stages and canned logs.
+"${NICE[@]}" "$DIR/fleetbench" logs -thresholds thresholds/skus.yaml -sku A100/HDR-200 >"$DIR/probe.log"
+cat >"$DIR/kwok.yaml" <<EOF
+apiVersion: kwok.x-k8s.io/v1alpha1
+kind: Stage
+metadata: {name: node-initialize}
+spec:
+  resourceRef: {apiGroup: v1, kind: Node}
+  selector:
+    matchExpressions:
+    - {key: '.status.conditions.[] | select( .type == "Ready" ) | .status', operator: NotIn, values: ['True']}
+  next:
+    statusTemplate: |
+      {{ \$now := Now }}
+      conditions:
+      {{ range NodeConditions }}
+      - lastHeartbeatTime: {{ \$now | Quote }}
+        lastTransitionTime: {{ \$now | Quote }}
+        message: {{ .message | Quote }}
+        reason: {{ .reason | Quote }}
+        status: {{ .status | Quote }}
+        type: {{ .type | Quote }}
+      {{ end }}
+      addresses:
+      - {address: {{ NodeIP | Quote }}, type: InternalIP}
+      - {address: {{ .metadata.name | Quote }}, type: Hostname}
+      daemonEndpoints:
+        kubeletEndpoint:
+          Port: {{ NodePort }}
+      allocatable:
+      {{ YAML .status.allocatable 1 }}
+      capacity:
+      {{ YAML .status.capacity 1 }}
+      nodeInfo:
+        architecture: amd64
+        kubeletVersion: kwok-$KWOK_VERSION
+        operatingSystem: linux
+      phase: Running
+---
+apiVersion: kwok.x-k8s.io/v1alpha1
+kind: Stage
+metadata: {name: pod-ready}
+spec:
+  resourceRef: {apiGroup: v1, kind: Pod}
+  selector:
+    matchExpressions:
+    - {key: .metadata.deletionTimestamp, operator: DoesNotExist}
+    - {key: .status.phase, operator: In, values: [Pending]}
+  next:
+    statusTemplate: |
+      {{ \$now := Now }}
+      conditions:
+      - {lastTransitionTime: {{ \$now | Quote }}, status: "True", type: Ready}
+      containerStatuses:
+      {{ range .spec.containers }}
+      - image: {{ .image | Quote }}
+        name: {{ .name | Quote }}
+        ready: true
+        restartCount: 0
+        state: {running: {startedAt: {{ \$now | Quote }}}}
+      {{ end }}
+      {{ \$podIPs := PodIPsWith .spec.nodeName false .metadata.uid .metadata.name .metadata.namespace }}
+      hostIP: {{ NodeIP | Quote }}
+      podIP: {{ index \$podIPs 0 | Quote }}
+      phase: Running
+      startTime: {{ \$now | Quote }}
+EOF
+for role in client:$PROBE_CLIENT_MS server:$PROBE_SERVER_MS; do
+  cat >>"$DIR/kwok.yaml" <<EOF
+---
+apiVersion: kwok.x-k8s.io/v1alpha1
+kind: Stage
+metadata: {name: probe-${role%%:*}-complete}
+spec:
+  resourceRef: {apiGroup: v1, kind: Pod}
+  selector:
+    matchExpressions:
+    - {key: .metadata.deletionTimestamp, operator: DoesNotExist}
+    - {key: .status.phase, operator: In, values: [Running]}
+    - {key: '.spec.containers.[0].args.[1]', operator: In, values: [${role%%:*}]}
+  delay: {durationMilliseconds: ${role#*:}}
+  next:
+    statusTemplate: |
+      {{ \$now := Now }}
+      containerStatuses:
+      {{ range .spec.containers }}
+      - image: {{ .image | Quote }}
+        name: {{ .name | Quote }}
+        ready: false
+        restartCount: 0
+        state: {terminated: {exitCode: 0, reason: Completed, startedAt: {{ \$now | Quote }}, finishedAt: {{ \$now | Quote }}}}
+      {{ end }}
+      phase: Succeeded
+EOF
+done
+cat >>"$DIR/kwok.yaml" <<EOF
+---
+apiVersion: kwok.x-k8s.io/v1alpha1
+kind: Stage
+metadata: {name: pod-delete}
+spec:
+  resourceRef: {apiGroup: v1, kind: Pod}
+  selector:
+    matchExpressions:
+    - {key: .metadata.deletionTimestamp, operator: Exists}
+  next: {delete: true}
+---
+apiVersion: kwok.x-k8s.io/v1alpha1
+kind: ClusterLogs
+metadata: {name: canned-probe-output}
+spec:
+  logs:
+  - containers: [probe]
+    logsFile: $DIR/probe.log
+EOF
+
+"${NICE[@]}" "$DIR/fleetbench" nodes -kubeconfig "$KUBECONFIG_FILE" -count "$NODES" -subsets "$SIZES"
+start kwok "$KWOK_BIN_DIR/kwok" --config "$DIR/kwok.yaml" --kubeconfig "$KUBECONFIG_FILE" \
+  --manage-all-nodes --node-ip 127.0.0.1 --node-port "$KWOK_PORT" \
+  --server-address "127.0.0.1:$KWOK_PORT" --tls-cert-file "$DIR/serving.crt" --tls-private-key-file "$DIR/serving.key" \
+  --cidr 10.250.0.0/16
+ready_nodes() { [ "$(kc get nodes --no-headers 2>/dev/null | grep -c ' Ready ')" -ge "$NODES" ]; }
+wait_for 120 kwok ready_nodes
+echo "fleet-bench: $NODES simulated nodes Ready (kwok $KWOK_VERSION); simulated probe: client ${PROBE_CLIENT_MS} ms, server ${PROBE_SERVER_MS} ms after Running"
+
+"${NICE[@]}" "$DIR/fleetbench" run -kubeconfig "$KUBECONFIG_FILE" -sizes "$SIZES" -pairings "$PAIRINGS" \
+  -concurrency "$CONC" -max-pairs "$MAX_PAIRS" -thresholds thresholds/skus.yaml -probe-sec "$(echo "$PROBE_SERVER_MS" | awk '{print $1/1000}')"

@@ -1,0 +1,410 @@
+// Command fleetbench drives the suite's pairing schedule and its bandwidth
+// runner (internal/runner, the code the bandwidth feature runs) against
+// simulated nodes, and reports per round: pairs, pods created, API requests
+// by verb and resource, wall time, and the runner's own CPU time. It is run
+// by hack/fleet-bench.sh, which starts a private kube-apiserver and kwok.
+//
+// What is simulated: the nodes (kwok: no kubelet, no containers), the probe
+// pods' lifecycle (kwok Stages: Running at once with a pod IP, then
+// Succeeded after a fixed delay), and the probes' output (kwok ClusterLogs
+// serving one canned bandwidth result from a file through the apiserver's
+// log proxy). What is real: the apiserver and etcd, the runner's code, its
+// client (client-go with the suite's settings, so the default client-side
+// rate limit of 5 QPS, burst 10), pod creation, polling, log fetching,
+// deletion, and the verdicts on the output.
+//
+// Subcommands:
+//
+//	fleetbench nodes -kubeconfig K -count 256   create the simulated nodes
+//	fleetbench logs -sku A100/HDR-200 > FILE    the canned probe output (CRI log format)
+//	fleetbench run -kubeconfig K ...            the measurement
+package main
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/rdmasuite/rdmasuite/internal/cluster"
+	"github.com/rdmasuite/rdmasuite/internal/pairing"
+	"github.com/rdmasuite/rdmasuite/internal/runner"
+	"github.com/rdmasuite/rdmasuite/reports"
+	"github.com/rdmasuite/rdmasuite/thresholds"
+	"github.com/rdmasuite/rdmasuite/workloads/bw"
+	"github.com/rdmasuite/rdmasuite/workloads/probeout"
+)
+
+// Labels of the simulated nodes: every node has benchLabel; the first n
+// nodes also have subsetLabel(n), so a run selects a fleet of n.
+const (
+	benchLabel = "fleetbench.rdmasuite.io/node"
+	resource_  = "rdma/rdma_shared_device_a"
+	sizeBytes  = 1 << 20
+)
+
+func subsetLabel(n int) string { return fmt.Sprintf("fleetbench.rdmasuite.io/first-%d", n) }
+
+func main() {
+	if len(os.Args) < 2 {
+		fmt.Fprintln(os.Stderr, "usage: fleetbench nodes|logs|run [flags]")
+		os.Exit(2)
+	}
+	var err error
+	switch os.Args[1] {
+	case "nodes":
+		err = nodesCmd(os.Args[2:])
+	case "logs":
+		err = logsCmd(os.Args[2:])
+	case "run":
+		err = runCmd(os.Args[2:])
+	default:
+		err = fmt.Errorf("unknown subcommand %q", os.Args[1])
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "fleetbench:", err)
+		os.Exit(1)
+	}
+}
+
+func client(kubeconfig string) (*rest.Config, *kubernetes.Clientset, error) {
+	rc, _, err := cluster.RESTConfig(kubeconfig, "")
+	if err != nil {
+		return nil, nil, err
+	}
+	cs, err := kubernetes.NewForConfig(rc)
+	return rc, cs, err
+}
+
+// nodesCmd creates count nodes for kwok, with the labels and allocatable
+// the bandwidth feature needs, and the subset labels of every size asked.
+func nodesCmd(args []string) error {
+	fs := flag.NewFlagSet("nodes", flag.ExitOnError)
+	kubeconfig := fs.String("kubeconfig", "", "kubeconfig of the private control plane")
+	count := fs.Int("count", 256, "nodes to create")
+	subsets := fs.String("subsets", "16,64,256", "fleet sizes to label (first N nodes)")
+	product := fs.String("gpu-product", "NVIDIA-A100-SXM4-80GB", "nvidia.com/gpu.product label (matched against thresholds/skus.yaml)")
+	_ = fs.Parse(args)
+	sizes, err := ints(*subsets)
+	if err != nil {
+		return err
+	}
+	rc, _, err := client(*kubeconfig)
+	if err != nil {
+		return err
+	}
+	rc.QPS, rc.Burst = 200, 400 // setup, not measured
+	cs, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		return err
+	}
+	ctx := context.Background()
+	qty := func(s string) resource.Quantity { return resource.MustParse(s) }
+	res := corev1.ResourceList{"cpu": qty("128"), "memory": qty("2Ti"), "pods": qty("110"),
+		resource_: qty("63"), "nvidia.com/gpu": qty("8")}
+	for i := 0; i < *count; i++ {
+		name := fmt.Sprintf("fleet-%04d", i)
+		labels := map[string]string{benchLabel: "true", "nvidia.com/gpu.product": *product,
+			"kubernetes.io/hostname": name, "type": "kwok"}
+		for _, n := range sizes {
+			if i < n {
+				labels[subsetLabel(n)] = "true"
+			}
+		}
+		node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels,
+			Annotations: map[string]string{"kwok.x-k8s.io/node": "fake"}},
+			Spec: corev1.NodeSpec{Taints: []corev1.Taint{{Key: "kwok.x-k8s.io/node", Value: "fake", Effect: corev1.TaintEffectNoSchedule}}}}
+		created, err := cs.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{})
+		if apierrors.IsAlreadyExists(err) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		created.Status.Capacity, created.Status.Allocatable = res, res
+		if _, err := cs.CoreV1().Nodes().UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
+			return fmt.Errorf("node %s status: %w", name, err)
+		}
+	}
+	fmt.Printf("fleetbench: %d simulated nodes (%s=%s, %s allocatable 63)\n", *count, "nvidia.com/gpu.product", *product, resource_)
+	return nil
+}
+
+// logsCmd prints the canned probe output in the CRI log format kwok's
+// ClusterLogs serves: a client result with ports rails, each measured at
+// 1 MiB at 95% of the SKU's link rate, and every rail found. Server and
+// client pods get the same text (kwok selects logs by namespace and
+// container, not by pod): the verdict reads the server's rails from it.
+func logsCmd(args []string) error {
+	fs := flag.NewFlagSet("logs", flag.ExitOnError)
+	file := fs.String("thresholds", "thresholds/skus.yaml", "thresholds file")
+	skuName := fs.String("sku", "A100/HDR-200", "SKU whose ports and link rate the canned output has")
+	_ = fs.Parse(args)
+	set, err := thresholds.Load(*file)
+	if err != nil {
+		return err
+	}
+	sku, err := set.ForNode("n", nil, *skuName)
+	if err != nil {
+		return err
+	}
+	ports, rate := int(*sku.PortsPerNode.Value), *sku.LinkRateGbps.Value
+	out := bw.ProbeOutput{Role: "client", Requested: bw.Requested{Ops: []bw.Op{"write"}, Sizes: []int{sizeBytes}, RailMode: bw.RailsSame}}
+	for i := 0; i < ports; i++ {
+		r := bw.Rail{Index: i, Device: fmt.Sprintf("mlx5_%d", i), Port: 1, State: "ACTIVE", LinkLayer: "InfiniBand", RateGbps: rate}
+		p := r
+		out.Found = append(out.Found, r)
+		out.Rails = append(out.Rails, bw.RailResult{Local: r, Peer: &p, Runs: []bw.Report{{Role: "client",
+			Params:  bw.Params{Op: "write", Sizes: []int{sizeBytes}},
+			Results: []bw.SizeResult{{Local: bw.Figures{Bytes: sizeBytes, AvgGbps: 0.95 * rate}}}}}})
+	}
+	var b bytes.Buffer
+	if err := probeout.Write(&b, bw.ProbeName, out); err != nil {
+		return err
+	}
+	ts := time.Now().UTC().Format(time.RFC3339Nano)
+	for _, line := range strings.Split(strings.TrimRight(b.String(), "\n"), "\n") {
+		fmt.Printf("%s stdout F %s\n", ts, line)
+	}
+	return nil
+}
+
+type scenario struct {
+	mode string
+	n    int
+}
+
+func runCmd(args []string) error {
+	fs := flag.NewFlagSet("run", flag.ExitOnError)
+	kubeconfig := fs.String("kubeconfig", "", "kubeconfig of the private control plane")
+	sizesFlag := fs.String("sizes", "16,64,256", "fleet sizes")
+	modes := fs.String("pairings", "ring,all", "pairing modes")
+	conc := fs.Int("concurrency", 4, "runner concurrency (--concurrency; the suite's default is 4)")
+	maxPairs := fs.Int("max-pairs", 300, "run a scenario only when its schedule has at most this many pairs; larger ones are computed from the schedule")
+	thr := fs.String("thresholds", "thresholds/skus.yaml", "thresholds file")
+	probeSec := fs.Float64("probe-sec", 0, "simulated probe duration of the kwok stages (for the report)")
+	rounds := fs.Bool("rounds", true, "print the per-round table")
+	_ = fs.Parse(args)
+	sizes, err := ints(*sizesFlag)
+	if err != nil {
+		return err
+	}
+	set, err := thresholds.Load(*thr)
+	if err != nil {
+		return err
+	}
+	var summary []summaryRow
+	for _, mode := range strings.Split(*modes, ",") {
+		for _, n := range sizes {
+			s := scenario{mode: mode, n: n}
+			names := make([]string, n)
+			for i := range names {
+				names[i] = fmt.Sprintf("fleet-%04d", i)
+			}
+			sched, err := pairing.Schedule(names, mode)
+			if err != nil {
+				return err
+			}
+			pairs := 0
+			for _, r := range sched {
+				pairs += len(r)
+			}
+			row := summaryRow{s: s, rounds: len(sched), pairs: pairs, pods: 2 * pairs,
+				maxRound: maxLen(sched), waves: waves(sched, *conc)}
+			if pairs > *maxPairs {
+				row.analytic = true
+				summary = append(summary, row)
+				continue
+			}
+			m, err := measure(*kubeconfig, s, set, *conc, sched)
+			if err != nil {
+				return fmt.Errorf("%s/%d: %w", mode, n, err)
+			}
+			row.m = m
+			summary = append(summary, row)
+			if *rounds {
+				m.printRounds(s)
+			}
+		}
+	}
+	printSummary(summary, *conc, *probeSec)
+	return nil
+}
+
+func maxLen(s [][]pairing.Pair) int {
+	m := 0
+	for _, r := range s {
+		m = max(m, len(r))
+	}
+	return m
+}
+
+// waves is how many batches of at most conc pairs the schedule runs in
+// sequence: Collect starts at most conc pairs at a time within a round,
+// and rounds run one after another.
+func waves(s [][]pairing.Pair, conc int) int {
+	w := 0
+	for _, r := range s {
+		w += (len(r) + conc - 1) / conc
+	}
+	return w
+}
+
+// measure runs the bandwidth feature over the first n nodes and attributes
+// every API request to the round whose pod it names.
+func measure(kubeconfig string, s scenario, set *thresholds.Set, conc int, sched [][]pairing.Pair) (*measurement, error) {
+	rc, setup, err := client(kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	rec := newRecorder()
+	cfg := rest.CopyConfig(rc) // the suite's client: no QPS/Burst set, client-go defaults
+	rec.instrument(cfg)
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	runID := fmt.Sprintf("fb%s%d-%d", s.mode, s.n, time.Now().Unix()%100000)
+	ctx := context.Background()
+	// The run's namespace as cluster.CreateRunNamespace makes it, plus its
+	// default service account (no controller-manager here to add it).
+	ns := cluster.RunNamespace(runID)
+	if _, err := setup.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns,
+		Labels: map[string]string{cluster.ManagedByLabel: cluster.ManagedBy, cluster.RunLabel: runID}}}, metav1.CreateOptions{}); err != nil {
+		return nil, err
+	}
+	if _, err := setup.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, metav1.CreateOptions{}); err != nil {
+		return nil, err
+	}
+	r := runner.New(kube, runner.Config{
+		Image: "rdmaprobe:fleetbench", PodTimeout: time.Minute, NodeSelector: subsetLabel(s.n) + "=true",
+		Concurrency: conc, Variants: []string{runner.VariantSharedDev}, RDMAResources: []string{resource_},
+		BWOps: []string{"write"}, BWSizes: []int{sizeBytes}, BWQPs: 1, BWDuration: time.Second,
+		Pairing: s.mode, RailMode: bw.RailsSame, Thresholds: set,
+	}, runID)
+	v := r.Cfg.VariantList()[0]
+	// Every pod name of the schedule, to its round (the names the runner gives).
+	for i, round := range sched {
+		for _, p := range round {
+			rec.podRound[r.Object("bw-"+v.Name+"-s", p.Server, p.Client, v.Resource)] = i
+			rec.podRound[r.Object("bw-"+v.Name+"-c", p.Client, p.Server, v.Resource)] = i
+		}
+	}
+	rec.rounds = make([]roundStats, len(sched))
+	for i := range sched {
+		rec.rounds[i] = roundStats{pairs: len(sched[i]), byKind: map[string]int{}}
+	}
+	start, cpu0 := time.Now(), cpuTime()
+	checks := r.Bandwidth(ctx, v)
+	rec.finish()
+	m := &measurement{rec: rec, wall: time.Since(start), cpu: cpuTime() - cpu0, status: map[reports.Status]int{}}
+	for _, c := range checks {
+		m.status[c.Status]++
+		if c.Status != reports.Pass && m.firstBad == "" {
+			m.firstBad = runner.Describe([]reports.Check{c})
+		}
+	}
+	m.checks = len(checks)
+	if left, err := setup.CoreV1().Pods(cluster.RunNamespace(runID)).List(ctx, metav1.ListOptions{}); err == nil {
+		m.podsLeft = len(left.Items)
+	}
+	return m, nil
+}
+
+type measurement struct {
+	rec      *recorder
+	wall     time.Duration
+	cpu      time.Duration
+	checks   int
+	status   map[reports.Status]int
+	firstBad string
+	podsLeft int
+}
+
+func (m *measurement) printRounds(s scenario) {
+	fmt.Printf("\n%s pairing, %d nodes: per round\n", s.mode, s.n)
+	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(w, "round\tpairs\tpods\tAPI calls\tcalls/pair\twall s\trunner CPU s\tCPU/wall\tthrottled s\tcalls by verb/resource\t")
+	for i, r := range m.rec.rounds {
+		wall := r.last.Sub(r.first).Seconds()
+		fmt.Fprintf(w, "%d\t%d\t%d\t%d\t%.1f\t%.2f\t%.2f\t%.1f%%\t%.1f\t%s\t\n", i+1, r.pairs, r.byKind["create pods"],
+			r.calls, float64(r.calls)/float64(max(r.pairs, 1)), wall, r.cpu.Seconds(),
+			100*r.cpu.Seconds()/max(wall, 1e-9), r.throttled.Seconds(), kinds(r.byKind))
+	}
+	_ = w.Flush()
+	fmt.Printf("  outside rounds (node list etc.): %d calls: %s\n", m.rec.other.calls, kinds(m.rec.other.byKind))
+}
+
+func kinds(m map[string]int) string {
+	var ks []string
+	for k := range m {
+		ks = append(ks, k)
+	}
+	sort.Strings(ks)
+	var parts []string
+	for _, k := range ks {
+		parts = append(parts, fmt.Sprintf("%s=%d", k, m[k]))
+	}
+	return strings.Join(parts, " ")
+}
+
+type summaryRow struct {
+	s                                    scenario
+	rounds, pairs, pods, maxRound, waves int
+	analytic                             bool
+	m                                    *measurement
+}
+
+func printSummary(rows []summaryRow, conc int, probeSec float64) {
+	fmt.Printf("\nsummary (concurrency %d; simulated probe pair time %.1f s)\n", conc, probeSec)
+	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(w, "pairing\tnodes\trounds\tpairs\tpods\tmax pairs/round\twaves\tmeasured\tAPI calls\tcalls/pair\twall s\ts/wave\trunner CPU s\tCPU ms/pair\tthrottled s\tchecks pass/other\tpods left\t")
+	for _, r := range rows {
+		if r.analytic {
+			fmt.Fprintf(w, "%s\t%d\t%d\t%d\t%d\t%d\t%d\tschedule only\t\t\t\t\t\t\t\t\t\t\n", r.s.mode, r.s.n, r.rounds, r.pairs, r.pods, r.maxRound, r.waves)
+			continue
+		}
+		m := r.m
+		calls, thr := 0, time.Duration(0)
+		for _, rd := range m.rec.rounds {
+			calls += rd.calls
+			thr += rd.throttled
+		}
+		calls += m.rec.other.calls
+		pass := m.status[reports.Pass]
+		fmt.Fprintf(w, "%s\t%d\t%d\t%d\t%d\t%d\t%d\tyes\t%d\t%.1f\t%.1f\t%.2f\t%.2f\t%.1f\t%.0f\t%d/%d\t%d\t\n", r.s.mode, r.s.n, r.rounds, r.pairs, r.pods, r.maxRound, r.waves,
+			calls, float64(calls)/float64(r.pairs), m.wall.Seconds(), m.wall.Seconds()/float64(r.waves), m.cpu.Seconds(),
+			1000*m.cpu.Seconds()/float64(r.pairs), thr.Seconds(), pass, m.checks-pass, m.podsLeft)
+	}
+	_ = w.Flush()
+	for _, r := range rows {
+		if r.m != nil && r.m.firstBad != "" {
+			fmt.Printf("%s/%d first non-pass check:%s\n", r.s.mode, r.s.n, r.m.firstBad)
+		}
+	}
+}
+
+func ints(s string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil {
+			return nil, fmt.Errorf("%q: %w", s, err)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
