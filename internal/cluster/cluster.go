@@ -34,9 +34,29 @@ const (
 // ErrNoCluster means no kubeconfig was given and the process is not in a pod.
 var ErrNoCluster = errors.New("no cluster given: pass it after -args, e.g. go test ./suites -args --kubeconfig=$HOME/.kube/config (or set KUBECONFIG; in a pod the service account is used)")
 
+// The client's request rate. client-go's default (5 requests/s, burst 10)
+// queued every probe pair about 2 s in the client (hack/fleet-bench.sh: ~10
+// API calls per pair, 1.94-1.99 s per pair at 16-64 kwok nodes whatever
+// --concurrency was): the run's length grew with the fleet for nothing.
+// 50/100 is what controllers commonly use; the API server's priority and
+// fairness still bounds the suite's share.
+const (
+	ClientQPS   = 50
+	ClientBurst = 100
+)
+
 // RESTConfig picks the cluster: the --kubeconfig flag, then $KUBECONFIG,
-// then the in-cluster service account.
+// then the in-cluster service account; the client rate is ClientQPS/
+// ClientBurst unless the kubeconfig sets its own.
 func RESTConfig(kubeconfigFlag, context string) (*rest.Config, string, error) {
+	cfg, where, err := restConfig(kubeconfigFlag, context)
+	if err == nil && cfg.QPS == 0 && cfg.Burst == 0 && cfg.RateLimiter == nil {
+		cfg.QPS, cfg.Burst = ClientQPS, ClientBurst
+	}
+	return cfg, where, err
+}
+
+func restConfig(kubeconfigFlag, context string) (*rest.Config, string, error) {
 	path := kubeconfigFlag
 	if path == "" {
 		path = os.Getenv("KUBECONFIG")
