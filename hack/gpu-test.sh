@@ -67,6 +67,10 @@ nothing_left() {
   [[ -z $left ]] || { echo "left in the cluster after the gpu run ($1): $left"; exit 1; }
 }
 
+# Every rail up: make test's earlier stages leave rxe-node-2's rail 1
+# down, which the gpudirect pairs would (rightly) fail on before any GPU.
+hack/guestnode/rail.sh rxe-node-2 rxe1 up
+
 t=$SECONDS
 fake_gpus rxe-node-1 1
 wait_gpus rxe-node-1 1
