@@ -47,9 +47,12 @@ restore() {
 }
 trap restore EXIT
 
-# Small sweep, short timeouts: nothing gets past CUDA here, and a rank
-# that never joins must still end well inside the stage.
-GPU_ARGS=("${GUEST_SUITE_ARGS[@]}" --labels suite=gpu --nccl-max-bytes 64K --nccl-iters 5 --nccl-warmup 1 --nccl-timeout 90s)
+# Small sweep: nothing gets past CUDA here. Two fake GPUs per node: a
+# feature's pods still terminating must not keep the next world's rank
+# from scheduling (CI of a2105e2: the hostdev world's rank 0 stayed
+# unscheduled until rank 1 gave up after 90 s, right after the deadline
+# stage, on a loaded machine); 3m for ranks to join, for the same reason.
+GPU_ARGS=("${GUEST_SUITE_ARGS[@]}" --labels suite=gpu --nccl-max-bytes 64K --nccl-iters 5 --nccl-warmup 1 --nccl-timeout 3m)
 # gpu_run NAME: the suite=gpu run into $out/NAME; it must fail.
 gpu_run() {
   if go test -count=1 -timeout 20m ./suites -args --kubeconfig="$BED_DIR/kubeconfig" --report-dir="$out/$1" \
@@ -72,8 +75,8 @@ nothing_left() {
 hack/guestnode/rail.sh rxe-node-2 rxe1 up
 
 t=$SECONDS
-fake_gpus rxe-node-1 1
-wait_gpus rxe-node-1 1
+fake_gpus rxe-node-1 2
+wait_gpus rxe-node-1 2
 gpu_run one-gpu-node
 hack/tool.sh expectresults -results "$out/one-gpu-node/results.json" -expect hack/gpu-expect-one.txt ||
   { tail -40 "$out/one-gpu-node.log"; exit 1; }
@@ -81,8 +84,8 @@ nothing_left one-gpu-node
 echo "one fake-GPU node: not-run rows name the missing GPU and the missing peer, $((SECONDS - t)) s"
 
 t=$SECONDS
-fake_gpus rxe-node-2 1
-wait_gpus rxe-node-2 1
+fake_gpus rxe-node-2 2
+wait_gpus rxe-node-2 2
 gpu_run two-gpu-nodes
 hack/tool.sh expectresults -results "$out/two-gpu-nodes/results.json" -expect hack/gpu-expect.txt ||
   { tail -40 "$out/two-gpu-nodes.log"; exit 1; }
