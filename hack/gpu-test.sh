@@ -5,7 +5,7 @@
 #   1. Only rxe-node-1 gets a fake nvidia.com/gpu capacity: rxe-node-2 is
 #      not-run naming the missing resource, and one GPU node cannot form a
 #      world or a pair: not-run saying so. No pod is created.
-#   2. Both get one: per variant an Indexed Job + headless Service world of
+#   2. Both get two (a terminating pod of the last feature must not block the next): per variant an Indexed Job + headless Service world of
 #      two ranks runs for real, rank 1 finds rank 0 by its DNS name, both
 #      join, and rank 0 calls the world off because no pod has a CUDA
 #      driver: every nccl check is not-run naming libcuda.so.1, with the
