@@ -5,22 +5,23 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 
 	"github.com/ebitengine/purego"
+
+	"github.com/rdmasuite/rdmasuite/workloads/cfake"
 )
 
 // The binding tests load real shared objects: testdata/fakecuda.c compiled with gcc
 // (or $CC) into a temporary directory. No GPU, no CUDA: the fake implements the used
 // entry points with cuda.h's C signatures and rejects misplaced arguments.
 
-var fakeDir string
+// fakes builds testdata/fakecuda.c into shared objects, one per set of -D flags.
+var fakes = &cfake.Builder{Source: filepath.Join("testdata", "fakecuda.c")}
 
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "fakecuda-")
@@ -28,39 +29,16 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	fakeDir = dir
+	fakes.Dir = dir
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)
 }
 
-var built sync.Map // name -> path
-
-// buildFake compiles testdata/fakecuda.c with the given -D flags into <name>.so.
-// A missing compiler fails the test: the project requires gcc (workloads/verbs is cgo).
+// buildFake compiles testdata/fakecuda.c with the -D flags into <name>.so.
 func buildFake(t *testing.T, name string, defines ...string) string {
 	t.Helper()
-	if p, ok := built.Load(name); ok {
-		return p.(string)
-	}
-	cc := strings.Fields(os.Getenv("CC"))
-	if len(cc) == 0 {
-		cc = []string{"gcc"}
-	}
-	if _, err := exec.LookPath(cc[0]); err != nil {
-		t.Fatalf("%s not found (%v): these tests compile testdata/fakecuda.c into a shared object to prove the bindings; install gcc (the project needs it for workloads/verbs)", cc[0], err)
-	}
-	out := filepath.Join(fakeDir, name+".so")
-	args := append(cc[1:], "-shared", "-fPIC", "-O1", "-Wall", "-Werror", "-o", out)
-	for _, d := range defines {
-		args = append(args, "-D"+d)
-	}
-	args = append(args, filepath.Join("testdata", "fakecuda.c"))
-	if b, err := exec.Command(cc[0], args...).CombinedOutput(); err != nil {
-		t.Fatalf("%s %s: %v\n%s", cc[0], strings.Join(args, " "), err, b)
-	}
-	built.Store(name, out)
-	return out
+	return fakes.Build(t, name, defines...)
 }
 
 // fake steers and inspects a loaded fake through its fake_* functions.

@@ -4,21 +4,22 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/ebitengine/purego"
+
+	"github.com/rdmasuite/rdmasuite/workloads/cfake"
 )
 
 // The binding tests load real shared objects: testdata/fakenccl.c compiled with gcc
 // (or $CC). No GPU, no NCCL: the fake has nccl.h's C signatures, checks what arrives
 // and records each collective's arguments.
 
-var fakeDir string
+// fakes builds testdata/fakenccl.c into shared objects, one per set of -D flags.
+var fakes = &cfake.Builder{Source: filepath.Join("testdata", "fakenccl.c")}
 
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "fakenccl-")
@@ -26,39 +27,16 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	fakeDir = dir
+	fakes.Dir = dir
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)
 }
 
-var built sync.Map
-
-// buildFake compiles testdata/fakenccl.c with the -D flags into <name>.so. A missing
-// compiler fails the test: the project requires gcc (workloads/verbs is cgo).
+// buildFake compiles testdata/fakenccl.c with the -D flags into <name>.so.
 func buildFake(t *testing.T, name string, defines ...string) string {
 	t.Helper()
-	if p, ok := built.Load(name); ok {
-		return p.(string)
-	}
-	cc := strings.Fields(os.Getenv("CC"))
-	if len(cc) == 0 {
-		cc = []string{"gcc"}
-	}
-	if _, err := exec.LookPath(cc[0]); err != nil {
-		t.Fatalf("%s not found (%v): these tests compile testdata/fakenccl.c into a shared object to prove the bindings; install gcc (the project needs it for workloads/verbs)", cc[0], err)
-	}
-	out := filepath.Join(fakeDir, name+".so")
-	args := append(cc[1:], "-shared", "-fPIC", "-O1", "-Wall", "-Werror", "-o", out)
-	for _, d := range defines {
-		args = append(args, "-D"+d)
-	}
-	args = append(args, filepath.Join("testdata", "fakenccl.c"))
-	if b, err := exec.Command(cc[0], args...).CombinedOutput(); err != nil {
-		t.Fatalf("%s %s: %v\n%s", cc[0], strings.Join(args, " "), err, b)
-	}
-	built.Store(name, out)
-	return out
+	return fakes.Build(t, name, defines...)
 }
 
 // fakeCall mirrors struct call in fakenccl.c.
