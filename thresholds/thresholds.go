@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path"
 	"reflect"
@@ -199,10 +200,18 @@ func parse(name string, data []byte, base *Set) (*Set, error) {
 		checkValue(add, k.Name, "portsPerNode", k.PortsPerNode, k.line, 1, 64)
 		checkValue(add, k.Name, "maxNFSStallSec", k.MaxNFSStallSec, k.line, 1, 3600)
 		checkValue(add, k.Name, "minMemlockBytes", k.MinMemlockBytes, k.line, 4096, 1<<50)
-		checkFloor(add, k.Name, "write", k.Write, k.line, false)
-		checkFloor(add, k.Name, "read", k.Read, k.line, false)
-		checkFloor(add, k.Name, "gpuDirectWrite", k.GPUDirectWrite, k.line, false)
-		checkFloor(add, k.Name, "ncclAllReduceBusBw", k.NCCLAllReduceBusBw, k.line, true)
+		link := k.LinkRateGbps.Value
+		if link != nil && notFinite(*link) != "" {
+			link = nil
+		}
+		checkFloor(add, k.Name, "write", k.Write, k.line, false, link)
+		checkFloor(add, k.Name, "read", k.Read, k.line, false, link)
+		checkFloor(add, k.Name, "gpuDirectWrite", k.GPUDirectWrite, k.line, false, link)
+		checkFloor(add, k.Name, "ncclAllReduceBusBw", k.NCCLAllReduceBusBw, k.line, true, nil)
+		if by, p, q, ok := shadowedBy(s.SKUs, k); ok {
+			add(k.line, "sku %q: every match pattern is already matched by an earlier SKU (%s's %q matches %q): nodes take the first SKU that matches, "+
+				"so none can get this one; move it above %s or narrow %s's patterns", k.Name, by, q, p, by, by)
+		}
 		if base != nil && k.incomplete() {
 			if _, err := base.Lookup(k.Name); err == nil {
 				add(k.line, "sku %q replaces the SKU of that name in %s whole (an overlay is not merged field by field): "+
@@ -214,6 +223,56 @@ func parse(name string, data []byte, base *Set) (*Set, error) {
 		return nil, errors.New(strings.Join(errs, "\n"))
 	}
 	return s, nil
+}
+
+// shadowedBy reports whether every gpuProduct pattern of k is covered by a
+// pattern of a SKU listed before it in skus: then ForNode, which takes the
+// first match, can never pick k. It names the earlier SKU and one pattern
+// pair. Covered is judged only where that is certain: the same pattern, or
+// an earlier pattern LITERAL* whose literal is a prefix of the fixed front
+// of k's pattern (every string k's pattern matches starts with that front).
+func shadowedBy(skus []SKU, k SKU) (by, pattern, earlier string, ok bool) {
+	if len(k.Match.GPUProduct) == 0 {
+		return "", "", "", false
+	}
+	for _, p := range k.Match.GPUProduct {
+		found := false
+		for _, e := range skus {
+			if e.line == k.line && e.Name == k.Name {
+				break
+			}
+			for _, q := range e.Match.GPUProduct {
+				if covers(q, p) {
+					by, pattern, earlier, found = e.Name, p, q, true
+					break
+				}
+			}
+			if found {
+				break
+			}
+		}
+		if !found {
+			return "", "", "", false
+		}
+	}
+	return by, pattern, earlier, true
+}
+
+// covers says every string that pattern p matches, q matches too (see
+// shadowedBy for the cases it can be sure of).
+func covers(q, p string) bool {
+	if q == p {
+		return true
+	}
+	lit, ok := strings.CutSuffix(q, "*")
+	if !ok || strings.ContainsAny(lit, `*?[\`) {
+		return false
+	}
+	front := p
+	if i := strings.IndexAny(p, `*?[\`); i >= 0 {
+		front = p[:i]
+	}
+	return strings.HasPrefix(front, lit)
 }
 
 // incomplete says a threshold of k is missing.
@@ -315,6 +374,8 @@ func checkValue(add adder, sku, field string, v Value, skuLine int, lo, hi float
 	}
 	if v.Value == nil {
 		add(line, "sku %q: %s has no value", sku, field)
+	} else if why := notFinite(*v.Value); why != "" {
+		add(line, "sku %q: %s = %g %s", sku, field, *v.Value, why)
 	} else if *v.Value < lo || *v.Value > hi {
 		add(line, "sku %q: %s = %g is out of range [%g, %g]", sku, field, *v.Value, lo, hi)
 	}
@@ -323,7 +384,22 @@ func checkValue(add adder, sku, field string, v Value, skuLine int, lo, hi float
 	}
 }
 
-func checkFloor(add adder, sku, field string, f Floor, skuLine int, aggregate bool) {
+// notFinite says why x is not a usable threshold ("" when it is): YAML's
+// .nan and .inf parse as floats, and every comparison with NaN is false,
+// so a NaN floor would pass anything.
+func notFinite(x float64) string {
+	switch {
+	case math.IsNaN(x):
+		return "is not a number"
+	case math.IsInf(x, 0):
+		return "is not a finite number"
+	}
+	return ""
+}
+
+// checkFloor validates one floor; link is the SKU's link rate (nil when
+// missing or unusable), which an absolute per-port floor may not exceed.
+func checkFloor(add adder, sku, field string, f Floor, skuLine int, aggregate bool, link *float64) {
 	line := f.line
 	if line == 0 {
 		add(skuLine, "sku %q: %s is missing", sku, field)
@@ -339,15 +415,30 @@ func checkFloor(add adder, sku, field string, f Floor, skuLine int, aggregate bo
 		add(line, "sku %q: %s needs exactly one of gbps, fractionOfLink, fractionOfAggregate (has %d)", sku, field, set)
 	}
 	for _, fr := range []*float64{f.FractionOfLink, f.FractionOfAggregat} {
-		if fr != nil && (*fr < 0 || *fr > 1) {
+		switch {
+		case fr == nil:
+		case notFinite(*fr) != "":
+			add(line, "sku %q: %s fraction %g %s", sku, field, *fr, notFinite(*fr))
+		case *fr == 0:
+			add(line, "sku %q: %s floor 0 passes any measurement, a broken link included: give the fraction of the link it must reach (0.9 for 90%%)", sku, field)
+		case *fr < 0 || *fr > 1:
 			add(line, "sku %q: %s fraction %g is outside 0..1 (write 0.9 for 90%%)", sku, field, *fr)
 		}
 	}
 	if f.FractionOfAggregat != nil && !aggregate {
 		add(line, "sku %q: %s is per port: use gbps or fractionOfLink", sku, field)
 	}
-	if f.Gbps != nil && *f.Gbps < 0 {
+	switch {
+	case f.Gbps == nil:
+	case notFinite(*f.Gbps) != "":
+		add(line, "sku %q: %s gbps %g %s", sku, field, *f.Gbps, notFinite(*f.Gbps))
+	case *f.Gbps == 0:
+		add(line, "sku %q: %s floor 0 passes any measurement, a broken link included: give the Gb/s it must reach", sku, field)
+	case *f.Gbps < 0:
 		add(line, "sku %q: %s gbps %g is negative", sku, field, *f.Gbps)
+	case !aggregate && link != nil && *f.Gbps > *link:
+		add(line, "sku %q: %s floor %g Gb/s is above linkRateGbps %g: no port can meet it; give a floor at or below the link rate (or fractionOfLink)",
+			sku, field, *f.Gbps, *link)
 	}
 	if strings.TrimSpace(f.Source) == "" {
 		add(line, "sku %q: %s has no source", sku, field)
