@@ -9,7 +9,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/rdmasuite/rdmasuite/internal/names"
 	"github.com/rdmasuite/rdmasuite/internal/podrun"
 	"github.com/rdmasuite/rdmasuite/reports"
 	"github.com/rdmasuite/rdmasuite/thresholds"
@@ -217,8 +216,9 @@ func round(ctx context.Context, env Env, o Options, vol Volume, target, peer str
 
 	sub := roundSubPath(o.RunID, target)
 	r.SubPath = sub
-	r.Writer = Writer{Node: target, ID: WriterID(target), Dir: DataMount, SubPath: sub, Pod: names.Object("stall-w", target, target)}
-	r.PeerWriter = Writer{Node: peer, ID: WriterID(peer), Dir: DataMount, SubPath: sub, Pod: names.Object("stall-w", peer, target)}
+	pods := roundPods(o.RunID, target, peer)
+	r.Writer = Writer{Node: target, ID: WriterID(target), Dir: DataMount, SubPath: sub, Pod: pods.Writer}
+	r.PeerWriter = Writer{Node: peer, ID: WriterID(peer), Dir: DataMount, SubPath: sub, Pod: pods.PeerWriter}
 	if r.PeerWriter.ID == r.Writer.ID {
 		r.PeerWriter.ID = WriterID("peer-" + peer)
 	}
@@ -260,7 +260,7 @@ func round(ctx context.Context, env Env, o Options, vol Volume, target, peer str
 		env.printf("%s: the MOFED driver did NOT come back within %s; stopping the writers, no further node is disrupted", target, o.DriverTimeout)
 	}
 	stopAndCollect(ctx, env, o, ws)
-	r.Cross = Verify{Node: peer, Pod: names.Object("stall-v", peer, target)}
+	r.Cross = Verify{Node: peer, Pod: pods.Verify}
 	switch {
 	case r.Writer.Result == nil || r.PeerWriter.Result == nil:
 		r.Cross.Problem = "not run: a writer left no finished file to verify"

@@ -285,6 +285,7 @@ func TestRunTwoTargetsOneAfterTheOther(t *testing.T) {
 	}
 	// The target writer watches the readiness file through a read-only
 	// host mount of its directory; the peer does not; both mount the PVC.
+	_, wantClaim := ScopedNames(s.o.RunID, "")
 	for name, p := range s.pods {
 		c := p.Spec.Containers[0]
 		if c.SecurityContext.Privileged != nil && *c.SecurityContext.Privileged {
@@ -300,13 +301,13 @@ func TestRunTwoTargetsOneAfterTheOther(t *testing.T) {
 		if p.Labels["rdmasuite.io/role"] == "stall-verify" {
 			// The verifier mounts the volume's root so it can delete the
 			// round's files and directory once they verified.
-			if claim != "stall-data" || sub.MountPath != "/data" || sub.SubPath != "" ||
+			if claim != wantClaim || sub.MountPath != "/data" || sub.SubPath != "" ||
 				!strings.HasPrefix(argAfter(c.Args, "--dir"), "/data/rdmasuite-run1/stall-node-") || !slices.Contains(c.Args, "--remove-on-ok") {
 				t.Errorf("%s mounts claim %q at %+v, args %v", name, claim, sub, c.Args)
 			}
 			continue
 		}
-		if claim != "stall-data" || sub.MountPath != "/data" || !strings.HasPrefix(sub.SubPath, "rdmasuite-run1/stall-node-") || argAfter(c.Args, "--dir") != "/data" {
+		if claim != wantClaim || sub.MountPath != "/data" || !strings.HasPrefix(sub.SubPath, "rdmasuite-run1/stall-node-") || argAfter(c.Args, "--dir") != "/data" {
 			t.Errorf("%s mounts claim %q at %+v, args %v", name, claim, sub, c.Args)
 		}
 		if p.Labels["rdmasuite.io/role"] != "stall-writer" {

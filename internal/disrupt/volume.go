@@ -166,9 +166,10 @@ func rdmaOptions(opts []string) []string {
 	return out
 }
 
-// ScopedNames are the run's PV and PVC names for the operator's PV.
+// ScopedNames are the run's PV and PVC names for the operator's PV. Both
+// carry the run id: with --namespace several runs share one namespace.
 func ScopedNames(runID, pv string) (pvName, pvcName string) {
-	return names.Object("rdmasuite-"+runID+"-stall", pv), "stall-data"
+	return names.Object("rdmasuite-"+runID+"-stall", pv), names.Object("stall-data", runID)
 }
 
 // ScopedPV is the run's copy of pv: the same volume source and mount

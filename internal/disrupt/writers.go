@@ -59,6 +59,20 @@ type Verify struct {
 	Problem   string
 }
 
+// podNames are one round's pod names.
+type podNames struct{ Writer, PeerWriter, Verify string }
+
+// roundPods names the pods of the round that disrupts target. The run id
+// is part of every name: with --namespace several runs share a namespace,
+// and a name another run holds would fail to create or be cleaned up by it.
+func roundPods(runID, target, peer string) podNames {
+	return podNames{
+		Writer:     names.Object("stall-w", target, target, runID),
+		PeerWriter: names.Object("stall-w", peer, target, runID),
+		Verify:     names.Object("stall-v", peer, target, runID),
+	}
+}
+
 // roundSubPath is where one target's round writes on the volume: the
 // PVC is mounted with this subPath (kubelet creates it; the probe does not
 // create directories), so every round starts without old stop files and a
