@@ -42,10 +42,10 @@ func TestRejectsShadowedSKU(t *testing.T) {
 		{`["X-*"]`, `["X-PCIe-*"]`, `sku "Y": every match pattern is already matched by an earlier SKU (X's "X-*" matches "X-PCIe-*")`},
 		{`["X-*"]`, `["X-*"]`, `sku "Y": every match pattern is already matched`},
 		{`["X*"]`, `["X-NVL", "X-PCIe*"]`, `sku "Y": every match pattern is already matched`},
-		{`["X-SXM*"]`, `["X-*"]`, ""},          // broader after narrower: both reachable
-		{`["X-*"]`, `["X-PCIe*", "Z-*"]`, ""},  // Z-* is its own
-		{`["X-?-*"]`, `["X-*"]`, ""},           // overlap only
-		{`["X-[AB]*"]`, `["X-A*"]`, ""},        // not judged: classes are not prefixes
+		{`["X-SXM*"]`, `["X-*"]`, ""},         // broader after narrower: both reachable
+		{`["X-*"]`, `["X-PCIe*", "Z-*"]`, ""}, // Z-* is its own
+		{`["X-?-*"]`, `["X-*"]`, ""},          // overlap only
+		{`["X-[AB]*"]`, `["X-A*"]`, ""},       // not judged: classes are not prefixes
 	}
 	for _, c := range cases {
 		in := strings.Replace(good, `["X-*"]`, c.first, 1) + strings.Replace(second, "%s", c.later, 1)
