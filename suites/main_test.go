@@ -18,6 +18,7 @@ package suites
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -248,10 +249,13 @@ func TestMain(m *testing.M) {
 		fatal(err)
 	}
 	rc, where, err := cluster.RESTConfig(cfg.KubeconfigFile(), cfg.KubeContext())
+	if errors.Is(err, cluster.ErrNoCluster) {
+		fatal(fmt.Errorf("%w; the suite's flags go after -args: go test ./suites -args --kubeconfig=FILE", err))
+	}
 	if err != nil {
 		fatal(err)
 	}
-	version, err := cluster.Reachable(rc, 10*time.Second)
+	version, err := cluster.ReachableFrom(rc, where, 10*time.Second)
 	if err != nil {
 		fatal(err)
 	}

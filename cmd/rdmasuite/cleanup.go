@@ -30,7 +30,7 @@ type cleanupOptions struct {
 // NS. It finds them by the suite's labels, never by name.
 func runCleanup(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("cleanup", flag.ContinueOnError)
-	kubeconfig := fs.String("kubeconfig", "", "kubeconfig (default $KUBECONFIG, or in-cluster)")
+	kubeconfig := fs.String("kubeconfig", "", "kubeconfig (default: as kubectl: $KUBECONFIG, ~/.kube/config, else the pod's ServiceAccount)")
 	var o cleanupOptions
 	fs.StringVar(&o.Namespace, "namespace", "", "the existing namespace runs used with the suite's --namespace: delete runs' objects there (by the run label on pods), never the namespace itself")
 	fs.DurationVar(&o.OlderThan, "older-than", 2*time.Hour, "delete runs at least this old (a younger one may be in progress); with --namespace a run's age is its oldest pod's")
@@ -43,11 +43,11 @@ func runCleanup(args []string, stdout io.Writer) error {
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected argument %q: rdmasuite cleanup [--namespace NS] [--older-than D | --run ID] [--dry-run]", fs.Arg(0))
 	}
-	rc, _, err := cluster.RESTConfig(*kubeconfig, "")
+	rc, where, err := cluster.RESTConfig(*kubeconfig, "")
 	if err != nil {
 		return err
 	}
-	if _, err := cluster.Reachable(rc, 10*time.Second); err != nil {
+	if _, err := cluster.ReachableFrom(rc, where, 10*time.Second); err != nil {
 		return err
 	}
 	cs, err := kubernetes.NewForConfig(rc)

@@ -26,7 +26,7 @@ var errFindings = errors.New("known failure modes found")
 // runs in the suite (go test ./suites -args --labels suite=doctor).
 func runDoctor(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("doctor", flag.ContinueOnError)
-	kubeconfig := fs.String("kubeconfig", "", "kubeconfig (default $KUBECONFIG, or in-cluster)")
+	kubeconfig := fs.String("kubeconfig", "", "kubeconfig (default: as kubectl: $KUBECONFIG, ~/.kube/config, else the pod's ServiceAccount)")
 	selector := fs.String("node-selector", "", "label selector for the nodes to check")
 	resources := fs.String("resources", "", "extended resources every selected node must advertise; empty: derived per node from the NicClusterPolicy's device-plugin config on RDMA nodes and nvidia.com/gpu on nodes labelled nvidia.com/gpu.present=true")
 	netNS := fs.String("network-operator-namespace", "nvidia-network-operator", "Network Operator namespace")
@@ -37,11 +37,11 @@ func runDoctor(args []string, stdout io.Writer) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	rc, _, err := cluster.RESTConfig(*kubeconfig, "")
+	rc, where, err := cluster.RESTConfig(*kubeconfig, "")
 	if err != nil {
 		return err
 	}
-	version, err := cluster.Reachable(rc, 10*time.Second)
+	version, err := cluster.ReachableFrom(rc, where, 10*time.Second)
 	if err != nil {
 		return err
 	}

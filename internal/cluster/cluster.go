@@ -12,6 +12,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -22,6 +24,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/util/homedir"
 )
 
 // Labels every object the suite creates carries; RunLabel holds the run id.
@@ -31,8 +34,10 @@ const (
 	RunLabel       = "rdmasuite.io/run"
 )
 
-// ErrNoCluster means no kubeconfig was given and the process is not in a pod.
-var ErrNoCluster = errors.New("no cluster given: pass it after -args, e.g. go test ./suites -args --kubeconfig=$HOME/.kube/config (or set KUBECONFIG; in a pod the service account is used)")
+// ErrNoCluster means no kubeconfig was found where kubectl looks and the
+// process is not in a pod.
+var ErrNoCluster = errors.New("no cluster given: pass --kubeconfig FILE, set KUBECONFIG, or create ~/.kube/config " +
+	"(the places kubectl looks); in a pod the ServiceAccount is used")
 
 // The client's request rate. client-go's default (5 requests/s, burst 10)
 // queued every probe pair about 2 s in the client (hack/fleet-bench.sh: ~10
@@ -45,11 +50,14 @@ const (
 	ClientBurst = 100
 )
 
-// RESTConfig picks the cluster: the --kubeconfig flag, then $KUBECONFIG,
-// then the in-cluster service account; the client rate is ClientQPS/
-// ClientBurst unless the kubeconfig sets its own.
-func RESTConfig(kubeconfigFlag, context string) (*rest.Config, string, error) {
-	cfg, where, err := restConfig(kubeconfigFlag, context)
+// RESTConfig picks the cluster as kubectl does: the --kubeconfig flag;
+// else every file of $KUBECONFIG, merged (the first file's current
+// context wins); else ~/.kube/config; else the pod's ServiceAccount. where
+// names what was used (a path, the $KUBECONFIG files, or "in-cluster").
+// The client rate is ClientQPS/ClientBurst unless the kubeconfig sets its
+// own.
+func RESTConfig(kubeconfigFlag, context string) (cfg *rest.Config, where string, err error) {
+	cfg, where, err = restConfig(kubeconfigFlag, context)
 	if err == nil && cfg.QPS == 0 && cfg.Burst == 0 && cfg.RateLimiter == nil {
 		cfg.QPS, cfg.Burst = ClientQPS, ClientBurst
 	}
@@ -57,35 +65,66 @@ func RESTConfig(kubeconfigFlag, context string) (*rest.Config, string, error) {
 }
 
 func restConfig(kubeconfigFlag, context string) (*rest.Config, string, error) {
-	path := kubeconfigFlag
-	if path == "" {
-		path = os.Getenv("KUBECONFIG")
-	}
-	if path == "" {
-		if os.Getenv("KUBERNETES_SERVICE_HOST") == "" {
-			return nil, "", ErrNoCluster
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	where := kubeconfigFlag
+	if kubeconfigFlag != "" {
+		if _, err := os.Stat(kubeconfigFlag); err != nil {
+			return nil, "", fmt.Errorf("--kubeconfig %s: %w%s", kubeconfigFlag, err, bedHint(kubeconfigFlag, " (the local bed writes it: run 'make bed-up' first)"))
 		}
-		cfg, err := rest.InClusterConfig()
-		if err != nil {
-			return nil, "", fmt.Errorf("in-cluster config: %w", err)
+		rules.ExplicitPath = kubeconfigFlag
+	} else {
+		// Precedence holds $KUBECONFIG's files, or ~/.kube/config; the
+		// loader skips missing ones, as kubectl does. client-go reads the
+		// home directory once at start; read it now, as kubectl's run does.
+		if os.Getenv(clientcmd.RecommendedConfigPathEnvVar) == "" {
+			rules.Precedence = []string{filepath.Join(homedir.HomeDir(), clientcmd.RecommendedHomeDir, clientcmd.RecommendedFileName)}
 		}
-		return cfg, "in-cluster", nil
+		var found []string
+		for _, p := range rules.Precedence {
+			if _, err := os.Stat(p); err == nil {
+				found = append(found, p)
+			}
+		}
+		if len(found) == 0 {
+			if os.Getenv("KUBERNETES_SERVICE_HOST") == "" {
+				return nil, "", ErrNoCluster
+			}
+			cfg, err := rest.InClusterConfig()
+			if err != nil {
+				return nil, "", fmt.Errorf("in-cluster config: %w", err)
+			}
+			return cfg, "in-cluster", nil
+		}
+		where = strings.Join(found, string(os.PathListSeparator))
 	}
-	if _, err := os.Stat(path); err != nil {
-		return nil, "", fmt.Errorf("kubeconfig %s: %w (for the local bed run 'make bed-up' first)", path, err)
-	}
-	rules := &clientcmd.ClientConfigLoadingRules{ExplicitPath: path}
 	over := &clientcmd.ConfigOverrides{CurrentContext: context}
 	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, over).ClientConfig()
 	if err != nil {
-		return nil, "", fmt.Errorf("kubeconfig %s: %w", path, err)
+		return nil, "", fmt.Errorf("kubeconfig %s: %w", where, err)
 	}
-	return cfg, path, nil
+	return cfg, where, nil
+}
+
+// bedHint is hint when the kubeconfig is the local bed's (hack/bed.sh
+// writes it under /var/lib/rdmasuite-bed), else nothing: a real cluster's
+// operator has no bed to bring up.
+func bedHint(where, hint string) string {
+	if strings.Contains(where, "rdmasuite-bed") {
+		return hint
+	}
+	return ""
 }
 
 // Reachable asks the API server for its version within timeout, so an
 // unreachable cluster is one clear error instead of a timeout per test.
 func Reachable(cfg *rest.Config, timeout time.Duration) (string, error) {
+	return ReachableFrom(cfg, "", timeout)
+}
+
+// ReachableFrom is Reachable for the cluster RESTConfig found at where: its
+// error says how to look into it (kubectl cluster-info with that
+// kubeconfig; the bed's status for the bed's).
+func ReachableFrom(cfg *rest.Config, where string, timeout time.Duration) (string, error) {
 	c := rest.CopyConfig(cfg)
 	c.Timeout = timeout
 	cs, err := kubernetes.NewForConfig(c)
@@ -94,7 +133,15 @@ func Reachable(cfg *rest.Config, timeout time.Duration) (string, error) {
 	}
 	v, err := cs.Discovery().ServerVersion()
 	if err != nil {
-		return "", fmt.Errorf("cluster at %s is not reachable: %w (is the bed up? 'make bed-status')", cfg.Host, err)
+		hint := bedHint(where, " (is the bed up? 'make bed-status')")
+		if hint == "" {
+			check := "kubectl cluster-info"
+			if where != "" && where != "in-cluster" {
+				check = "kubectl --kubeconfig " + where + " cluster-info"
+			}
+			hint = " (check the server address in the kubeconfig, the network path to it (VPN, firewall, proxy) and that the API server is up: " + check + ")"
+		}
+		return "", fmt.Errorf("cluster at %s is not reachable: %w%s", cfg.Host, err, hint)
 	}
 	return v.GitVersion, nil
 }
