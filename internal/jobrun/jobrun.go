@@ -187,6 +187,10 @@ func Run(ctx context.Context, cs kubernetes.Interface, s Spec) (Result, error) {
 	}
 	world := len(s.Nodes)
 	var pods []corev1.Pod
+	// The last state seen of every rank's pod: the Job controller deletes
+	// pending ranks once another rank failed the Job, and that state is
+	// the only record of why they never ran.
+	seen := map[int]corev1.Pod{}
 	var jobFailed string
 	started := false
 	werr := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, s.Timeout, true, func(ctx context.Context) (bool, error) {
@@ -195,6 +199,9 @@ func Run(ctx context.Context, cs kubernetes.Interface, s Spec) (Result, error) {
 			return false, nil
 		}
 		pods = latestPerIndex(list.Items)
+		for _, p := range pods {
+			seen[index(p)] = p
+		}
 		running := 0
 		ended := 0
 		for _, p := range pods {
@@ -223,6 +230,8 @@ func Run(ctx context.Context, cs kubernetes.Interface, s Spec) (Result, error) {
 		return ended == world || (jobFailed != "" && ended+pending(pods) == len(pods) && len(pods) > 0), nil
 	})
 	res.Ranks = collect(context.WithoutCancel(ctx), cs, ns, pods)
+	res.Ranks = append(res.Ranks, vanished(seen, pods)...)
+	sort.Slice(res.Ranks, func(i, j int) bool { return res.Ranks[i].Index < res.Ranks[j].Index })
 	res.Elapsed = time.Since(start)
 	switch {
 	case werr != nil && ctx.Err() != nil:
@@ -231,6 +240,24 @@ func Run(ctx context.Context, cs kubernetes.Interface, s Spec) (Result, error) {
 		return res, fmt.Errorf("world %s (%d ranks on %s): %w: %s", s.Name, world, strings.Join(s.Nodes, ", "), werr, states(res.Ranks, world))
 	}
 	return res, nil
+}
+
+// vanished are the ranks whose pod was seen and is gone from the last
+// list (the Job controller deleted it): their last seen state, saying so.
+func vanished(seen map[int]corev1.Pod, last []corev1.Pod) []Rank {
+	present := map[int]bool{}
+	for _, p := range last {
+		present[index(p)] = true
+	}
+	var out []Rank
+	for idx, p := range seen {
+		if present[idx] {
+			continue
+		}
+		out = append(out, Rank{Index: idx, Pod: p.Name, Node: p.Spec.NodeName, Phase: p.Status.Phase,
+			State: "its pod was deleted (the Job controller stops the other ranks once one failed) while " + podrun.Describe(&p)})
+	}
+	return out
 }
 
 func pending(pods []corev1.Pod) int {

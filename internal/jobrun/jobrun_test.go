@@ -10,7 +10,9 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/rdmasuite/rdmasuite/internal/cluster"
 	"github.com/rdmasuite/rdmasuite/internal/podrun"
@@ -132,5 +134,43 @@ func TestServiceAndJobCarryTheRunLabels(t *testing.T) {
 	}
 	if svc.Namespace != "rdmasuite-r1" || job.Namespace != "rdmasuite-r1" {
 		t.Errorf("namespaces %s %s", svc.Namespace, job.Namespace)
+	}
+}
+
+// When a rank fails first, the Job controller fails the Job and deletes the
+// ranks still pending: the result must still say why that rank never ran
+// (its last seen state), not just that it "never got a pod" (CI of a2105e2:
+// the hostdev world's rank 0 vanished without a reason).
+func TestRunKeepsTheLastStateOfARankTheJobControllerDeleted(t *testing.T) {
+	pend := rankPod("nccl-ab12-0-y", "0", corev1.PodPending, "")
+	pend.Spec.NodeName = ""
+	pend.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: "Unschedulable",
+		Message: "0/2 nodes are available: 1 Insufficient nvidia.com/gpu, 1 node(s) didn't match pod anti-affinity rules."}}
+	cs := fake.NewClientset(pend, rankPod("nccl-ab12-1-x", "1", corev1.PodFailed, ""))
+	lists := 0
+	cs.PrependReactor("list", "pods", func(action k8stesting.Action) (bool, runtime.Object, error) {
+		lists++
+		if lists == 2 {
+			// The controller's reaction to rank 1's failure.
+			_ = cs.Tracker().Delete(corev1.SchemeGroupVersion.WithResource("pods"), "rdmasuite-r1", "nccl-ab12-0-y")
+			j, err := cs.Tracker().Get(batchv1.SchemeGroupVersion.WithResource("jobs"), "rdmasuite-r1", "nccl-ab12")
+			if err == nil {
+				job := j.(*batchv1.Job)
+				job.Status.Conditions = []batchv1.JobCondition{{Type: batchv1.JobFailed, Status: corev1.ConditionTrue, Reason: "BackoffLimitExceeded", Message: "Job has reached the specified backoff limit"}}
+				_ = cs.Tracker().Update(batchv1.SchemeGroupVersion.WithResource("jobs"), job, "rdmasuite-r1")
+			}
+		}
+		return false, nil, nil
+	})
+	res, err := Run(context.Background(), cs, spec())
+	if err != nil {
+		t.Fatal(err)
+	}
+	r0, ok := res.Rank0()
+	if !ok {
+		t.Fatalf("rank 0 is missing from the result: %+v", res.Ranks)
+	}
+	if r0.Phase != corev1.PodPending || !strings.Contains(r0.State, "Insufficient nvidia.com/gpu") || !strings.Contains(r0.State, "deleted") {
+		t.Fatalf("rank 0 must carry its last seen state and say its pod was deleted: %+v", r0)
 	}
 }

@@ -137,9 +137,14 @@ func NCCL(in NCCLInput) []reports.Check {
 	var perr *probeout.Error
 	var parseErr error
 	rank0, has0 := in.rank(0)
-	if has0 {
+	switch {
+	case has0 && rank0.Phase == "Pending" && rank0.Logs == "":
+		// Seen pending, then stopped (jobrun keeps the last state of a
+		// rank the Job controller deleted): why it never ran.
+		parseErr = fmt.Errorf("rank 0 never ran: %s", rank0.State)
+	case has0:
 		perr, parseErr = probeout.ParseError(rank0.Logs, ncclrun.ProbeName, &out)
-	} else {
+	default:
 		parseErr = fmt.Errorf("rank 0 never got a pod")
 	}
 	parsed := parseErr == nil

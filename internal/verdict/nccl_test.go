@@ -206,6 +206,17 @@ func TestNCCLMissingOutputIsNeverAPass(t *testing.T) {
 	if c := w.judge(t)["nccl/sendrecv"]; c.Status != reports.Error || !strings.Contains(c.Reason, "rank 0 never got a pod") {
 		t.Fatalf("%+v", c)
 	}
+	// Rank 0 was pending when the Job controller deleted it: its last
+	// state (the scheduler's reason) is the reason, never a pass.
+	w = cleanWorld(t)
+	w.in.Ranks = []NCCLRank{{Index: 0, Pod: "w-0-y", Phase: "Pending",
+		State: "its pod was deleted while phase Pending; PodScheduled=Unschedulable: 0/2 nodes are available: 2 Insufficient nvidia.com/gpu."},
+		{Index: 1, Node: "node-b", Pod: "w-1-x", Phase: "Failed", Exit: 1}}
+	for id, c := range w.judge(t) {
+		if c.Status == reports.Pass || !strings.Contains(c.Reason, "Insufficient nvidia.com/gpu") {
+			t.Errorf("%s: %s %q", id, c.Status, c.Reason)
+		}
+	}
 }
 
 func TestNCCLCleanWorldPasses(t *testing.T) {
