@@ -25,10 +25,38 @@ suite() { (cd suites && exec "$out/suites.test" -test.timeout=20m --kubeconfig="
 trap 'hack/guestnode/nfs-cluster.sh down' EXIT
 hack/guestnode/nfs-cluster.sh up
 
-echo "== 1. MOFED restart on rxe-node-2 with UNLOAD_STORAGE_MODULES=true, under NFS/RDMA writers"
+echo "== 1. MOFED restart on rxe-node-2 with UNLOAD_STORAGE_MODULES=true, under NFS/RDMA writers,"
+echo "      run as the rdmasuite-runner ServiceAccount with the disruptive component (suites/deploy)"
 t=$SECONDS
-suite --labels suite=disruptive --allow-disruptive --disrupt-nodes rxe-node-2 --stall-peer rxe-node-1 \
-  --report-dir="$out/restart" >"$out/restart.log" 2>&1 || { tail -40 "$out/restart.log"; echo "the restart run failed"; exit 1; }
+# The manifests a user applies (base + components/disruptive), and a
+# kubeconfig holding only the ServiceAccount's token: the run proves the
+# component grants enough; the can-i rows that it grants no more.
+kc apply -k hack/incluster/disruptive >/dev/null
+trap 'kc delete -k hack/incluster/disruptive --ignore-not-found --wait=false >/dev/null 2>&1 || true; hack/guestnode/nfs-cluster.sh down' EXIT
+sa=system:serviceaccount:rdmasuite:rdmasuite-runner
+for row in "yes delete pods nvidia-network-operator" "yes create persistentvolumes -" "yes create pods:exec rdmasuite" \
+  "yes get persistentvolumeclaims/rdmasuite-nfs default" "no delete pods kube-system" "no delete pods default" \
+  "no get persistentvolumeclaims/other default" "no create pods:exec nvidia-network-operator" "no delete nodes -" \
+  "no create persistentvolumeclaims default"; do
+  read -r want verb res nsn <<<"$row"
+  args=("$verb" "${res%%:*}")
+  [[ $res == *:* ]] && args+=(--subresource "${res#*:}")
+  [[ $nsn != - ]] && args+=(-n "$nsn")
+  got=$(kc auth can-i "${args[@]}" --as "$sa" 2>/dev/null || true)
+  printf '  %-6s %-40s %-24s want %-3s got %s\n' "$verb" "$res" "$nsn" "$want" "$got"
+  [[ $got == "$want" ]] || { echo "the disruptive component's rights differ from the table"; exit 1; }
+done
+sa_kc=$out/runner-sa.kubeconfig
+kc config view --raw --minify >"$sa_kc"
+"$K8S_BIN_DIR/kubectl" --kubeconfig "$sa_kc" config set-credentials rdmasuite-runner \
+  --token="$(kc -n rdmasuite create token rdmasuite-runner --duration=1h)" >/dev/null
+"$K8S_BIN_DIR/kubectl" --kubeconfig "$sa_kc" config set-context --current --user=rdmasuite-runner >/dev/null
+[[ $("$K8S_BIN_DIR/kubectl" --kubeconfig "$sa_kc" auth whoami -o 'jsonpath={.status.userInfo.username}') == "$sa" ]] ||
+  { echo "the ServiceAccount kubeconfig does not authenticate as $sa"; exit 1; }
+(cd suites && exec "$out/suites.test" -test.timeout=20m --kubeconfig="$sa_kc" --namespace=rdmasuite \
+  --node-selector rdmasuite.io/guest-node=true --labels suite=disruptive --allow-disruptive --disrupt-nodes rxe-node-2 \
+  --stall-peer rxe-node-1 --report-dir="$out/restart") >"$out/restart.log" 2>&1 ||
+  { tail -40 "$out/restart.log"; echo "the restart run failed"; exit 1; }
 hack/tool.sh expectresults -results "$out/restart/results.json" -expect hack/disruptive-expect.txt
 # The timeline reaches the Markdown report and JUnit of a passing run.
 bin/rdmasuite report "$out/restart/results.json" --format markdown -o "$out/restart/report.md"
@@ -42,6 +70,10 @@ grep -o 'timeline (rxe-node-2)[^"]*' "$out/restart/results.json" | head -1
 # SIGTERM, at the deletion).
 kc logs -n nvidia-network-operator -l app=mofed-debian12 --tail=-1 --prefix >"$out/mofed-after-restart.log" 2>&1 || true
 grep 'rdma link add rxe0' "$out/mofed-after-restart.log" || true
+# The run left nothing in the shared namespace; then the manifests go.
+left=$(kc -n rdmasuite get pods,pvc -l app.kubernetes.io/managed-by=rdmasuite -o name 2>/dev/null)
+[[ -z $left ]] || { echo "the ServiceAccount's run left in rdmasuite: $left"; exit 1; }
+kc delete -k hack/incluster/disruptive --ignore-not-found --wait=true --timeout=120s >/dev/null
 restart_s=$((SECONDS - t))
 
 echo "== 2. the same with UNLOAD_STORAGE_MODULES unset: the driver refuses to come back (seed 000)"

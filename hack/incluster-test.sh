@@ -7,9 +7,12 @@
 #      the Job completes, the latest result comes back from the ConfigMap
 #      with the documented command and renders with exit 0, and the run's
 #      files are on the results volume;
-#   2. a run that finds failures (suite=rdma on the bed's host nodes, which
-#      advertise RDMA without a device) fails its Job, and the ConfigMap
-#      says exit 1;
+#   2. the acceptance Job (overlays/acceptance, through hack/incluster/
+#      acceptance) with a non-empty thresholds overlay in its ConfigMap: a
+#      run that finds failures (suite=rdma on the bed's host nodes, which
+#      advertise RDMA without a device) fails its Job, the ConfigMap says
+#      exit 1, and node-2's memlock (8 MiB) fails against the overlay's
+#      16 MiB floor, where the built-in 1 MiB passes it;
 #   3. what the ServiceAccount may and must not do (kubectl auth can-i);
 #   4. the runner pod itself meets Pod Security "restricted";
 #   5. with the opt-in node-marks component, a failing run annotates the
@@ -71,23 +74,28 @@ latest "$out/smoke.json"
 compgen -G "$resdir/results-*.json" >/dev/null || { ls -la "$resdir"; echo "no results file on the results volume"; exit 1; }
 echo "smoke run passed in-cluster: Job complete, results from the ConfigMap render with exit 0, $(ls "$resdir" | wc -l) file(s) on the volume, $((SECONDS - t)) s"
 
-echo "--- 2. a run that finds failures fails its Job"
+echo "--- 2. the acceptance Job (overlays/acceptance) with a thresholds overlay: a run that finds failures fails its Job"
 t=$SECONDS
-kc -n "$ns" create job rdmasuite-failing --from=cronjob/rdmasuite-nightly --dry-run=client -o yaml |
-  sed 's/--labels=suite=smoke/--labels=suite=rdma/' >"$out/failing-job.yaml"
-grep -q -- '--labels=suite=rdma' "$out/failing-job.yaml" || { echo "could not make the failing Job"; exit 1; }
-kc apply -f "$out/failing-job.yaml" >/dev/null
-if ! kc -n "$ns" wait --for=condition=Failed job/rdmasuite-failing --timeout=300s >/dev/null; then
-  job_logs rdmasuite-failing; kc -n "$ns" get jobs,pods -o wide; echo "the rdma run on RDMA-less nodes did not fail its Job"; exit 1
+kc apply -k hack/incluster/acceptance >/dev/null
+if ! kc -n "$ns" wait --for=condition=Failed job/rdmasuite-acceptance --timeout=300s >/dev/null; then
+  job_logs rdmasuite-acceptance; kc -n "$ns" get jobs,pods -o wide; echo "the rdma run on RDMA-less nodes did not fail its Job"; exit 1
 fi
-job_logs rdmasuite-failing >"$out/failing-job.log"
+job_logs rdmasuite-acceptance >"$out/failing-job.log"
 [[ $(kc -n "$ns" get configmap rdmasuite-latest -o 'jsonpath={.data.exit-code}') == 1 ]] ||
   { echo "the latest-result ConfigMap does not say exit 1 after the failing run"; exit 1; }
 latest "$out/failing.json"
 rc=0
 "$rdmasuite" report "$out/failing.json" >"$out/failing-report.txt" || rc=$?
 [[ $rc == 1 ]] || { cat "$out/failing-report.txt"; echo "rdmasuite report on the failing run exits $rc, want 1"; exit 1; }
-echo "failing run: Job Failed, ConfigMap exit-code 1, report exit 1, $((SECONDS - t)) s"
+# The ConfigMap's overlay replaced the built-in A100 SKU: the Job said so,
+# and node-2's memlock check failed against the overlay's 16 MiB floor.
+kc -n "$ns" logs job/rdmasuite-acceptance >"$out/failing-job-full.log" 2>&1 || true
+grep -q 'the overlay replaces A100/HDR-200' "$out/failing-job-full.log" ||
+  { head -20 "$out/failing-job-full.log"; echo "the Job did not report reading the thresholds overlay"; exit 1; }
+hack/tool.sh expectresults -results "$out/failing.json" -expect hack/incluster/acceptance-expect.txt
+grep -q 'hack/incluster/acceptance/skus.yaml' "$out/failing.json" ||
+  { echo "no check in the results was judged against the overlay's threshold"; exit 1; }
+echo "acceptance Job: Failed, ConfigMap exit-code 1, report exit 1, node-2's memlock failed against the overlay's 16 MiB floor, $((SECONDS - t)) s"
 
 echo "--- 3. what the runner ServiceAccount may do, and must not"
 bad=0
