@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/mattn/go-runewidth"
 	"github.com/olekukonko/tablewriter"
 	"github.com/olekukonko/tablewriter/tw"
 
@@ -68,28 +69,220 @@ func verdictText(c Check) string {
 	return s
 }
 
-// Table renders the run for a terminal.
-func Table(w io.Writer, r Run) error {
-	fmt.Fprintf(w, "rdmasuite run %s on %s (%s): %s\n", r.RunID, r.Cluster.Server, r.Cluster.Version, SummaryText(r))
-	t := newTable(w)
-	t.Header("status", "check", "variant", "nodes", "measured", "diagnosis / fix")
-	for _, c := range r.Checks {
-		if err := t.Append(statusText(r, c), checkLabel(c), c.Variant, strings.Join(c.Nodes, ","),
-			measuredText(c), truncate(verdictText(c), 160)); err != nil {
-			return err
-		}
+// Table renders the run with one line per row, however long: for files,
+// pipes and CI logs, where a line is what grep finds. TableWidth fits a
+// terminal.
+func Table(w io.Writer, r Run) error { return TableWidth(w, r, 0) }
+
+// TableWidth renders the run for a terminal of width columns (0: no
+// limit): the summary line, a per-node roll-up (an operator sees at once
+// which node is in every failing pair), then one row per check, pairs as
+// client → server with the rail's ports. Long cells wrap to fit; nothing
+// is cut, the fix least of all.
+func TableWidth(w io.Writer, r Run, width int) error {
+	if width > 0 && width < 60 {
+		width = 60
 	}
-	if err := t.Render(); err != nil {
+	fmt.Fprintln(w, wrapText(fmt.Sprintf("rdmasuite run %s on %s (%s): %s", r.RunID, r.Cluster.Server, r.Cluster.Version, SummaryText(r)), width, ""))
+	if err := nodeRollup(w, r, width); err != nil {
+		return err
+	}
+	rows := [][]string{}
+	for _, c := range r.Checks {
+		rows = append(rows, []string{statusText(r, c), checkLabel(c), c.Variant, nodesText(c), measuredText(c), verdictText(c)})
+	}
+	// The diagnosis (with the fix) keeps the most room, then measured.
+	if err := renderFitted(w, width, []string{"status", "check", "variant", "nodes (client → server)", "measured", "diagnosis / fix"},
+		rows, []column{{7, 0.5}, {16, 1.2}, {10, 0.6}, {10, 1.2}, {12, 1.5}, {20, 3}}); err != nil {
 		return err
 	}
 	if fs := Localize(r); len(fs) > 0 {
 		fmt.Fprintln(w, "localisation (pair checks: node, port or link):")
 		for _, f := range fs {
-			fmt.Fprintf(w, "  %s\n", findingText(f))
+			fmt.Fprintln(w, wrapText(findingText(f), width, "  "))
 		}
 	}
 	PhasesText(w, r.Phases)
 	return nil
+}
+
+// column says how a column gives way when the table is too wide: it
+// never gets narrower than min, and the column widest for its weight
+// gives way first, so a heavy column (the diagnosis) keeps the most room.
+type column struct {
+	min    int
+	weight float64
+}
+
+// renderFitted prints a table whose lines are at most width columns
+// (0: unlimited), wrapping cells at spaces (and inside words longer than
+// their column) so no text is lost.
+func renderFitted(w io.Writer, width int, header []string, rows [][]string, cols []column) error {
+	widths := make([]int, len(header))
+	for _, row := range append([][]string{header}, rows...) {
+		for i, cell := range row {
+			widths[i] = max(widths[i], runewidth.StringWidth(cell))
+		}
+	}
+	// A border and a space each side: 3 columns per column, plus one.
+	avail := width - 3*len(header) - 1
+	for width > 0 {
+		total, widest := 0, -1
+		for i, wd := range widths {
+			total += wd
+			if wd > cols[i].min && (widest < 0 || float64(wd)/cols[i].weight > float64(widths[widest])/cols[widest].weight) {
+				widest = i
+			}
+		}
+		if total <= avail || widest < 0 {
+			break
+		}
+		widths[widest]--
+	}
+	t := tablewriter.NewTable(w, tablewriter.WithConfig(
+		tablewriter.NewConfigBuilder().WithHeaderAutoFormat(tw.Off).WithHeaderAutoWrap(tw.WrapNone).WithRowAutoWrap(tw.WrapNone).Build()))
+	wrapRow := func(row []string) []string {
+		out := make([]string, len(row))
+		for i, cell := range row {
+			out[i] = cell
+			if width > 0 {
+				out[i] = wrapCell(cell, widths[i])
+			}
+		}
+		return out
+	}
+	t.Header(wrapRow(header))
+	for _, row := range rows {
+		if err := t.Append(wrapRow(row)); err != nil {
+			return err
+		}
+	}
+	return t.Render()
+}
+
+// wrapCell breaks s into lines of at most width columns: at spaces, and
+// inside a word that alone is wider than the column.
+func wrapCell(s string, width int) string {
+	if width <= 0 || runewidth.StringWidth(s) <= width {
+		return s
+	}
+	var lines []string
+	line := ""
+	for _, word := range strings.Fields(s) {
+		for runewidth.StringWidth(word) > width {
+			if line != "" {
+				lines = append(lines, line)
+				line = ""
+			}
+			head := runewidth.Truncate(word, width, "")
+			lines = append(lines, head)
+			word = word[len(head):]
+		}
+		switch {
+		case line == "":
+			line = word
+		case runewidth.StringWidth(line)+1+runewidth.StringWidth(word) <= width:
+			line += " " + word
+		default:
+			lines = append(lines, line)
+			line = word
+		}
+	}
+	if line != "" {
+		lines = append(lines, line)
+	}
+	return strings.Join(lines, "\n")
+}
+
+// nodesText is a check's nodes: "client → server" for a pair check (the
+// first node measures, see Check.Nodes), a comma list for anything else
+// (a node's own check, an NCCL world).
+func nodesText(c Check) string {
+	if len(c.Nodes) == 2 && isPairCheck(c.ID) {
+		return c.Nodes[0] + " → " + c.Nodes[1]
+	}
+	return strings.Join(c.Nodes, ", ")
+}
+
+// isPairCheck says the check measures from its first node to its second.
+func isPairCheck(id string) bool {
+	for _, p := range []string{"bandwidth/write", "bandwidth/read", "gpudirect/"} {
+		if strings.HasPrefix(id, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// nodeRollup prints, per node, how its checks came out and which failed:
+// a pair check counts for both of its nodes.
+func nodeRollup(w io.Writer, r Run, width int) error {
+	type tally struct {
+		n       [4]int
+		failing []string
+	}
+	by := map[string]*tally{}
+	var order []string
+	for _, c := range r.Checks {
+		for _, n := range c.Nodes {
+			t := by[n]
+			if t == nil {
+				t = &tally{}
+				by[n] = t
+				order = append(order, n)
+			}
+			switch c.Status {
+			case Pass:
+				t.n[0]++
+			case Fail:
+				t.n[1]++
+			case Error:
+				t.n[2]++
+			case NotRun:
+				t.n[3]++
+			}
+			if c.Status == Fail || c.Status == Error {
+				label := checkLabel(c)
+				if len(c.Nodes) == 2 && isPairCheck(c.ID) {
+					label += " " + nodesText(c)
+				}
+				t.failing = append(t.failing, label)
+			}
+		}
+	}
+	if len(order) == 0 {
+		return nil
+	}
+	sort.Strings(order)
+	fmt.Fprintln(w, "per node (a pair check counts for both of its nodes):")
+	var rows [][]string
+	for _, n := range order {
+		c := by[n]
+		rows = append(rows, []string{n, fmt.Sprint(c.n[0]), fmt.Sprint(c.n[1]), fmt.Sprint(c.n[2]), fmt.Sprint(c.n[3]), strings.Join(c.failing, "; ")})
+	}
+	return renderFitted(w, width, []string{"node", "pass", "fail", "error", "not run", "failed or errored checks"}, rows,
+		[]column{{8, 1}, {4, 0.2}, {4, 0.2}, {5, 0.2}, {7, 0.2}, {20, 3}})
+}
+
+// wrapText breaks s into lines of at most width columns at spaces, the
+// lines after the first indented like the first.
+func wrapText(s string, width int, indent string) string {
+	if width <= 0 {
+		return indent + s
+	}
+	var lines []string
+	line := indent
+	for _, word := range strings.Fields(s) {
+		if line != indent && len([]rune(line))+1+len([]rune(word)) > width {
+			lines = append(lines, line)
+			line = indent + "  "
+		}
+		if line != indent && line != indent+"  " {
+			line += " "
+		}
+		line += word
+	}
+	return strings.Join(append(lines, line), "\n")
 }
 
 // findingText is one localisation finding on one line: kind, variant,

@@ -39,6 +39,7 @@ import (
 	"github.com/rdmasuite/rdmasuite/internal/latest"
 	"github.com/rdmasuite/rdmasuite/internal/nodemark"
 	"github.com/rdmasuite/rdmasuite/internal/runner"
+	"github.com/rdmasuite/rdmasuite/internal/termwidth"
 	"github.com/rdmasuite/rdmasuite/reports"
 	"github.com/rdmasuite/rdmasuite/reports/pushgateway"
 	"github.com/rdmasuite/rdmasuite/thresholds"
@@ -372,7 +373,7 @@ func finishRun(started time.Time, server, version string, code int) int {
 		fmt.Printf("rdmasuite: results in %s (render: rdmasuite report %s)\n", path, path)
 	}
 	if len(res.Checks) > 0 {
-		_ = reports.Table(os.Stdout, res)
+		_ = reports.TableWidth(os.Stdout, res, termwidth.Controlling(os.Stdout))
 		fmt.Printf("rdmasuite: %s, exit %d\n", reports.SummaryText(res), code)
 	} else {
 		fmt.Fprintln(os.Stderr, "rdmasuite: no check ran: nothing was measured (check --labels / -run)")

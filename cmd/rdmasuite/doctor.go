@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 
 	"github.com/rdmasuite/rdmasuite/internal/cluster"
 	"github.com/rdmasuite/rdmasuite/internal/doctor"
+	"github.com/rdmasuite/rdmasuite/internal/termwidth"
 	"github.com/rdmasuite/rdmasuite/reports"
 	"github.com/rdmasuite/rdmasuite/workloads/units"
 )
@@ -78,7 +80,11 @@ func runDoctor(args []string, stdout io.Writer) error {
 			return err
 		}
 	}
-	if err := reports.Table(stdout, run); err != nil {
+	width := 0
+	if f, ok := stdout.(*os.File); ok {
+		width = termwidth.Of(f)
+	}
+	if err := reports.TableWidth(stdout, run, width); err != nil {
 		return err
 	}
 	for _, f := range findings {

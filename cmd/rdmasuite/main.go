@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/rdmasuite/rdmasuite/internal/termwidth"
 	"github.com/rdmasuite/rdmasuite/reports"
 	"github.com/rdmasuite/rdmasuite/thresholds"
 	"github.com/rdmasuite/rdmasuite/workloads/probeout"
@@ -177,7 +178,11 @@ func runReport(args []string, stdout io.Writer) error {
 	}
 	switch *format {
 	case "table":
-		err = reports.Table(w, run)
+		width := 0
+		if f, ok := w.(*os.File); ok {
+			width = termwidth.Of(f)
+		}
+		err = reports.TableWidth(w, run, width)
 	case "markdown", "md":
 		err = reports.Markdown(w, run)
 	case "junit":
