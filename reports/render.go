@@ -338,13 +338,6 @@ func SummaryText(r Run) string {
 	return fmt.Sprintf("%s — %d pass, %d fail, %d error, %d not run (%d allowed)", verdict, s[Pass], s[Fail], s[Error], s[NotRun], r.AllowedNotRun())
 }
 
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n-1] + "…"
-}
-
 // Markdown renders the acceptance report as Markdown.
 func Markdown(w io.Writer, r Run) error {
 	fmt.Fprintf(w, "# rdmasuite acceptance report\n\nRun `%s` against `%s` (%s), %s → %s.\n\n**%s**\n\n",
