@@ -8,6 +8,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"runtime"
@@ -43,36 +44,82 @@ var subcommands = map[string]subcommand{
 	"nccl-tests": {"run the image's own nccl-tests binary (single node, multi-GPU) and print its parsed table", runNCCLTests},
 }
 
-func main() {
-	if len(os.Args) < 2 {
-		usage()
-		os.Exit(2)
+func main() { os.Exit(run(os.Args[1:])) }
+
+// run is main without the exit. help, -h and --help print the
+// subcommands on stdout and exit 0; SUB --help prints what SUB does and,
+// for a subcommand with flags, its flags, never running the probe.
+func run(args []string) int {
+	if len(args) == 0 {
+		usage(os.Stderr)
+		return 2
 	}
-	sc, ok := subcommands[os.Args[1]]
-	if !ok {
-		fmt.Fprintf(os.Stderr, "rdmaprobe: unknown subcommand %q\n", os.Args[1])
-		usage()
-		os.Exit(2)
-	}
-	if err := sc.run(os.Args[2:]); err != nil {
-		fmt.Fprintf(os.Stderr, "rdmaprobe %s: %v\n", os.Args[1], err)
-		if errors.Is(err, errCheckFailed) {
-			os.Exit(3) // the probe ran and its check failed; 1 means it could not run
+	if args[0] == "help" || wantsHelp(args[:1]) {
+		if len(args) > 1 && args[0] == "help" {
+			return run(append(args[1:2], "--help"))
 		}
-		os.Exit(1)
+		usage(os.Stdout)
+		return 0
 	}
+	sc, ok := subcommands[args[0]]
+	if !ok {
+		fmt.Fprintf(os.Stderr, "rdmaprobe: unknown subcommand %q (see: rdmaprobe --help)\n", args[0])
+		usage(os.Stderr)
+		return 2
+	}
+	if wantsHelp(args[1:]) {
+		fmt.Fprintf(os.Stdout, "rdmaprobe %s: %s\n", args[0], sc.summary)
+		// Subcommands without flags, or whose mode comes first (bw
+		// server|client, stall write|...), end here; the others print
+		// their flags below (flag's -h: on stderr, ErrHelp).
+		if flagless[args[0]] || modeFirst[args[0]] && wantsHelp(args[1:2]) {
+			return 0
+		}
+	}
+	err := sc.run(args[1:])
+	switch {
+	case err == nil:
+		return 0
+	case errors.Is(err, flag.ErrHelp):
+		return 0
+	}
+	fmt.Fprintf(os.Stderr, "rdmaprobe %s: %v\n", args[0], err)
+	if errors.Is(err, errCheckFailed) {
+		return 3 // the probe ran and its check failed; 1 means it could not run
+	}
+	return 1
 }
 
-func usage() {
-	fmt.Fprintln(os.Stderr, "usage: rdmaprobe <subcommand> [flags]")
+// flagless subcommands take no flags: --help must not run them.
+var flagless = map[string]bool{"version": true, "env": true}
+
+// modeFirst subcommands take a mode before their flags (bw server|client,
+// stall write|read|verify|stop): SUB --help has no flag set to ask.
+var modeFirst = map[string]bool{"bw": true, "stall": true}
+
+// wantsHelp says args ask for help.
+func wantsHelp(args []string) bool {
+	for _, a := range args {
+		if a == "-h" || a == "-help" || a == "--help" {
+			return true
+		}
+	}
+	return false
+}
+
+func usage(w io.Writer) {
+	fmt.Fprintln(w, "rdmaprobe: the probe that runs in the suite's pods; each subcommand prints one JSON envelope on stdout.")
+	fmt.Fprintln(w, "\nUsage:\n  rdmaprobe SUBCOMMAND [flags]\n\nSubcommands:")
 	names := make([]string, 0, len(subcommands))
 	for n := range subcommands {
 		names = append(names, n)
 	}
 	sort.Strings(names)
 	for _, n := range names {
-		fmt.Fprintf(os.Stderr, "  %-10s %s\n", n, subcommands[n].summary)
+		fmt.Fprintf(w, "  %-10s %s\n", n, subcommands[n].summary)
 	}
+	fmt.Fprintln(w, "\nExit codes: 0 the probe ran and passed; 3 it ran and its check failed; 1 it could not run; 2 bad usage.")
+	fmt.Fprintln(w, "Use \"rdmaprobe SUBCOMMAND --help\" for its flags.")
 }
 
 type versionResult struct {

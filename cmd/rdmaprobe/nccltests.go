@@ -64,6 +64,9 @@ func ncclTests(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return perr
 	}
 	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err // --help: the usage went to stderr, no probe ran
+		}
 		return usageErr(err)
 	}
 	if fs.NArg() == 0 {

@@ -192,6 +192,9 @@ func runBW(args []string) error {
 	role := args[0]
 	out := bw.ProbeOutput{Role: role, Found: []bw.Rail{}, Rails: []bw.RailResult{}}
 	f, fs, err := parseBWFlags("bw "+role, args[1:])
+	if errors.Is(err, flag.ErrHelp) {
+		return err // the flags went to stderr; help is no probe run
+	}
 	if err == nil && role == "client" && fs.NArg() != 1 {
 		err = errors.New("bw client needs the server's address: " + usageLine)
 	}

@@ -45,6 +45,9 @@ func stallMain(ctx context.Context, args []string, stdout, stderr io.Writer) err
 }
 
 func stallUsageError(stdout io.Writer, mode string, err error) error {
+	if errors.Is(err, flag.ErrHelp) {
+		return err // --help: the flags went to stderr, no probe ran
+	}
 	perr := probeout.Errorf(probeout.KindUsage, "%v", err)
 	_ = probeout.WriteError(stdout, stall.ProbeName, stall.Result{Mode: mode}, perr)
 	return perr

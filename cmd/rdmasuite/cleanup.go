@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -29,7 +28,7 @@ type cleanupOptions struct {
 // those are run namespaces; with --namespace NS they are runs' objects in
 // NS. It finds them by the suite's labels, never by name.
 func runCleanup(args []string, stdout io.Writer) error {
-	fs := flag.NewFlagSet("cleanup", flag.ContinueOnError)
+	fs := newFlagSet("cleanup")
 	kubeconfig := fs.String("kubeconfig", "", "kubeconfig (default: as kubectl: $KUBECONFIG, ~/.kube/config, else the pod's ServiceAccount)")
 	var o cleanupOptions
 	fs.StringVar(&o.Namespace, "namespace", "", "the existing namespace runs used with the suite's --namespace: delete runs' objects there (by the run label on pods), never the namespace itself")
@@ -37,11 +36,12 @@ func runCleanup(args []string, stdout io.Writer) error {
 	fs.StringVar(&o.RunID, "run", "", "delete this run's namespace (with --namespace: its objects there), whatever its age")
 	fs.BoolVar(&o.DryRun, "dry-run", false, "list what would be deleted")
 	fs.DurationVar(&o.Wait, "timeout", 90*time.Second, "how long to wait for each namespace to go (with --namespace: for each run's pods)")
-	if err := fs.Parse(args); err != nil {
+	pos, err := parseArgs(fs, args)
+	if err != nil {
 		return err
 	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected argument %q: rdmasuite cleanup [--namespace NS] [--older-than D | --run ID] [--dry-run]", fs.Arg(0))
+	if len(pos) > 0 {
+		return fmt.Errorf("unexpected argument %q: rdmasuite cleanup [--namespace NS] [--older-than D | --run ID] [--dry-run] (see: rdmasuite cleanup --help)", pos[0])
 	}
 	rc, where, err := cluster.RESTConfig(*kubeconfig, "")
 	if err != nil {

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -27,7 +26,7 @@ var errFindings = errors.New("known failure modes found")
 // operator pods and logs, NicClusterPolicy. The host probe on each node
 // runs in the suite (go test ./suites -args --labels suite=doctor).
 func runDoctor(args []string, stdout io.Writer) error {
-	fs := flag.NewFlagSet("doctor", flag.ContinueOnError)
+	fs := newFlagSet("doctor")
 	kubeconfig := fs.String("kubeconfig", "", "kubeconfig (default: as kubectl: $KUBECONFIG, ~/.kube/config, else the pod's ServiceAccount)")
 	selector := fs.String("node-selector", "", "label selector for the nodes to check")
 	resources := fs.String("resources", "", "extended resources every selected node must advertise; empty: derived per node from the NicClusterPolicy's device-plugin config on RDMA nodes and nvidia.com/gpu on nodes labelled nvidia.com/gpu.present=true")
@@ -36,8 +35,12 @@ func runDoctor(args []string, stdout io.Writer) error {
 	gpuNS := fs.String("gpu-operator-namespaces", "gpu-operator,nvidia-gpu-operator", "GPU Operator namespaces")
 	out := fs.String("o", "", "also write the results JSON here")
 	allow := fs.String("allow-not-run", "", "check ids or prefixes whose not-run does not fail (e.g. doctor/node: the host checks this command cannot run)")
-	if err := fs.Parse(args); err != nil {
+	pos, err := parseArgs(fs, args)
+	if err != nil {
 		return err
+	}
+	if len(pos) > 0 {
+		return fmt.Errorf("unexpected argument %q (see: rdmasuite doctor --help)", pos[0])
 	}
 	rc, where, err := cluster.RESTConfig(*kubeconfig, "")
 	if err != nil {

@@ -19,21 +19,6 @@ import (
 	"github.com/rdmasuite/rdmasuite/workloads/probeout"
 )
 
-const usage = `usage:
-  rdmasuite report RESULTS.json [--format table|markdown|junit|prometheus] [--baseline OLDER.json] [--tolerance 0.05]
-                   [--allow-not-run ID,PREFIX/] [-o FILE]
-  rdmasuite push --pushgateway URL [--job rdmasuite] [--grouping K=V,...] [--allow-not-run ID,PREFIX/] RESULTS.json
-                   PUT the results as Prometheus metrics to a Pushgateway (replaces the group; exit 2 if the push failed)
-  rdmasuite doctor [--kubeconfig F] [--node-selector S] [-o results.json]   known failure modes, API level (exit 1 if any)
-  rdmasuite cleanup [--kubeconfig F] [--namespace NS] [--older-than 2h | --run ID] [--dry-run]   delete leftover run namespaces (with --namespace: the runs' objects in NS)
-  rdmasuite thresholds check [FILE] [--overlay OVERLAY]   validate a thresholds file (default: the built-in one), with OVERLAY laid over it
-  rdmasuite thresholds list [FILE] [--overlay OVERLAY]    list SKUs and their floors (in matching order: the overlay's first)
-  rdmasuite version
-
-exit codes: 0 passed; 1 a check failed, errored or was not run (unallowed), or nothing
-was measured (doctor: findings); 2 the suite or its input broke (no checks, unreadable or
-invalid results, bad flags, a failed push); 3 the checks passed but regressed against --baseline`
-
 // exitError is an error that stands for an exit code other than
 // reports.ExitBroken (what any other error means).
 type exitError struct {
@@ -65,9 +50,13 @@ func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
 
 // run is main without the exit, for tests.
 func run(args []string, stdout, stderr io.Writer) int {
-	if len(args) < 1 {
-		fmt.Fprintln(stderr, usage)
-		return reports.ExitBroken
+	if len(args) == 0 || args[0] == "help" && len(args) == 1 || args[0] == "-h" || args[0] == "--help" || args[0] == "-help" {
+		rootHelp(stdout)
+		return reports.ExitPassed
+	}
+	if args[0] == "help" {
+		// help CMD [SUB] is CMD [SUB] --help.
+		return run(append(args[1:], "--help"), stdout, stderr)
 	}
 	var err error
 	switch args[0] {
@@ -82,10 +71,19 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case "cleanup":
 		err = runCleanup(args[1:], stdout)
 	case "version":
-		fmt.Fprintln(stdout, "rdmasuite", probeout.Version)
+		if wantsHelp(args[1:]) {
+			err = &helpError{command: "version"}
+		} else {
+			fmt.Fprintln(stdout, "rdmasuite", probeout.Version)
+		}
 	default:
-		fmt.Fprintf(stderr, "rdmasuite: unknown command %q\n%s\n", args[0], usage)
+		fmt.Fprintf(stderr, "rdmasuite: unknown command %q: run 'rdmasuite --help' for the commands\n", args[0])
 		return reports.ExitBroken
+	}
+	var help *helpError
+	if errors.As(err, &help) {
+		printHelp(stdout, help.command, help.fs)
+		return reports.ExitPassed
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "rdmasuite %s: %v\n", args[0], err)
@@ -126,7 +124,7 @@ func (l *listFlag) Set(v string) error {
 // passed (and, with --baseline, nothing regressed); the rendering is
 // written whatever the verdict. See exitCode for what its errors mean.
 func runReport(args []string, stdout io.Writer) error {
-	fs := flag.NewFlagSet("report", flag.ContinueOnError)
+	fs := newFlagSet("report")
 	format := fs.String("format", "table", "table, markdown, junit or prometheus (text exposition format 0.0.4)")
 	baseline := fs.String("baseline", "", "older results to compare with (per node/port deltas, regressions)")
 	tolerance := fs.Float64("tolerance", 0.05, "relative drop counted as a regression")
@@ -134,7 +132,7 @@ func runReport(args []string, stdout io.Writer) error {
 		"(temp file + rename), so node_exporter's textfile collector can read e.g. /var/lib/node_exporter/textfile/rdmasuite.prom")
 	var allow listFlag
 	fs.Var(&allow, "allow-not-run", "check ids (or prefixes ending in /) allowed to be not-run, besides those the run allowed; comma-separated, repeatable")
-	pos, err := splitArgs(fs, args)
+	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return err
 	}
@@ -292,12 +290,15 @@ func writeAtomic(path string, b []byte) error {
 }
 
 func runThresholds(args []string, stdout io.Writer) error {
-	if len(args) == 0 || (args[0] != "check" && args[0] != "list") {
-		return errors.New("usage: rdmasuite thresholds check|list [FILE] [--overlay OVERLAY]")
+	if len(args) > 0 && wantsHelp(args[:1]) {
+		return &helpError{command: "thresholds"}
 	}
-	fs := flag.NewFlagSet("thresholds "+args[0], flag.ContinueOnError)
+	if len(args) == 0 || (args[0] != "check" && args[0] != "list") {
+		return errors.New("usage: rdmasuite thresholds check|list [FILE] [--overlay OVERLAY] (see: rdmasuite thresholds --help)")
+	}
+	fs := newFlagSet("thresholds " + args[0])
 	overlay := fs.String("overlay", "", "lay this thresholds file over FILE (or the built-in one), as the suite's --thresholds-overlay does: its SKUs replace those of the same name whole, or are added")
-	pos, err := splitArgs(fs, args[1:])
+	pos, err := parseArgs(fs, args[1:])
 	if err != nil {
 		return err
 	}

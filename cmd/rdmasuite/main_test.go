@@ -106,7 +106,7 @@ func TestMainExitCodes(t *testing.T) {
 		args []string
 		code int
 	}{
-		{nil, reports.ExitBroken},
+		{nil, reports.ExitPassed}, // no command: the help, as kubectl does
 		{[]string{"frobnicate"}, reports.ExitBroken},
 		{[]string{"version"}, reports.ExitPassed},
 		{[]string{"push"}, reports.ExitBroken},

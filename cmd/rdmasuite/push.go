@@ -2,7 +2,6 @@ package main
 
 import (
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"time"
@@ -18,14 +17,14 @@ import (
 // The push itself is package pushgateway's, which the suite's --pushgateway
 // uses too.
 func runPush(args []string, stdout io.Writer) error {
-	fs := flag.NewFlagSet("push", flag.ContinueOnError)
+	fs := newFlagSet("push")
 	gateway := fs.String("pushgateway", "", "the Pushgateway's base URL, e.g. http://pushgateway.monitoring:9091 (user:password@ for basic auth)")
 	job := fs.String("job", "rdmasuite", "the job label of the group")
 	timeout := fs.Duration("timeout", 30*time.Second, "how long the push may take")
 	var grouping, allow listFlag
 	fs.Var(&grouping, "grouping", "more grouping labels, NAME=VALUE, comma-separated, repeatable (e.g. cluster=prod): one group per distinct set")
 	fs.Var(&allow, "allow-not-run", "check ids (or prefixes ending in /) allowed to be not-run, besides those the run allowed; comma-separated, repeatable")
-	pos, err := splitArgs(fs, args)
+	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,159 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+)
+
+// commandHelp is what `rdmasuite CMD --help` prints besides the flags.
+type commandHelp struct {
+	summary, usage, description, examples string
+}
+
+// helps, by command path ("report", "thresholds check").
+var helps = map[string]commandHelp{
+	"report": {"render a results file: table, Markdown, JUnit or Prometheus; compare with a baseline",
+		"rdmasuite report RESULTS.json [MORE.json ...] [flags]",
+		"Render a results file the suite wrote (several are merged into one report). The exit code is the run's:\n" +
+			"0 passed, 1 a check failed, errored or was not run without being allowed, 2 the input is broken,\n" +
+			"3 passed but regressed against --baseline. On a terminal the table fits its width.",
+		"  rdmasuite report rdmasuite-results/results.json\n" +
+			"  rdmasuite report results.json --format junit -o junit.xml\n" +
+			"  rdmasuite report after.json --baseline before-upgrade.json --tolerance 0.05\n" +
+			"  rdmasuite report results.json --format prometheus -o /var/lib/node_exporter/textfile/rdmasuite.prom"},
+	"push": {"PUT a run's metrics to a Prometheus Pushgateway",
+		"rdmasuite push --pushgateway URL [flags] RESULTS.json",
+		"PUT the results as Prometheus metrics to a Pushgateway, replacing the group. Exit 2 if the push failed,\n" +
+			"else the run's exit code.",
+		"  rdmasuite push --pushgateway http://pushgateway.monitoring:9091 --grouping cluster=prod results.json"},
+	"doctor": {"check the cluster for the known failure modes, from the API (exit 1 if any)",
+		"rdmasuite doctor [flags]",
+		"Look for the known failure modes (seeds: driver/device-plugin races, missing resources, MOFED settings)\n" +
+			"through the Kubernetes API only. Host facts need the in-pod probe: the suite's suite=doctor runs both.\n" +
+			"The cluster is found as kubectl finds it: --kubeconfig, $KUBECONFIG, ~/.kube/config, in-cluster.",
+		"  rdmasuite doctor\n" +
+			"  rdmasuite doctor --kubeconfig ~/.kube/prod --node-selector nvidia.com/gpu.present=true -o doctor.json"},
+	"cleanup": {"delete what earlier runs left behind (by label, never by name)",
+		"rdmasuite cleanup [--namespace NS] [--older-than D | --run ID] [--dry-run] [flags]",
+		"Delete leftover run namespaces (labelled by the suite), or with --namespace the runs' objects in that\n" +
+			"existing namespace, never the namespace itself.",
+		"  rdmasuite cleanup --older-than 2h --dry-run\n" +
+			"  rdmasuite cleanup --run 1a2b3c4d\n" +
+			"  rdmasuite cleanup --namespace rdmasuite --older-than 6h"},
+	"thresholds": {"validate or list per-SKU thresholds",
+		"rdmasuite thresholds check|list [FILE] [--overlay OVERLAY]",
+		"Thresholds are per-SKU floors with their sources (the built-in thresholds/skus.yaml, a file, or a file\n" +
+			"with an overlay laid over it as the suite's --thresholds-overlay does).\n\n" +
+			"Commands:\n" +
+			"  check   validate a thresholds file (default: the built-in one); errors name file:line and the fix\n" +
+			"  list    list the SKUs and their floors in matching order (the overlay's first)\n\n" +
+			"Flags (both commands):\n" +
+			"  --overlay OVERLAY   lay this file over FILE (or the built-in one)",
+		"  rdmasuite thresholds check my-skus.yaml\n" +
+			"  rdmasuite thresholds check --overlay my-overlay.yaml\n" +
+			"  rdmasuite thresholds list"},
+	"thresholds check": {"validate a thresholds file",
+		"rdmasuite thresholds check [FILE] [--overlay OVERLAY]",
+		"Validate a thresholds file (default: the built-in one), with OVERLAY laid over it. Errors name the\n" +
+			"file, the line and the fix; exit 2 on any.",
+		"  rdmasuite thresholds check my-skus.yaml\n  rdmasuite thresholds check --overlay my-overlay.yaml"},
+	"thresholds list": {"list the SKUs and their floors",
+		"rdmasuite thresholds list [FILE] [--overlay OVERLAY]",
+		"List the SKUs and their floors in matching order (the overlay's first).",
+		"  rdmasuite thresholds list --overlay my-overlay.yaml"},
+	"version": {"print the version", "rdmasuite version", "Print the version.", "  rdmasuite version"},
+}
+
+// commandOrder is the order of the root help.
+var commandOrder = []string{"report", "push", "doctor", "cleanup", "thresholds", "version"}
+
+// rootHelp is `rdmasuite --help`.
+func rootHelp(w io.Writer) {
+	fmt.Fprintln(w, "rdmasuite: the operator CLI of the RDMA/GPUDirect conformance suite: render and push results,")
+	fmt.Fprintln(w, "check the cluster for known failure modes from the API, clean up, check thresholds.")
+	fmt.Fprintln(w, "The conformance features run with: go test ./suites -args --kubeconfig=FILE (README.md).")
+	fmt.Fprintln(w, "\nUsage:\n  rdmasuite COMMAND [flags]\n\nCommands:")
+	for _, c := range commandOrder {
+		fmt.Fprintf(w, "  %-11s %s\n", c, helps[c].summary)
+	}
+	fmt.Fprintln(w, "\nExamples:\n  rdmasuite report rdmasuite-results/results.json\n  rdmasuite doctor\n  rdmasuite thresholds check my-skus.yaml\n  rdmasuite cleanup --older-than 2h --dry-run")
+	fmt.Fprintln(w, "\nExit codes: 0 passed; 1 a check failed, errored or was not run (unallowed), or nothing was measured\n"+
+		"(doctor: findings); 2 the suite or its input broke; 3 passed but regressed against --baseline.")
+	fmt.Fprintln(w, "\nUse \"rdmasuite help COMMAND\" or \"rdmasuite COMMAND --help\" for more about a command.")
+}
+
+// helpError is a request for a command's help (-h, --help): not an
+// error, exit 0 with the help on stdout.
+type helpError struct {
+	command string
+	fs      *flag.FlagSet
+}
+
+func (e *helpError) Error() string { return "help requested" }
+
+// newFlagSet is a command's flag set: errors come back to run, which says
+// them once and points at --help; nothing is printed here.
+func newFlagSet(command string) *flag.FlagSet {
+	fs := flag.NewFlagSet(command, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	return fs
+}
+
+// parseArgs parses flags anywhere among the positional arguments
+// (rdmasuite report x.json --format markdown); -h/--help becomes a
+// helpError, a bad flag an error that points at the command's help.
+func parseArgs(fs *flag.FlagSet, args []string) ([]string, error) {
+	pos, err := splitArgs(fs, args)
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		return nil, &helpError{command: fs.Name(), fs: fs}
+	case err != nil:
+		return nil, fmt.Errorf("%w (see: rdmasuite %s --help)", err, fs.Name())
+	}
+	return pos, nil
+}
+
+// wantsHelp says args ask for help.
+func wantsHelp(args []string) bool {
+	for _, a := range args {
+		if a == "-h" || a == "-help" || a == "--help" {
+			return true
+		}
+	}
+	return false
+}
+
+// printHelp prints one command's help: description, usage, examples and
+// its flags as --name TYPE with their defaults.
+func printHelp(w io.Writer, command string, fs *flag.FlagSet) {
+	h := helps[command]
+	fmt.Fprintf(w, "%s\n\nUsage:\n  %s\n\nExamples:\n%s\n", h.description, h.usage, h.examples)
+	if fs == nil {
+		return
+	}
+	var flags []string
+	fs.VisitAll(func(f *flag.Flag) {
+		name, usage := flag.UnquoteUsage(f)
+		if name == "value" {
+			name = "LIST"
+		}
+		line := "  --" + f.Name
+		if len(f.Name) == 1 {
+			line = "  -" + f.Name
+		}
+		if name != "" {
+			line += " " + name
+		}
+		line += "\n      " + usage
+		if f.DefValue != "" && f.DefValue != "false" && f.DefValue != "0" {
+			line += " (default " + f.DefValue + ")"
+		}
+		flags = append(flags, line)
+	})
+	if len(flags) > 0 {
+		fmt.Fprintf(w, "\nFlags:\n%s\n", strings.Join(flags, "\n"))
+	}
+}
