@@ -101,6 +101,11 @@ doctor_s=$((SECONDS - t))
 
 step "SIGINT deletes everything the suite created"
 go test -c -o "$results/suites.test" ./suites
+# The suite's --help: its own flags first, exit 0, no panic from a framework flag.
+(cd suites && "$results/suites.test" --help) >"$results/suite-help.txt" 2>&1 ||
+  { tail -5 "$results/suite-help.txt"; echo "the suite's --help did not exit 0"; exit 1; }
+grep -q '^Suite flags:' "$results/suite-help.txt" && ! grep -q 'panic calling' "$results/suite-help.txt" ||
+  { head -20 "$results/suite-help.txt"; echo "the suite's --help does not list its own flags first, or panicked"; exit 1; }
 (cd suites && exec "$results/suites.test" --kubeconfig="$BED_DIR/kubeconfig" --labels suite=rdma \
   --bw-duration=30s --bw-iters=0 >"$results/sigint.log" 2>&1) &
 suite_pid=$!

@@ -39,6 +39,7 @@ import (
 	"github.com/rdmasuite/rdmasuite/internal/latest"
 	"github.com/rdmasuite/rdmasuite/internal/nodemark"
 	"github.com/rdmasuite/rdmasuite/internal/runner"
+	"github.com/rdmasuite/rdmasuite/internal/suiteflags"
 	"github.com/rdmasuite/rdmasuite/internal/termwidth"
 	"github.com/rdmasuite/rdmasuite/reports"
 	"github.com/rdmasuite/rdmasuite/reports/pushgateway"
@@ -238,8 +239,19 @@ func fatal(err error) {
 	os.Exit(reports.ExitBroken)
 }
 
+// suiteFlags are the suite's own flags: at init time no other package has
+// registered any (testing, e2e-framework and klog do so later), so
+// --help can list them first (internal/suiteflags).
+var suiteFlags []string
+
+func init() { suiteFlags = suiteflags.Names(flag.CommandLine) }
+
 func TestMain(m *testing.M) {
+	flag.CommandLine.Usage = func() { suiteflags.Usage(os.Stdout, flag.CommandLine, suiteFlags) }
 	cfg, err := envconf.NewFromFlags()
+	if errors.Is(err, flag.ErrHelp) {
+		os.Exit(0)
+	}
 	if err != nil {
 		fatal(err)
 	}

@@ -1,0 +1,71 @@
+// Package suiteflags prints the conformance suite's --help: the suite's
+// own flags first, then the few framework flags that choose what runs,
+// then a pointer to go test's and klog's. The flag package's default
+// usage lists all ~200 of them alphabetically and panics on
+// e2e-framework's feature-gates flag (its String method on a zero value).
+package suiteflags
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+)
+
+// Framework are the e2e-framework flags worth listing: what runs, where.
+var Framework = []string{"kubeconfig", "context", "labels", "skip-labels", "feature", "skip-features", "assess",
+	"skip-assessment", "fail-fast", "dry-run", "disable-graceful-teardown"}
+
+// Names lists the flags fs holds now: call it from the suite's init(),
+// when the suite's flags are registered and no framework's are yet
+// (testing, e2e-framework and klog register theirs later).
+func Names(fs *flag.FlagSet) []string {
+	var out []string
+	fs.VisitAll(func(f *flag.Flag) { out = append(out, f.Name) })
+	return out
+}
+
+// Usage writes the suite's help for fs: ours (the names Names returned)
+// first, then those of Framework that fs has. It never calls a flag's
+// String method beyond DefValue, so a broken flag cannot panic it.
+func Usage(w io.Writer, fs *flag.FlagSet, ours []string) {
+	fmt.Fprintln(w, "rdmasuite conformance suite. Usage:")
+	fmt.Fprintln(w, "  go test ./suites [-timeout 2h] [-v] -args --kubeconfig=FILE [--labels suite=rdma] [FLAGS]")
+	fmt.Fprintln(w, "  (or the compiled suite: rdmasuite-suite [FLAGS]); README.md explains the suites and exit codes.")
+	fmt.Fprintln(w, "\nExamples:")
+	fmt.Fprintln(w, "  go test ./suites -args --kubeconfig=$HOME/.kube/config --labels suite=smoke")
+	fmt.Fprintln(w, "  go test ./suites -timeout 2h -args --labels suite=rdma --node-selector nvidia.com/gpu.present=true --report-dir out")
+	fmt.Fprintln(w, "\nSuite flags:")
+	sorted := append([]string(nil), ours...)
+	sort.Strings(sorted)
+	for _, n := range sorted {
+		if f := fs.Lookup(n); f != nil {
+			fmt.Fprintln(w, line(f))
+		}
+	}
+	fmt.Fprintln(w, "\nWhich features run, and where (e2e-framework):")
+	for _, n := range Framework {
+		if f := fs.Lookup(n); f != nil {
+			fmt.Fprintln(w, line(f))
+		}
+	}
+	fmt.Fprintln(w, "\ngo test's own flags (-test.run, -test.v, -test.timeout, ...): go help testflag. klog's (-v, -vmodule): klog.")
+}
+
+// line is one flag: --name TYPE, then its usage and default.
+func line(f *flag.Flag) string {
+	name, usage := flag.UnquoteUsage(f)
+	if name == "value" {
+		name = "LIST"
+	}
+	s := "  --" + f.Name
+	if name != "" {
+		s += " " + name
+	}
+	s += "\n      " + strings.ReplaceAll(usage, "\n", " ")
+	if f.DefValue != "" && f.DefValue != "false" && f.DefValue != "0" && f.DefValue != "[]" {
+		s += fmt.Sprintf(" (default %s)", f.DefValue)
+	}
+	return s
+}

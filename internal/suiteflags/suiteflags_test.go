@@ -1,0 +1,48 @@
+package suiteflags
+
+import (
+	"bytes"
+	"flag"
+	"strings"
+	"testing"
+)
+
+// panicky is a flag whose String panics on its zero value, as
+// e2e-framework's feature-gates does.
+type panicky struct{ m map[string]bool }
+
+func (p *panicky) String() string {
+	if p.m == nil {
+		panic("String on a zero value") // what flag.PrintDefaults does to find defaults
+	}
+	return "a=true"
+}
+func (p *panicky) Set(v string) error { return nil }
+
+func TestUsageListsTheSuiteFirstAndNeverPanics(t *testing.T) {
+	fs := flag.NewFlagSet("suites.test", flag.ContinueOnError)
+	fs.String("bw-sizes", "64K,1M", "message sizes")
+	fs.Bool("allow-disruptive", false, "may restart drivers")
+	ours := Names(fs)
+	// Registered later by testing, e2e-framework and klog.
+	fs.String("test.run", "", "run only")
+	fs.String("labels", "", "feature labels")
+	fs.String("vmodule", "", "klog")
+	fs.Var(&panicky{m: map[string]bool{"a": true}}, "feature-gates", "gates")
+
+	var b bytes.Buffer
+	Usage(&b, fs, ours)
+	out := b.String()
+	suite, framework := strings.Index(out, "\n  --allow-disruptive"), strings.Index(out, "\n  --labels")
+	if suite < 0 || framework < 0 || suite > framework || !strings.Contains(out, "--bw-sizes string") || !strings.Contains(out, "(default 64K,1M)") {
+		t.Fatalf("suite flags must come first, then the framework's:\n%s", out)
+	}
+	for _, gone := range []string{"test.run", "vmodule", "feature-gates"} {
+		if strings.Contains(out, "--"+gone) {
+			t.Errorf("%s is listed:\n%s", gone, out)
+		}
+	}
+	if n := strings.Count(out, "\n"); n > 40 {
+		t.Errorf("%d lines for 3 flags", n)
+	}
+}
