@@ -21,6 +21,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"strings"
@@ -239,6 +240,30 @@ func fatal(err error) {
 	os.Exit(reports.ExitBroken)
 }
 
+// progressOut is where the suite reports as it runs. go test shows a
+// passing package's output only with -v; without it the progress, the
+// final table and the results path also go to the controlling terminal,
+// when there is one, so a long run is never silent and a passing one
+// still says where its results are. CI (no terminal) reads stdout.
+var progressOut io.Writer = os.Stdout
+
+func setupProgress() {
+	if v := flag.Lookup("test.v"); v != nil && v.Value.String() != "false" && v.Value.String() != "" {
+		return // -v streams stdout already
+	}
+	if tty, err := os.OpenFile("/dev/tty", os.O_WRONLY, 0); err == nil {
+		progressOut = tty
+	}
+}
+
+// say prints a run-level line on stdout and, without -v, on the terminal.
+func say(format string, a ...any) {
+	fmt.Printf(format, a...)
+	if progressOut != io.Writer(os.Stdout) {
+		fmt.Fprintf(progressOut, format, a...)
+	}
+}
+
 // suiteFlags are the suite's own flags: at init time no other package has
 // registered any (testing, e2e-framework and klog do so later), so
 // --help can list them first (internal/suiteflags).
@@ -315,7 +340,11 @@ func TestMain(m *testing.M) {
 			fatal(err)
 		}
 	}
-	fmt.Printf("rdmasuite: cluster %s (%s, kubeconfig %s), run %s, namespace %s%s\n", rc.Host, version, where, runID, ns, mode)
+	setupProgress()
+	run.Progress = func(line string) {
+		fmt.Fprintf(progressOut, "rdmasuite: %s %s\n", time.Now().Format(time.TimeOnly), line)
+	}
+	say("rdmasuite: cluster %s (%s, kubeconfig %s), run %s, namespace %s%s\n", rc.Host, version, where, runID, ns, mode)
 	started := time.Now()
 
 	// The internal deadline: features stop starting pods in time for the
@@ -382,11 +411,14 @@ func finishRun(started time.Time, server, version string, code int) int {
 		code = max(code, reports.ExitBroken)
 	} else {
 		written = path
-		fmt.Printf("rdmasuite: results in %s (render: rdmasuite report %s)\n", path, path)
+		say("rdmasuite: results in %s (render: rdmasuite report %s)\n", path, path)
 	}
 	if len(res.Checks) > 0 {
 		_ = reports.TableWidth(os.Stdout, res, termwidth.Controlling(os.Stdout))
-		fmt.Printf("rdmasuite: %s, exit %d\n", reports.SummaryText(res), code)
+		if progressOut != io.Writer(os.Stdout) {
+			_ = reports.TableWidth(progressOut, res, termwidth.Controlling(os.Stdout))
+		}
+		say("rdmasuite: %s, exit %d\n", reports.SummaryText(res), code)
 	} else {
 		fmt.Fprintln(os.Stderr, "rdmasuite: no check ran: nothing was measured (check --labels / -run)")
 	}

@@ -31,6 +31,10 @@ type Runner struct {
 	Kube  kubernetes.Interface
 	Cfg   Config
 	RunID string
+	// Progress, when set, gets one line per finished item of a feature
+	// (a pair, a node, a world): what ran where, its outcome, k/n. It is
+	// called from the items' goroutines, one call at a time.
+	Progress func(line string)
 
 	mu      sync.Mutex
 	checks  []reports.Check
@@ -235,6 +239,8 @@ func NotRun(id, variant, reason string, nodes ...string) reports.Check {
 // order (stable reports, whatever order the calls finish in).
 func (r *Runner) Collect(n int, fn func(i int) []reports.Check) []reports.Check {
 	results := make([][]reports.Check, n)
+	var pmu sync.Mutex
+	done := 0
 	parallel(n, r.Cfg.Concurrency, func(i int) {
 		start := time.Now()
 		cs := fn(i)
@@ -242,12 +248,47 @@ func (r *Runner) Collect(n int, fn func(i int) []reports.Check) []reports.Check 
 			cs[j].Duration = time.Since(start).Seconds()
 		}
 		results[i] = cs
+		if r.Progress != nil {
+			pmu.Lock()
+			done++
+			r.Progress(progressLine(cs, done, n, time.Since(start)))
+			pmu.Unlock()
+		}
 	})
 	var out []reports.Check
 	for _, cs := range results {
 		out = append(out, cs...)
 	}
 	return out
+}
+
+// progressLine is one finished item: its checks' id and variant, where
+// it ran (client → server for a pair), the outcome counted by status, its
+// time and how far the feature is.
+func progressLine(cs []reports.Check, done, n int, took time.Duration) string {
+	if len(cs) == 0 {
+		return fmt.Sprintf("%d/%d: no check (%.1f s)", done, n, took.Seconds())
+	}
+	c := cs[0]
+	where := strings.Join(c.Nodes, ", ")
+	if len(c.Nodes) == 2 {
+		where = c.Nodes[0] + " → " + c.Nodes[1]
+	}
+	count := map[reports.Status]int{}
+	for _, x := range cs {
+		count[x.Status]++
+	}
+	var parts []string
+	for _, st := range []reports.Status{reports.Fail, reports.Error, reports.NotRun, reports.Pass} {
+		if count[st] > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", count[st], st))
+		}
+	}
+	id := c.ID
+	if len(cs) > 1 && cs[len(cs)-1].ID != c.ID {
+		id += " …"
+	}
+	return fmt.Sprintf("[%s %s] %d/%d: %s: %s (%.1f s)", id, c.Variant, done, n, where, strings.Join(parts, ", "), took.Seconds())
 }
 
 // parallel runs fn(0..n-1), at most limit at a time, and waits for all.

@@ -1,0 +1,40 @@
+package runner
+
+import (
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/rdmasuite/rdmasuite/reports"
+)
+
+// Collect reports each finished item as it goes: what ran where, its
+// outcome, and how far the feature is (k/n), so a long feature is never
+// silent.
+func TestCollectReportsProgress(t *testing.T) {
+	r := New(nil, Config{Concurrency: 2}, "r1")
+	var mu sync.Mutex
+	var lines []string
+	r.Progress = func(s string) { mu.Lock(); lines = append(lines, s); mu.Unlock() }
+	out := r.Collect(3, func(i int) []reports.Check {
+		st := reports.Pass
+		if i == 1 {
+			st = reports.Fail
+		}
+		return []reports.Check{{ID: "bandwidth/write", Variant: "shared-dev", Nodes: []string{"n" + string(rune('a'+i)), "n9"}, Status: st},
+			{ID: "bandwidth/read", Variant: "shared-dev", Nodes: []string{"n" + string(rune('a'+i)), "n9"}, Status: reports.Pass}}
+	})
+	if len(out) != 6 || len(lines) != 3 {
+		t.Fatalf("%d checks, progress %q", len(out), lines)
+	}
+	all := strings.Join(lines, "\n")
+	for _, want := range []string{"1/3", "2/3", "3/3", "bandwidth/write", "shared-dev", "nb → n9", "1 fail, 1 pass", "2 pass"} {
+		if !strings.Contains(all, want) {
+			t.Errorf("progress lacks %q:\n%s", want, all)
+		}
+	}
+	// Without a Progress func nothing is reported and nothing breaks.
+	if got := New(nil, Config{}, "r2").Collect(1, func(int) []reports.Check { return nil }); len(got) != 0 {
+		t.Fatal(got)
+	}
+}
