@@ -75,7 +75,8 @@ var (
 	flagRailParallel    = flag.Bool("rail-parallel", false, "measure a pair's rails at the same time (default: one after another)")
 	flagConcurrency     = flag.Int("concurrency", 4, "pairs (or memlock / host probe pods) run at the same time")
 	flagLoopback        = flag.Bool("loopback", false, "also run a same-node pair on every node")
-	flagThresholds      = flag.String("thresholds", "", "thresholds file (default: the built-in thresholds/skus.yaml)")
+	flagThresholds      = flag.String("thresholds", "", "thresholds file laid over the built-in thresholds/skus.yaml: its SKUs replace those of the same name whole, or are added (one new SKU is all it needs)")
+	flagThresholdsRepl  = flag.Bool("thresholds-replace", false, "use --thresholds FILE alone, without the built-in SKUs")
 	flagThresholdsOver  = flag.String("thresholds-overlay", "", "thresholds file laid over the built-in ones (or --thresholds): each of its SKUs replaces the SKU of the same name whole (no field merge) or is added, and its SKUs are matched to nodes first; e.g. a ConfigMap mounted at /etc/rdmasuite/thresholds/skus.yaml")
 	flagSKU             = flag.String("sku", "", "force this SKU for every node instead of matching nvidia.com/gpu.product")
 	flagMemlockRequired = flag.String("memlock-required", "", "registration size that must succeed (default: the SKU's minMemlockBytes)")
@@ -147,11 +148,11 @@ func config() (runner.Config, error) {
 	if err != nil {
 		return runner.Config{}, fmt.Errorf("--bw-sizes: %w", err)
 	}
-	set, err := thresholds.LoadWithOverlay(*flagThresholds, *flagThresholdsOver)
+	set, err := thresholds.LoadSuite(*flagThresholds, *flagThresholdsRepl, *flagThresholdsOver)
 	if err != nil {
 		return runner.Config{}, err
 	}
-	if *flagThresholdsOver != "" {
+	if *flagThresholdsOver != "" || *flagThresholds != "" && !*flagThresholdsRepl {
 		replaced, added := set.OverlayChanges()
 		fmt.Printf("rdmasuite: thresholds %s: the overlay replaces %s; adds %s\n", set.File, orNone(replaced), orNone(added))
 	}

@@ -251,3 +251,44 @@ func TestEmptyOverlayChangesNothing(t *testing.T) {
 		}
 	}
 }
+
+// --thresholds FILE is laid over the built-ins: a file with one new SKU
+// adds it and keeps the seven, so nobody copies the built-in set to add
+// one; --thresholds-replace makes FILE the whole set, as before.
+func TestLoadSuiteLaysTheFileOverTheBuiltIns(t *testing.T) {
+	dir := t.TempDir()
+	one := filepath.Join(dir, "one.yaml")
+	if err := os.WriteFile(one, []byte(strings.Replace(good, "name: X", "name: L40S/NDR-400", 1)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	builtIn, _ := Load("")
+	set, err := LoadSuite(one, false, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(set.SKUs) != len(builtIn.SKUs)+1 {
+		t.Fatalf("--thresholds one.yaml: %d SKUs (%v), want the %d built-ins and L40S", len(set.SKUs), set.Names(), len(builtIn.SKUs))
+	}
+	if _, err := set.Lookup("H100/NDR-400"); err != nil {
+		t.Fatal("a built-in SKU went missing:", err)
+	}
+	if replaced, added := set.OverlayChanges(); len(replaced) != 0 || strings.Join(added, ",") != "L40S/NDR-400" {
+		t.Fatalf("changes: replaced %v added %v", replaced, added)
+	}
+	only, err := LoadSuite(one, true, "")
+	if err != nil || len(only.SKUs) != 1 {
+		t.Fatalf("--thresholds-replace: %v %v", only, err)
+	}
+	// The ConfigMap overlay still goes on top of both.
+	top := filepath.Join(dir, "top.yaml")
+	if err := os.WriteFile(top, []byte(strings.Replace(good, "name: X", "name: Z", 1)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	both, err := LoadSuite(one, false, top)
+	if err != nil || len(both.SKUs) != len(builtIn.SKUs)+2 {
+		t.Fatalf("file + overlay: %v %v", both, err)
+	}
+	if _, err := LoadSuite(filepath.Join(dir, "missing.yaml"), false, ""); err == nil || !strings.Contains(err.Error(), "missing.yaml") {
+		t.Fatalf("missing file: %v", err)
+	}
+}

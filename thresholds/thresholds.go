@@ -305,6 +305,34 @@ func LoadWithOverlay(file, overlay string) (*Set, error) {
 	return ParseOverlay(base, overlay, data)
 }
 
+// LoadSuite is the thresholds a suite run uses: the built-ins with file
+// laid over them (--thresholds: adding a SKU needs only that SKU), or
+// file alone when replace (--thresholds-replace); then overlay on top
+// (--thresholds-overlay, e.g. a mounted ConfigMap). OverlayChanges tells
+// what the last layer replaced and added.
+func LoadSuite(file string, replace bool, overlay string) (*Set, error) {
+	var set *Set
+	var err error
+	switch {
+	case file == "" && replace:
+		return nil, errors.New("--thresholds-replace needs --thresholds FILE: the file that replaces the built-in thresholds")
+	case replace:
+		set, err = Load(file)
+	case file == "":
+		set, err = Load("")
+	default:
+		set, err = LoadWithOverlay("", file)
+	}
+	if err != nil || overlay == "" {
+		return set, err
+	}
+	data, err := os.ReadFile(overlay)
+	if err != nil {
+		return nil, fmt.Errorf("thresholds overlay: %w", err)
+	}
+	return ParseOverlay(set, overlay, data)
+}
+
 // ParseOverlay validates data (named name) as an overlay of base and lays
 // it over base. base is never changed.
 func ParseOverlay(base *Set, name string, data []byte) (*Set, error) {

@@ -44,24 +44,25 @@ var helps = map[string]commandHelp{
 			"  rdmasuite cleanup --run 1a2b3c4d\n" +
 			"  rdmasuite cleanup --namespace rdmasuite --older-than 6h"},
 	"thresholds": {"validate or list per-SKU thresholds",
-		"rdmasuite thresholds check|list [FILE] [--overlay OVERLAY]",
-		"Thresholds are per-SKU floors with their sources (the built-in thresholds/skus.yaml, a file, or a file\n" +
-			"with an overlay laid over it as the suite's --thresholds-overlay does).\n\n" +
+		"rdmasuite thresholds check|list [FILE] [--replace] [--overlay OVERLAY]",
+		"Thresholds are per-SKU floors with their sources: the built-in thresholds/skus.yaml, FILE laid over\n" +
+			"them (as the suite's --thresholds; --replace: FILE alone), and OVERLAY on top (--thresholds-overlay).\n\n" +
 			"Commands:\n" +
 			"  check   validate a thresholds file (default: the built-in one); errors name file:line and the fix\n" +
 			"  list    list the SKUs and their floors in matching order (the overlay's first)\n\n" +
 			"Flags (both commands):\n" +
-			"  --overlay OVERLAY   lay this file over FILE (or the built-in one)",
+			"  --replace           FILE alone, without the built-in SKUs\n" +
+			"  --overlay OVERLAY   lay this file over the result",
 		"  rdmasuite thresholds check my-skus.yaml\n" +
 			"  rdmasuite thresholds check --overlay my-overlay.yaml\n" +
 			"  rdmasuite thresholds list"},
 	"thresholds check": {"validate a thresholds file",
-		"rdmasuite thresholds check [FILE] [--overlay OVERLAY]",
-		"Validate a thresholds file (default: the built-in one), with OVERLAY laid over it. Errors name the\n" +
-			"file, the line and the fix; exit 2 on any.",
+		"rdmasuite thresholds check [FILE] [--replace] [--overlay OVERLAY]",
+		"Validate thresholds as the suite would load them: the built-ins, FILE laid over them (--replace: FILE\n" +
+			"alone), OVERLAY on top. Errors name the file, the line and the fix; exit 2 on any.",
 		"  rdmasuite thresholds check my-skus.yaml\n  rdmasuite thresholds check --overlay my-overlay.yaml"},
 	"thresholds list": {"list the SKUs and their floors",
-		"rdmasuite thresholds list [FILE] [--overlay OVERLAY]",
+		"rdmasuite thresholds list [FILE] [--replace] [--overlay OVERLAY]",
 		"List the SKUs and their floors in matching order (the overlay's first).",
 		"  rdmasuite thresholds list --overlay my-overlay.yaml"},
 	"version": {"print the version", "rdmasuite version", "Print the version.", "  rdmasuite version"},

@@ -27,7 +27,7 @@ func TestHelpConventions(t *testing.T) {
 		{[]string{"doctor", "--help"}, []string{"known failure modes", "--kubeconfig", "~/.kube/config"}},
 		{[]string{"cleanup", "-h"}, []string{"leftover", "--older-than"}},
 		{[]string{"thresholds", "--help"}, []string{"check", "list", "--overlay"}},
-		{[]string{"thresholds", "check", "--help"}, []string{"Validate a thresholds file", "--overlay"}},
+		{[]string{"thresholds", "check", "--help"}, []string{"Validate thresholds as the suite would load them", "--overlay", "--replace"}},
 		{[]string{"thresholds", "list", "-h"}, []string{"List the SKUs", "--overlay"}},
 		{[]string{"version", "--help"}, []string{"Print the version"}},
 	}

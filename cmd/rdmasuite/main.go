@@ -297,7 +297,8 @@ func runThresholds(args []string, stdout io.Writer) error {
 		return errors.New("usage: rdmasuite thresholds check|list [FILE] [--overlay OVERLAY] (see: rdmasuite thresholds --help)")
 	}
 	fs := newFlagSet("thresholds " + args[0])
-	overlay := fs.String("overlay", "", "lay this thresholds file over FILE (or the built-in one), as the suite's --thresholds-overlay does: its SKUs replace those of the same name whole, or are added")
+	overlay := fs.String("overlay", "", "lay this thresholds file over the result, as the suite's --thresholds-overlay does: its SKUs replace those of the same name whole, or are added")
+	replace := fs.Bool("replace", false, "FILE alone, without the built-in SKUs (the suite's --thresholds-replace); by default FILE is laid over the built-ins, as the suite's --thresholds does")
 	pos, err := parseArgs(fs, args[1:])
 	if err != nil {
 		return err
@@ -309,15 +310,15 @@ func runThresholds(args []string, stdout io.Writer) error {
 	if len(pos) == 1 {
 		file = pos[0]
 	}
-	set, err := thresholds.LoadWithOverlay(file, *overlay)
+	set, err := thresholds.LoadSuite(file, *replace, *overlay)
 	if err != nil {
 		return err
 	}
 	if args[0] == "check" {
 		fmt.Fprintf(stdout, "%s: ok, %d SKUs: %s\n", set.File, len(set.SKUs), strings.Join(set.Names(), ", "))
-		if *overlay != "" {
+		if last := map[bool]string{true: *overlay, false: file}[*overlay != ""]; last != "" && !(*overlay == "" && *replace) {
 			replaced, added := set.OverlayChanges()
-			fmt.Fprintf(stdout, "overlay %s replaces %s; adds %s\n", *overlay, orNone(replaced), orNone(added))
+			fmt.Fprintf(stdout, "overlay %s replaces %s; adds %s\n", last, orNone(replaced), orNone(added))
 		}
 		return nil
 	}
