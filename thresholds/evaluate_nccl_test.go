@@ -11,16 +11,16 @@ func TestNCCLAllReduceFloor(t *testing.T) {
 		t.Fatal(err)
 	}
 	k, _ := s.Lookup("H100/NDR-400")
-	// 0.8 × 8 ports × 400 Gb/s / 8 = 320 GB/s for the whole node.
+	// 0.85 × 8 ports × 400 Gb/s / 8 = 340 GB/s for the whole node.
 	b, err := k.NCCLAllReduceFloor(0)
-	if err != nil || b.Op != ">=" || b.Value != 320 || !strings.Contains(b.Source, "8 of 8 port(s)") || !strings.HasPrefix(b.Source, "H100/NDR-400: ") {
+	if err != nil || b.Op != ">=" || b.Value != 340 || !strings.Contains(b.Source, "8 of 8 port(s)") || !strings.HasPrefix(b.Source, "H100/NDR-400: ") {
 		t.Fatalf("whole node: %+v %v", b, err)
 	}
-	// One GPU per rank reaches one rail: 0.8 × 400 / 8 = 40 GB/s.
-	if b, err := k.NCCLAllReduceFloor(1); err != nil || b.Value != 40 || !strings.Contains(b.Source, "1 of 8 port(s)") {
+	// One GPU per rank reaches one rail: 0.85 × 400 / 8 = 42.5 GB/s.
+	if b, err := k.NCCLAllReduceFloor(1); err != nil || b.Value != 42.5 || !strings.Contains(b.Source, "1 of 8 port(s)") {
 		t.Fatalf("one port: %+v %v", b, err)
 	}
-	if b, _ := k.NCCLAllReduceFloor(99); b.Value != 320 {
+	if b, _ := k.NCCLAllReduceFloor(99); b.Value != 340 {
 		t.Fatalf("more ports than the SKU has: %+v", b)
 	}
 	abs := 100.0

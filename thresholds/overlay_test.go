@@ -66,8 +66,8 @@ func TestOverlayReplacesWholeSKU(t *testing.T) {
 		t.Errorf("read floor %g, want 100", r.Value)
 	}
 	// The built-in pattern NVIDIA-H100-* went with the built-in SKU.
-	if k, err := s.ForNode("n2", product("NVIDIA-H100-PCIe"), ""); err == nil {
-		t.Errorf("NVIDIA-H100-PCIe matched %s: the built-in patterns must be replaced, not merged", k.Name)
+	if k, err := s.ForNode("n2", product("NVIDIA-H100-SXM5-94GB"), ""); err == nil {
+		t.Errorf("NVIDIA-H100-SXM5-94GB matched %s: the built-in patterns must be replaced, not merged", k.Name)
 	} else if !strings.Contains(err.Error(), "(overlay)") || !strings.Contains(err.Error(), p) {
 		t.Errorf("no-match error does not name both files: %v", err)
 	}

@@ -13,9 +13,29 @@ func TestEmbeddedLoads(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"V100/EDR-100", "A100/HDR-200", "H100/NDR-400", "H200/NDR-400", "B200/NDR-400", "GB200/NDR-400"} {
+	for _, want := range []string{"V100/EDR-100", "A100/HDR-200", "A800/HDR-200", "H100/NDR-400", "H100-PCIe/NDR-400", "H800/NDR-400",
+		"H200/NDR-400", "H200-NVL/NDR-400", "GH200/NDR-400", "B200/NDR-400", "B300/XDR-800", "GB200/NDR-400", "GB300/XDR-800"} {
 		if _, err := s.Lookup(want); err != nil {
 			t.Error(err)
+		}
+	}
+}
+
+// Real GPU Feature Discovery labels (NVML names; -SHARED under
+// time-slicing) reach the SKU of their form factor: PCIe and NVL cards
+// have fewer NICs than the SXM systems whose pattern also matches them.
+func TestForNodeRealLabels(t *testing.T) {
+	s, _ := Load("")
+	for label, want := range map[string]string{
+		"NVIDIA-H100-80GB-HBM3": "H100/NDR-400", "NVIDIA-H100-PCIe": "H100-PCIe/NDR-400", "NVIDIA-H100-NVL": "H100-PCIe/NDR-400",
+		"NVIDIA-H100-NVL-SHARED": "H100-PCIe/NDR-400", "NVIDIA-H200": "H200/NDR-400", "NVIDIA-H200-NVL": "H200-NVL/NDR-400",
+		"NVIDIA-GH200-480GB": "GH200/NDR-400", "NVIDIA-B300-SXM6-AC": "B300/XDR-800", "NVIDIA-GB300": "GB300/XDR-800",
+		"NVIDIA-H800-80GB-HBM3": "H800/NDR-400", "NVIDIA-A800-SXM4-80GB": "A800/HDR-200", "NVIDIA-A100-SXM4-80GB": "A100/HDR-200",
+		"NVIDIA-B200": "B200/NDR-400", "NVIDIA-GB200": "GB200/NDR-400",
+	} {
+		k, err := s.ForNode("n", map[string]string{GPUProductLabel: label}, "")
+		if err != nil || k.Name != want {
+			t.Errorf("%s: got %v (%v), want %s", label, k, err, want)
 		}
 	}
 }
@@ -80,7 +100,7 @@ func TestBandwidthFloor(t *testing.T) {
 	s, _ := Load("")
 	k, _ := s.Lookup("A100/HDR-200")
 	b, err := k.BandwidthFloor("write")
-	if err != nil || b.Value != 180 || b.Op != ">=" || !strings.Contains(b.Source, "90%") {
+	if err != nil || b.Value != 190 || b.Op != ">=" || !strings.Contains(b.Source, "0.95 × 200 Gb/s") || !strings.Contains(b.Source, "azurehpc-health-checks") {
 		t.Fatalf("%+v %v", b, err)
 	}
 	if _, err := k.BandwidthFloor("atomic"); err == nil {

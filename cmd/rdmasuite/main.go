@@ -330,7 +330,7 @@ func runThresholds(args []string, stdout io.Writer) error {
 		if k.FromOverlay() {
 			from = "  (overlay " + k.File() + ")"
 		}
-		fmt.Fprintf(stdout, "%-16s link %4g Gb/s × %g ports  write ≥ %g Gb/s  read ≥ %g Gb/s  memlock ≥ %.0f B  NFS stall ≤ %g s%s\n",
+		fmt.Fprintf(stdout, "%-18s link %4g Gb/s × %g ports  write ≥ %g Gb/s  read ≥ %g Gb/s  memlock ≥ %.0f B  NFS stall ≤ %g s%s\n",
 			k.Name, *k.LinkRateGbps.Value, *k.PortsPerNode.Value, w.Value, r.Value, *k.MinMemlockBytes.Value, *k.MaxNFSStallSec.Value, from)
 	}
 	return nil

@@ -186,7 +186,7 @@ func TestThresholdsList(t *testing.T) {
 	if err := runThresholds([]string{"list"}, &out); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(out.String(), "A100/HDR-200") || !strings.Contains(out.String(), "write ≥ 180 Gb/s") {
+	if !strings.Contains(out.String(), "A100/HDR-200") || !strings.Contains(out.String(), "write ≥ 190 Gb/s") {
 		t.Fatalf("%s", out.String())
 	}
 }

@@ -58,7 +58,7 @@ func TestGPUDirectNoGPUIsNotRun(t *testing.T) {
 		}
 	}
 	// One rail without a GPU (cuda:N beyond the pod's GPUs): that rail.
-	in := gdPair(t, []string{"write"}, 175, func(cli, srv *bw.ProbeOutput) {
+	in := gdPair(t, []string{"write"}, 185, func(cli, srv *bw.ProbeOutput) {
 		cli.Rails[0].Runs, cli.Rails[0].Memory = nil, nil
 		cli.Rails[0].Error = probeout.Errorf(probeout.KindNoGPU, "GPU 3 requested, the pod sees 1")
 	})
@@ -67,15 +67,15 @@ func TestGPUDirectNoGPUIsNotRun(t *testing.T) {
 	}
 }
 
-// The floor is the SKU's gpuDirectWrite (A100: 0.85 × 200 = 170 Gb/s),
+// The floor is the SKU's gpuDirectWrite (A100: 0.9 × 200 = 180 Gb/s),
 // not the host-memory write floor (180).
 func TestGPUDirectJudgedAgainstTheGPUDirectFloor(t *testing.T) {
-	c := onlyCheck(t, GPUDirect(gdPair(t, []string{"write"}, 175, nil)))
+	c := onlyCheck(t, GPUDirect(gdPair(t, []string{"write"}, 185, nil)))
 	if c.ID != "gpudirect/write" || c.Status != reports.Pass || !strings.HasPrefix(c.Title, "GPUDirect RDMA write bandwidth, GPU memory on both sides,") {
 		t.Fatalf("%+v", c)
 	}
 	m := c.Measured[len(c.Measured)-1]
-	if m.Threshold == nil || m.Threshold.Value != 170 || !strings.Contains(m.Threshold.Source, "GPUDirect RDMA within 15%") {
+	if m.Threshold == nil || m.Threshold.Value != 180 || !strings.Contains(m.Threshold.Source, "check_ib_bw_gdr 180") {
 		t.Fatalf("threshold %+v", m.Threshold)
 	}
 	ev := strings.Join(c.Evidence, "\n")
@@ -88,14 +88,14 @@ func TestGPUDirectJudgedAgainstTheGPUDirectFloor(t *testing.T) {
 		}
 	}
 	c = onlyCheck(t, GPUDirect(gdPair(t, []string{"write"}, 150, nil)))
-	if c.Status != reports.Fail || c.Fix != FixSlow || !strings.Contains(c.Diagnosis, "threshold >= 170") {
+	if c.Status != reports.Fail || c.Fix != FixSlow || !strings.Contains(c.Diagnosis, "threshold >= 180") {
 		t.Fatalf("%+v", c)
 	}
 	// read has no floor of its own: the gpuDirectWrite floor, said so.
-	res := GPUDirect(gdPair(t, []string{"write", "read"}, 175, nil))
+	res := GPUDirect(gdPair(t, []string{"write", "read"}, 185, nil))
 	for _, c := range res.Checks {
 		m := c.Measured[len(c.Measured)-1]
-		if c.Status != reports.Pass || m.Threshold.Value != 170 {
+		if c.Status != reports.Pass || m.Threshold.Value != 180 {
 			t.Errorf("%s: %+v %+v", c.ID, c, m.Threshold)
 		}
 		if c.ID == "gpudirect/read" && !strings.Contains(m.Threshold.Source, "no GPUDirect read floor") {
@@ -106,13 +106,13 @@ func TestGPUDirectJudgedAgainstTheGPUDirectFloor(t *testing.T) {
 
 func TestGPUDirectCrossSocketIsFlagged(t *testing.T) {
 	cross := func(cli, srv *bw.ProbeOutput) { srv.Rails[0].Memory = gpuMem(1, "0000:8a:00.0", "0000:12:00.0", true) }
-	c := onlyCheck(t, GPUDirect(gdPair(t, []string{"write"}, 175, cross)))
+	c := onlyCheck(t, GPUDirect(gdPair(t, []string{"write"}, 185, cross)))
 	want := "cross-socket pair: on node-1, GPU 1 (0000:8a:00.0) and NIC 0000:12:00.0 (rail mlx5_0/1) sit on different sockets (SYS, NUMA node 1 vs 0)"
 	if c.Status != reports.Pass || !strings.Contains(c.Diagnosis, want) || !c.ShowEvidence {
 		t.Fatalf("pass: %+v", c)
 	}
 	c = onlyCheck(t, GPUDirect(gdPair(t, []string{"write"}, 120, cross)))
-	if c.Status != reports.Fail || !strings.Contains(c.Diagnosis, "threshold >= 170") || !strings.Contains(c.Diagnosis, want) || c.Fix != FixCrossSocket {
+	if c.Status != reports.Fail || !strings.Contains(c.Diagnosis, "threshold >= 180") || !strings.Contains(c.Diagnosis, want) || c.Fix != FixCrossSocket {
 		t.Fatalf("fail: %+v", c)
 	}
 }
@@ -123,7 +123,7 @@ func TestGPUDirectHostMemoryIsNotAPass(t *testing.T) {
 		"no memory record": func(cli, srv *bw.ProbeOutput) { cli.Rails[0].Memory = nil },
 		"host memory":      func(cli, srv *bw.ProbeOutput) { srv.Rails[0].Memory = &bw.Memory{Kind: bw.MemoryHost} },
 	} {
-		c := onlyCheck(t, GPUDirect(gdPair(t, []string{"write"}, 175, edit)))
+		c := onlyCheck(t, GPUDirect(gdPair(t, []string{"write"}, 185, edit)))
 		if c.Status != reports.Error || !strings.Contains(c.Reason, "not a GPUDirect measurement") {
 			t.Errorf("%s: %+v", name, c)
 		}
@@ -131,7 +131,7 @@ func TestGPUDirectHostMemoryIsNotAPass(t *testing.T) {
 }
 
 func TestGPUDirectRegistrationFailureNamesTheFix(t *testing.T) {
-	in := gdPair(t, []string{"write"}, 175, func(cli, srv *bw.ProbeOutput) {
+	in := gdPair(t, []string{"write"}, 185, func(cli, srv *bw.ProbeOutput) {
 		m := gpuMem(0, "0000:07:00.0", "0000:0c:00.0", false)
 		m.Path, m.Why = "", "dma-buf: ibv_reg_dmabuf_mr(…): Operation not supported; peermem: ibv_reg_mr(…): Bad address (nvidia_peermem not loaded)"
 		cli.Rails[0].Memory, cli.Rails[0].Runs = m, nil
@@ -144,7 +144,7 @@ func TestGPUDirectRegistrationFailureNamesTheFix(t *testing.T) {
 	}
 	// The kind decides, not the memory record: a probe that failed before
 	// recording the GPU (or an older one) still fails with the fix.
-	in = gdPair(t, []string{"write"}, 175, func(cli, srv *bw.ProbeOutput) {
+	in = gdPair(t, []string{"write"}, 185, func(cli, srv *bw.ProbeOutput) {
 		cli.Rails[0].Memory, cli.Rails[0].Runs = nil, nil
 		cli.Rails[0].Error = probeout.Errorf(probeout.KindGPUDirect, "GPUDirect RDMA: neither path registers GPU 0 memory: peer memory: Bad address")
 	})
