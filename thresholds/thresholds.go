@@ -298,11 +298,17 @@ func LoadWithOverlay(file, overlay string) (*Set, error) {
 	if err != nil || overlay == "" {
 		return base, err
 	}
-	data, err := os.ReadFile(overlay)
+	return layFile(base, overlay)
+}
+
+// layFile reads the thresholds file at path and lays it over base
+// (ParseOverlay).
+func layFile(base *Set, path string) (*Set, error) {
+	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("thresholds overlay: %w", err)
 	}
-	return ParseOverlay(base, overlay, data)
+	return ParseOverlay(base, path, data)
 }
 
 // LoadSuite is the thresholds a suite run uses: the built-ins with file
@@ -311,26 +317,24 @@ func LoadWithOverlay(file, overlay string) (*Set, error) {
 // (--thresholds-overlay, e.g. a mounted ConfigMap). OverlayChanges tells
 // what the last layer replaced and added.
 func LoadSuite(file string, replace bool, overlay string) (*Set, error) {
-	var set *Set
-	var err error
-	switch {
-	case file == "" && replace:
+	if file == "" && replace {
 		return nil, errors.New("--thresholds-replace needs --thresholds FILE: the file that replaces the built-in thresholds")
-	case replace:
-		set, err = Load(file)
-	case file == "":
-		set, err = Load("")
-	default:
-		set, err = LoadWithOverlay("", file)
 	}
-	if err != nil || overlay == "" {
-		return set, err
+	base, layers := "", []string{file, overlay}
+	if replace {
+		base, layers = file, layers[1:]
 	}
-	data, err := os.ReadFile(overlay)
+	set, err := Load(base)
+	for _, l := range layers {
+		if err != nil || l == "" {
+			continue
+		}
+		set, err = layFile(set, l)
+	}
 	if err != nil {
-		return nil, fmt.Errorf("thresholds overlay: %w", err)
+		return nil, err
 	}
-	return ParseOverlay(set, overlay, data)
+	return set, nil
 }
 
 // ParseOverlay validates data (named name) as an overlay of base and lays

@@ -316,7 +316,13 @@ func runThresholds(args []string, stdout io.Writer) error {
 	}
 	if args[0] == "check" {
 		fmt.Fprintf(stdout, "%s: ok, %d SKUs: %s\n", set.File, len(set.SKUs), strings.Join(set.Names(), ", "))
-		if last := map[bool]string{true: *overlay, false: file}[*overlay != ""]; last != "" && !(*overlay == "" && *replace) {
+		// The last layer's changes: the overlay's, else FILE's when it
+		// was laid over the built-ins.
+		last := *overlay
+		if last == "" && !*replace {
+			last = file
+		}
+		if last != "" {
 			replaced, added := set.OverlayChanges()
 			fmt.Fprintf(stdout, "overlay %s replaces %s; adds %s\n", last, orNone(replaced), orNone(added))
 		}
