@@ -89,7 +89,7 @@ func TableWidth(w io.Writer, r Run, width int) error {
 	}
 	rows := [][]string{}
 	for _, c := range r.Checks {
-		rows = append(rows, []string{statusText(r, c), checkLabel(c), c.Variant, nodesText(c), measuredText(c), verdictText(c)})
+		rows = append(rows, []string{statusText(r, c), checkLabel(c), c.Variant, NodesText(c), measuredText(c), verdictText(c)})
 	}
 	// The diagnosis (with the fix) keeps the most room, then measured.
 	if err := renderFitted(w, width, []string{"status", "check", "variant", "nodes (client → server)", "measured", "diagnosis / fix"},
@@ -194,10 +194,10 @@ func wrapCell(s string, width int) string {
 	return strings.Join(lines, "\n")
 }
 
-// nodesText is a check's nodes: "client → server" for a pair check (the
+// NodesText is a check's nodes: "client → server" for a pair check (the
 // first node measures, see Check.Nodes), a comma list for anything else
 // (a node's own check, an NCCL world).
-func nodesText(c Check) string {
+func NodesText(c Check) string {
 	if len(c.Nodes) == 2 && isPairCheck(c.ID) {
 		return c.Nodes[0] + " → " + c.Nodes[1]
 	}
@@ -244,7 +244,7 @@ func nodeRollup(w io.Writer, r Run, width int) error {
 			if c.Status == Fail || c.Status == Error {
 				label := checkLabel(c)
 				if len(c.Nodes) == 2 && isPairCheck(c.ID) {
-					label += " " + nodesText(c)
+					label += " " + NodesText(c)
 				}
 				t.failing = append(t.failing, label)
 			}
@@ -264,25 +264,14 @@ func nodeRollup(w io.Writer, r Run, width int) error {
 		[]column{{8, 1}, {4, 0.2}, {4, 0.2}, {5, 0.2}, {7, 0.2}, {20, 3}})
 }
 
-// wrapText breaks s into lines of at most width columns at spaces, the
-// lines after the first indented like the first.
+// wrapText breaks s into lines of at most width columns (wrapCell), the
+// first indented by indent, the rest by indent and two spaces.
 func wrapText(s string, width int, indent string) string {
 	if width <= 0 {
 		return indent + s
 	}
-	var lines []string
-	line := indent
-	for _, word := range strings.Fields(s) {
-		if line != indent && len([]rune(line))+1+len([]rune(word)) > width {
-			lines = append(lines, line)
-			line = indent + "  "
-		}
-		if line != indent && line != indent+"  " {
-			line += " "
-		}
-		line += word
-	}
-	return strings.Join(append(lines, line), "\n")
+	cont := indent + "  "
+	return indent + strings.ReplaceAll(wrapCell(s, width-runewidth.StringWidth(cont)), "\n", "\n"+cont)
 }
 
 // findingText is one localisation finding on one line: kind, variant,

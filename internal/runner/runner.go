@@ -270,10 +270,7 @@ func progressLine(cs []reports.Check, done, n int, took time.Duration) string {
 		return fmt.Sprintf("%d/%d: no check (%.1f s)", done, n, took.Seconds())
 	}
 	c := cs[0]
-	where := strings.Join(c.Nodes, ", ")
-	if len(c.Nodes) == 2 {
-		where = c.Nodes[0] + " → " + c.Nodes[1]
-	}
+	where := reports.NodesText(c)
 	count := map[reports.Status]int{}
 	for _, x := range cs {
 		count[x.Status]++
