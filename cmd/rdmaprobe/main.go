@@ -16,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rdmasuite/rdmasuite/internal/suiteflags"
 	"github.com/rdmasuite/rdmasuite/workloads/node"
 	"github.com/rdmasuite/rdmasuite/workloads/podenv"
 	"github.com/rdmasuite/rdmasuite/workloads/probeout"
@@ -54,7 +55,7 @@ func run(args []string) int {
 		usage(os.Stderr)
 		return 2
 	}
-	if args[0] == "help" || wantsHelp(args[:1]) {
+	if args[0] == "help" || suiteflags.WantsHelp(args[:1]) {
 		if len(args) > 1 && args[0] == "help" {
 			return run(append(args[1:2], "--help"))
 		}
@@ -67,12 +68,12 @@ func run(args []string) int {
 		usage(os.Stderr)
 		return 2
 	}
-	if wantsHelp(args[1:]) {
+	if suiteflags.WantsHelp(args[1:]) {
 		fmt.Fprintf(os.Stdout, "rdmaprobe %s: %s\n", args[0], sc.summary)
 		// Subcommands without flags, or whose mode comes first (bw
 		// server|client, stall write|...), end here; the others print
 		// their flags below (flag's -h: on stderr, ErrHelp).
-		if flagless[args[0]] || modeFirst[args[0]] && wantsHelp(args[1:2]) {
+		if flagless[args[0]] || modeFirst[args[0]] && suiteflags.WantsHelp(args[1:2]) {
 			return 0
 		}
 	}
@@ -96,16 +97,6 @@ var flagless = map[string]bool{"version": true, "env": true}
 // modeFirst subcommands take a mode before their flags (bw server|client,
 // stall write|read|verify|stop): SUB --help has no flag set to ask.
 var modeFirst = map[string]bool{"bw": true, "stall": true}
-
-// wantsHelp says args ask for help.
-func wantsHelp(args []string) bool {
-	for _, a := range args {
-		if a == "-h" || a == "-help" || a == "--help" {
-			return true
-		}
-	}
-	return false
-}
 
 func usage(w io.Writer) {
 	fmt.Fprintln(w, "rdmaprobe: the probe that runs in the suite's pods; each subcommand prints one JSON envelope on stdout.")

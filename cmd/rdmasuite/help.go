@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/rdmasuite/rdmasuite/internal/suiteflags"
 )
 
 // commandHelp is what `rdmasuite CMD --help` prints besides the flags.
@@ -117,16 +119,6 @@ func parseArgs(fs *flag.FlagSet, args []string) ([]string, error) {
 	return pos, nil
 }
 
-// wantsHelp says args ask for help.
-func wantsHelp(args []string) bool {
-	for _, a := range args {
-		if a == "-h" || a == "-help" || a == "--help" {
-			return true
-		}
-	}
-	return false
-}
-
 // printHelp prints one command's help: description, usage, examples and
 // its flags as --name TYPE with their defaults.
 func printHelp(w io.Writer, command string, fs *flag.FlagSet) {
@@ -136,24 +128,7 @@ func printHelp(w io.Writer, command string, fs *flag.FlagSet) {
 		return
 	}
 	var flags []string
-	fs.VisitAll(func(f *flag.Flag) {
-		name, usage := flag.UnquoteUsage(f)
-		if name == "value" {
-			name = "LIST"
-		}
-		line := "  --" + f.Name
-		if len(f.Name) == 1 {
-			line = "  -" + f.Name
-		}
-		if name != "" {
-			line += " " + name
-		}
-		line += "\n      " + usage
-		if f.DefValue != "" && f.DefValue != "false" && f.DefValue != "0" {
-			line += " (default " + f.DefValue + ")"
-		}
-		flags = append(flags, line)
-	})
+	fs.VisitAll(func(f *flag.Flag) { flags = append(flags, suiteflags.Line(f)) })
 	if len(flags) > 0 {
 		fmt.Fprintf(w, "\nFlags:\n%s\n", strings.Join(flags, "\n"))
 	}

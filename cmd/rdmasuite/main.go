@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/rdmasuite/rdmasuite/internal/suiteflags"
 	"github.com/rdmasuite/rdmasuite/internal/termwidth"
 	"github.com/rdmasuite/rdmasuite/reports"
 	"github.com/rdmasuite/rdmasuite/thresholds"
@@ -71,7 +72,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case "cleanup":
 		err = runCleanup(args[1:], stdout)
 	case "version":
-		if wantsHelp(args[1:]) {
+		if suiteflags.WantsHelp(args[1:]) {
 			err = &helpError{command: "version"}
 		} else {
 			fmt.Fprintln(stdout, "rdmasuite", probeout.Version)
@@ -290,7 +291,7 @@ func writeAtomic(path string, b []byte) error {
 }
 
 func runThresholds(args []string, stdout io.Writer) error {
-	if len(args) > 0 && wantsHelp(args[:1]) {
+	if len(args) > 0 && suiteflags.WantsHelp(args[:1]) {
 		return &helpError{command: "thresholds"}
 	}
 	if len(args) == 0 || (args[0] != "check" && args[0] != "list") {

@@ -1,4 +1,5 @@
-// Package suiteflags prints the conformance suite's --help: the suite's
+// Package suiteflags prints the conformance suite's --help (and the flag
+// lines of rdmasuite's): the suite's
 // own flags first, then the few framework flags that choose what runs,
 // then a pointer to go test's and klog's. The flag package's default
 // usage lists all ~200 of them alphabetically and panics on
@@ -41,25 +42,30 @@ func Usage(w io.Writer, fs *flag.FlagSet, ours []string) {
 	sort.Strings(sorted)
 	for _, n := range sorted {
 		if f := fs.Lookup(n); f != nil {
-			fmt.Fprintln(w, line(f))
+			fmt.Fprintln(w, Line(f))
 		}
 	}
 	fmt.Fprintln(w, "\nWhich features run, and where (e2e-framework):")
 	for _, n := range Framework {
 		if f := fs.Lookup(n); f != nil {
-			fmt.Fprintln(w, line(f))
+			fmt.Fprintln(w, Line(f))
 		}
 	}
 	fmt.Fprintln(w, "\ngo test's own flags (-test.run, -test.v, -test.timeout, ...): go help testflag. klog's (-v, -vmodule): klog.")
 }
 
-// line is one flag: --name TYPE, then its usage and default.
-func line(f *flag.Flag) string {
+// Line is one flag as both --help texts print it (the suite's and
+// rdmasuite's): --name TYPE (-x for a one-letter flag), then its usage
+// and a default worth saying.
+func Line(f *flag.Flag) string {
 	name, usage := flag.UnquoteUsage(f)
 	if name == "value" {
 		name = "LIST"
 	}
 	s := "  --" + f.Name
+	if len(f.Name) == 1 {
+		s = "  -" + f.Name
+	}
 	if name != "" {
 		s += " " + name
 	}
@@ -68,4 +74,15 @@ func line(f *flag.Flag) string {
 		s += fmt.Sprintf(" (default %s)", f.DefValue)
 	}
 	return s
+}
+
+// WantsHelp says args ask for help (-h, -help, --help), as the flag
+// package reads them; both CLIs check it before running anything.
+func WantsHelp(args []string) bool {
+	for _, a := range args {
+		if a == "-h" || a == "-help" || a == "--help" {
+			return true
+		}
+	}
+	return false
 }
