@@ -34,18 +34,20 @@ t=$SECONDS
 kc apply -k hack/incluster/disruptive >/dev/null
 trap 'kc delete -k hack/incluster/disruptive --ignore-not-found --wait=false >/dev/null 2>&1 || true; hack/guestnode/nfs-cluster.sh down' EXIT
 sa=system:serviceaccount:rdmasuite:rdmasuite-runner
-for row in "yes delete pods nvidia-network-operator" "yes create persistentvolumes -" "yes create pods:exec rdmasuite" \
-  "yes get persistentvolumeclaims/rdmasuite-nfs default" "no delete pods kube-system" "no delete pods default" \
-  "no get persistentvolumeclaims/other default" "no create pods:exec nvidia-network-operator" "no delete nodes -" \
-  "no create persistentvolumeclaims default"; do
-  read -r want verb res nsn <<<"$row"
-  args=("$verb" "${res%%:*}")
-  [[ $res == *:* ]] && args+=(--subresource "${res#*:}")
-  [[ $nsn != - ]] && args+=(-n "$nsn")
-  got=$(kc auth can-i "${args[@]}" --as "$sa" 2>/dev/null || true)
-  printf '  %-6s %-40s %-24s want %-3s got %s\n' "$verb" "$res" "$nsn" "$want" "$got"
-  [[ $got == "$want" ]] || { echo "the disruptive component's rights differ from the table"; exit 1; }
-done
+# shellcheck source=can-i.sh
+. hack/can-i.sh
+bad=0
+can delete pods nvidia-network-operator yes
+can create persistentvolumes - yes
+can create pods:exec rdmasuite yes
+can get persistentvolumeclaims/rdmasuite-nfs default yes
+can delete pods kube-system no
+can delete pods default no
+can get persistentvolumeclaims/other default no
+can create pods:exec nvidia-network-operator no
+can delete nodes - no
+can create persistentvolumeclaims default no
+((bad == 0)) || { echo "the disruptive component's rights differ from the table"; exit 1; }
 sa_kc=$out/runner-sa.kubeconfig
 kc config view --raw --minify >"$sa_kc"
 "$K8S_BIN_DIR/kubectl" --kubeconfig "$sa_kc" config set-credentials rdmasuite-runner \

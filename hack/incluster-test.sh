@@ -99,16 +99,8 @@ echo "acceptance Job: Failed, ConfigMap exit-code 1, report exit 1, node-2's mem
 
 echo "--- 3. what the runner ServiceAccount may do, and must not"
 bad=0
-# can VERB RESOURCE[/NAME][:SUBRESOURCE] NAMESPACE WANT (a subresource is
-# asked with --subresource: "pods/exec" would mean the pod named exec).
-can() {
-  local got res=${2%%:*} sub= nsarg=()
-  [[ $2 == *:* ]] && sub=(--subresource "${2#*:}") || sub=()
-  [[ $3 != - ]] && nsarg=(-n "$3")
-  got=$(kc auth can-i "$1" "$res" "${sub[@]}" "${nsarg[@]}" --as "$sa" 2>/dev/null || true)
-  printf '  %-8s %-46s %-12s want %-3s got %s\n' "$1" "$2" "$3" "$4" "$got"
-  [[ $got == "$4" ]] || bad=$((bad + 1))
-}
+# shellcheck source=can-i.sh
+. hack/can-i.sh
 can create pods "$ns" yes
 can delete pods "$ns" yes
 can get pods:log "$ns" yes
