@@ -47,6 +47,11 @@ type Spec struct {
 	// StartTimeout bounds the wait for every rank to be scheduled and
 	// started; Timeout bounds the whole run.
 	StartTimeout, Timeout time.Duration
+	// SiblingGrace is how long the ranks still running are waited for
+	// once one rank failed (default 60 s): long enough for rank 0 to
+	// call the world off and print, short of a rendezvous timeout spent
+	// waiting for a rank that crashed.
+	SiblingGrace time.Duration
 }
 
 // Rank is one finished (or stuck) rank.
@@ -145,8 +150,13 @@ func Objects(s Spec) (*corev1.Service, *batchv1.Job) {
 			Parallelism:    &world,
 			CompletionMode: &indexed,
 			// A rank that fails is a finding, not something to retry: a
-			// replacement would join a world that has moved on.
-			BackoffLimit: &zero,
+			// replacement would join a world that has moved on. Per index,
+			// not Job-wide: a Job-wide backoffLimit 0 fails the Job at the
+			// first failed rank and the controller deletes the others,
+			// rank 0 too, while it prints the world's result (CI of
+			// 00fd87d). Run bounds the wait for the others instead
+			// (SiblingGrace). GA in Kubernetes 1.33, on by default since 1.29.
+			BackoffLimitPerIndex: &zero,
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: labels, Annotations: pod.Annotations},
 				Spec:       spec,
@@ -176,6 +186,9 @@ func Run(ctx context.Context, cs kubernetes.Interface, s Spec) (Result, error) {
 	if s.StartTimeout <= 0 || s.StartTimeout > s.Timeout {
 		s.StartTimeout = s.Timeout
 	}
+	if s.SiblingGrace <= 0 {
+		s.SiblingGrace = time.Minute
+	}
 	ns := s.Pod.Namespace
 	svc, job := Objects(s)
 	defer deleteAll(cs, ns, s.Name, s.Pod.Keep)
@@ -192,6 +205,8 @@ func Run(ctx context.Context, cs kubernetes.Interface, s Spec) (Result, error) {
 	// the only record of why they never ran.
 	seen := map[int]corev1.Pod{}
 	var jobFailed string
+	var firstFailed time.Time
+	failedRank := -1
 	started := false
 	werr := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, s.Timeout, true, func(ctx context.Context) (bool, error) {
 		list, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: JobNameLabel + "=" + s.Name})
@@ -207,6 +222,9 @@ func Run(ctx context.Context, cs kubernetes.Interface, s Spec) (Result, error) {
 		for _, p := range pods {
 			if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
 				ended++
+			}
+			if p.Status.Phase == corev1.PodFailed && failedRank < 0 {
+				failedRank, firstFailed = index(p), time.Now()
 			}
 			if p.Status.Phase != corev1.PodPending {
 				running++
@@ -225,9 +243,16 @@ func Run(ctx context.Context, cs kubernetes.Interface, s Spec) (Result, error) {
 				}
 			}
 		}
-		// A failed rank fails the Job (backoffLimit 0) and the controller
-		// stops the others; wait for them to end so their logs say why.
-		return ended == world || (jobFailed != "" && ended+pending(pods) == len(pods) && len(pods) > 0), nil
+		if ended == world || (jobFailed != "" && ended+pending(pods) == len(pods) && len(pods) > 0) {
+			return true, nil
+		}
+		// A failed rank no longer fails the Job (backoffLimitPerIndex):
+		// the others go on and rank 0 prints why the world stopped; a
+		// rank that outlives the grace is waiting for the failed one.
+		if failedRank >= 0 && time.Since(firstFailed) > s.SiblingGrace {
+			return false, fmt.Errorf("rank %d failed and %d of %d ranks were still running %v later", failedRank, world-ended, world, s.SiblingGrace)
+		}
+		return false, nil
 	})
 	res.Ranks = collect(context.WithoutCancel(ctx), cs, ns, pods)
 	res.Ranks = append(res.Ranks, vanished(seen, pods)...)

@@ -32,8 +32,15 @@ func TestObjectsAreAnIndexedJobBehindAHeadlessService(t *testing.T) {
 		t.Fatalf("service: %+v", svc.Spec)
 	}
 	js := job.Spec
-	if *js.Completions != 2 || *js.Parallelism != 2 || *js.CompletionMode != batchv1.IndexedCompletion || *js.BackoffLimit != 0 {
-		t.Fatalf("job spec: completions %d parallelism %d mode %s backoff %d", *js.Completions, *js.Parallelism, *js.CompletionMode, *js.BackoffLimit)
+	if *js.Completions != 2 || *js.Parallelism != 2 || *js.CompletionMode != batchv1.IndexedCompletion {
+		t.Fatalf("job spec: completions %d parallelism %d mode %s", *js.Completions, *js.Parallelism, *js.CompletionMode)
+	}
+	// A failed rank is never retried, and it must not fail the Job (a
+	// Job-wide backoffLimit 0 does): the controller would then delete the
+	// other ranks before rank 0 has printed the world's result.
+	if js.BackoffLimitPerIndex == nil || *js.BackoffLimitPerIndex != 0 || js.BackoffLimit != nil || js.MaxFailedIndexes != nil {
+		t.Fatalf("job spec: backoffLimitPerIndex %v backoffLimit %v maxFailedIndexes %v; want 0, unset, unset",
+			js.BackoffLimitPerIndex, js.BackoffLimit, js.MaxFailedIndexes)
 	}
 	ps := js.Template.Spec
 	if ps.Subdomain != svc.Name || ps.DNSPolicy != corev1.DNSClusterFirst || ps.NodeName != "" || ps.RestartPolicy != corev1.RestartPolicyNever {
@@ -172,5 +179,51 @@ func TestRunKeepsTheLastStateOfARankTheJobControllerDeleted(t *testing.T) {
 	}
 	if r0.Phase != corev1.PodPending || !strings.Contains(r0.State, "Insufficient nvidia.com/gpu") || !strings.Contains(r0.State, "deleted") {
 		t.Fatalf("rank 0 must carry its last seen state and say its pod was deleted: %+v", r0)
+	}
+}
+
+// CI of 00fd87d: rank 1 exited 1 (rank 0 had called the world off) and
+// the Job controller, failing the Job, deleted rank 0 while it printed the
+// world's result, so the verdict had nothing to read. Rank 0 must be
+// waited for after another rank failed, and its log collected.
+func TestRunWaitsForRank0AfterAnotherRankFailed(t *testing.T) {
+	cs := fake.NewClientset(rankPod("nccl-ab12-0-y", "0", corev1.PodRunning, ""), rankPod("nccl-ab12-1-x", "1", corev1.PodFailed, ""))
+	lists := 0
+	cs.PrependReactor("list", "pods", func(action k8stesting.Action) (bool, runtime.Object, error) {
+		if lists++; lists == 3 {
+			p := rankPod("nccl-ab12-0-y", "0", corev1.PodSucceeded, "")
+			_ = cs.Tracker().Update(corev1.SchemeGroupVersion.WithResource("pods"), p, "rdmasuite-r1")
+		}
+		return false, nil, nil
+	})
+	s := spec()
+	s.Timeout = 20 * time.Second
+	res, err := Run(context.Background(), cs, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r0, ok := res.Rank0()
+	if !ok || r0.Phase != corev1.PodSucceeded || r0.Logs == "" {
+		t.Fatalf("rank 0 must be waited for and its log kept: %+v", r0)
+	}
+}
+
+// A rank that failed while another still runs (rank 0 waiting out its
+// rendezvous for a rank that crashed) is not waited on for the whole run:
+// after SiblingGrace the run stops, names the failed rank and keeps the
+// log of the one still running.
+func TestRunStopsWaitingSiblingGraceAfterARankFailed(t *testing.T) {
+	cs := fake.NewClientset(rankPod("nccl-ab12-0-y", "0", corev1.PodRunning, ""), rankPod("nccl-ab12-1-x", "1", corev1.PodFailed, ""))
+	s := spec()
+	s.Timeout, s.SiblingGrace = time.Minute, time.Second
+	res, err := Run(context.Background(), cs, s)
+	if err == nil || !strings.Contains(err.Error(), "rank 1 failed") || !strings.Contains(err.Error(), "still running") {
+		t.Fatalf("err = %v", err)
+	}
+	if r0, ok := res.Rank0(); !ok || r0.Phase != corev1.PodRunning || r0.Logs == "" {
+		t.Fatalf("rank 0's log must be collected while it still runs: %+v", r0)
+	}
+	if l, _ := cs.CoreV1().Pods("rdmasuite-r1").List(context.Background(), metav1.ListOptions{}); len(l.Items) != 0 {
+		t.Fatalf("%d rank pods left behind", len(l.Items))
 	}
 }

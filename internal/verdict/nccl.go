@@ -282,6 +282,9 @@ func (in NCCLInput) states() string {
 	var parts []string
 	for _, rk := range in.Ranks {
 		s := fmt.Sprintf("rank %d (pod %s on %s): %s, exit %d", rk.Index, rk.Pod, orUnscheduled(rk.Node), orNone(rk.Phase), rk.Exit)
+		if said := rankSaid(rk.Logs); said != "" {
+			s += ", said " + said
+		}
 		if rk.State != "" {
 			s += " — " + rk.State
 		}
@@ -291,6 +294,17 @@ func (in NCCLInput) states() string {
 		parts = append(parts, fmt.Sprintf("%d of %d ranks never got a pod", len(in.Nodes)-len(in.Ranks), len(in.Nodes)))
 	}
 	return strings.Join(parts, "; ")
+}
+
+// rankSaid is the error a rank's own envelope reports ("(timeout): …"),
+// "" when it printed none: a rank that exited non-zero says there why.
+func rankSaid(logs string) string {
+	var out ncclrun.Output
+	perr, err := probeout.ParseError(logs, ncclrun.ProbeName, &out)
+	if err != nil || perr == nil {
+		return ""
+	}
+	return fmt.Sprintf("(%s): %s", perr.Kind, perr.Message)
 }
 
 func orUnscheduled(node string) string {

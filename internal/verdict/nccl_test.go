@@ -200,6 +200,16 @@ func TestNCCLMissingOutputIsNeverAPass(t *testing.T) {
 	if c := w.judge(t)["nccl/all_reduce"]; c.Status != reports.Error || !strings.Contains(c.Reason, "rank 1 (pod w-1-x on node-b): Succeeded") {
 		t.Fatalf("%+v", c)
 	}
+	// A rank that failed says why in its own envelope: that message is in
+	// the reason (CI of 00fd87d showed only "container probe exited 1").
+	w = cleanWorld(t)
+	w.in.Ranks = []NCCLRank{{Index: 0, Node: "node-a", Pod: "w-0-x", Phase: "Running", State: "its pod was deleted while phase Running"},
+		{Index: 1, Node: "node-b", Pod: "w-1-x", Phase: "Failed", Exit: 1,
+			Logs: ncclEnvelope(t, ncclrun.Output{World: 2, Rank: 1}, probeout.Errorf(probeout.KindTimeout, "ncclboot: rank 1 got no decision from rank 0"))}}
+	if c := w.judge(t)["nccl/all_reduce"]; c.Status != reports.Error ||
+		!strings.Contains(c.Reason, "rank 1 (pod w-1-x on node-b): Failed, exit 1, said (timeout): ncclboot: rank 1 got no decision from rank 0") {
+		t.Fatalf("%+v", c)
+	}
 	// Rank 0 never got a pod.
 	w = cleanWorld(t)
 	w.in.Ranks = []NCCLRank{{Index: 1, Node: "node-b", Pod: "w-1-x", Phase: "Failed", Exit: 1}}
