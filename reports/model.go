@@ -89,6 +89,22 @@ type Check struct {
 	Fix          string  `json:"fix,omitempty"`
 	Reason       string  `json:"reason,omitempty"` // why not-run / error
 	Duration     float64 `json:"durationSec,omitempty"`
+	// Timeline is the evidence's story as data (a disruption: driver
+	// gone, back, I/O stalled), for charts; the evidence stays the record.
+	Timeline []Span `json:"timeline,omitempty"`
+}
+
+// Span is one interval of a check's timeline in seconds from its moment T
+// (a disruption's T: the runner deleted the MOFED pod); From == To is an
+// instant. Open: it had not ended when observation stopped (To is then
+// that stop). Clock names whose clock placed it (runner, API server,
+// writer): node clocks are placed against T as if they agreed.
+type Span struct {
+	Label string  `json:"label"`
+	From  float64 `json:"fromSec"`
+	To    float64 `json:"toSec"`
+	Open  bool    `json:"open,omitempty"`
+	Clock string  `json:"clock,omitempty"`
 }
 
 // Measurement is one number and the threshold it was judged against.

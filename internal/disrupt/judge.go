@@ -73,6 +73,7 @@ func judgeTarget(r Round, c reports.Check) reports.Check {
 	}
 
 	c.Evidence = append(c.Evidence, timeline(r, r.Writer))
+	c.Timeline = spans(r, r.Writer)
 	c.Evidence = append(c.Evidence, driverLines(r)...)
 	c.Evidence = append(c.Evidence, writerLines(r, r.Writer)...)
 	c.Evidence = append(c.Evidence, crossLines(r)...)
@@ -103,6 +104,7 @@ func judgePeer(r Round, c reports.Check) reports.Check {
 		fails, errs = judgeWriter(r, r.PeerWriter, r.Peer, fails, errs)
 	}
 	c.Evidence = append(c.Evidence, timeline(r, r.PeerWriter))
+	c.Timeline = spans(r, r.PeerWriter)
 	if !r.Driver.DeletedAt.IsZero() {
 		c.Evidence = append(c.Evidence, fmt.Sprintf("the MOFED driver restarted on %s, not on %s: a stall here is the shared volume's or the fabric's, not this node's driver", r.Target, r.Peer))
 	}
@@ -295,6 +297,45 @@ func timeline(r Round, w Writer) string {
 		parts = append(parts, "verification: not run by the writer")
 	}
 	return "timeline (" + w.Node + "): " + strings.Join(parts, "; ")
+}
+
+// spans is timeline's story as data (reports.Span, seconds from T) for
+// the HTML report's chart: the MOFED pod's deletion and its successor's
+// Ready, the readiness file's absences and every I/O stall the writer saw.
+func spans(r Round, w Writer) []reports.Span {
+	d := r.Driver
+	if d.DeletedAt.IsZero() {
+		return nil
+	}
+	at := func(t time.Time) float64 { return round3(t.Sub(d.DeletedAt).Seconds()) }
+	out := []reports.Span{{Label: fmt.Sprintf("MOFED pod %s deleted", d.Old.Name), Clock: "runner"}}
+	if d.Back {
+		ready := round3(readyAfter(d))
+		out = append(out, reports.Span{Label: fmt.Sprintf("new pod %s Ready", d.New.Name), From: ready, To: ready, Clock: "API server"})
+	}
+	res := w.Result
+	if res == nil {
+		return out
+	}
+	// An interval still open at the end runs to the writer's end.
+	end := func(t time.Time) (float64, bool) {
+		if t.IsZero() {
+			return at(res.EndedAt), true
+		}
+		return at(t), false
+	}
+	for _, iv := range absences(res) {
+		if iv.start.IsZero() {
+			continue
+		}
+		to, open := end(iv.end)
+		out = append(out, reports.Span{Label: watchName(res) + " absent", From: at(iv.start), To: to, Open: open, Clock: "writer"})
+	}
+	for _, g := range res.Stalls {
+		to, open := end(g.End)
+		out = append(out, reports.Span{Label: "I/O stalled", From: at(g.Start), To: to, Open: open || g.Ongoing, Clock: "writer"})
+	}
+	return out
 }
 
 func driverLines(r Round) []string {

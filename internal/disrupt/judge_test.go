@@ -1,6 +1,7 @@
 package disrupt
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -92,6 +93,16 @@ func TestJudgePass(t *testing.T) {
 	}
 	if strings.Contains(ev, "no stall observed") {
 		t.Error("a 27 s stall is not 'no stall'")
+	}
+	// The same story as data, for the HTML report's timeline chart.
+	var got []string
+	for _, s := range c.Timeline {
+		got = append(got, fmt.Sprintf("%s %.1f..%.1f %s", s.Label, s.From, s.To, s.Clock))
+	}
+	want := []string{"MOFED pod mofed-a deleted 0.0..0.0 runner", "new pod mofed-a2 Ready 45.0..45.0 API server",
+		".driver-ready absent 2.0..44.0 writer", "I/O stalled 3.0..30.0 writer"}
+	if strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Errorf("timeline spans:\n got %q\nwant %q", got, want)
 	}
 	p := cs[1]
 	if p.Status != reports.Pass || strings.Join(p.Nodes, ",") != "node-b,node-a" || measured(t, p, "longest_gap").Node != "node-b" {
