@@ -17,7 +17,7 @@ type commandHelp struct {
 
 // helps, by command path ("report", "thresholds check").
 var helps = map[string]commandHelp{
-	"report": {"render a results file: table, Markdown, JUnit or Prometheus; compare with a baseline",
+	"report": {"render a results file: table, Markdown, JUnit, Prometheus or an HTML page; compare with a baseline",
 		"rdmasuite report RESULTS.json [MORE.json ...] [flags]",
 		"Render a results file the suite wrote (several are merged into one report). The exit code is the run's:\n" +
 			"0 passed, 1 a check failed, errored or was not run without being allowed, 2 the input is broken,\n" +
@@ -25,6 +25,7 @@ var helps = map[string]commandHelp{
 		"  rdmasuite report rdmasuite-results/results.json\n" +
 			"  rdmasuite report results.json --format junit -o junit.xml\n" +
 			"  rdmasuite report after.json --baseline before-upgrade.json --tolerance 0.05\n" +
+			"  rdmasuite report after.json --baseline before-upgrade.json --format html -o acceptance.html\n" +
 			"  rdmasuite report results.json --format prometheus -o /var/lib/node_exporter/textfile/rdmasuite.prom"},
 	"push": {"PUT a run's metrics to a Prometheus Pushgateway",
 		"rdmasuite push --pushgateway URL [flags] RESULTS.json",

@@ -126,7 +126,8 @@ func (l *listFlag) Set(v string) error {
 // written whatever the verdict. See exitCode for what its errors mean.
 func runReport(args []string, stdout io.Writer) error {
 	fs := newFlagSet("report")
-	format := fs.String("format", "table", "table, markdown, junit or prometheus (text exposition format 0.0.4)")
+	format := fs.String("format", "table", "table, markdown, junit, prometheus (text exposition format 0.0.4) or html "+
+		"(one self-contained page: the baseline delta, a per-node/port heat map against the floors, memlock, doctor findings, NCCL and NFS stall charts; write it with -o)")
 	baseline := fs.String("baseline", "", "older results to compare with (per node/port deltas, regressions)")
 	tolerance := fs.Float64("tolerance", 0.05, "relative drop counted as a regression")
 	out := fs.String("o", "", "write to this file instead of stdout; with --format prometheus it is replaced atomically "+
@@ -141,9 +142,9 @@ func runReport(args []string, stdout io.Writer) error {
 		return errors.New("give a results file: rdmasuite report RESULTS.json [MORE.json ...] (several are merged into one report)")
 	}
 	switch *format {
-	case "table", "markdown", "md", "junit", "prometheus":
+	case "table", "markdown", "md", "junit", "prometheus", "html":
 	default:
-		return fmt.Errorf("unknown --format %q: table, markdown, junit or prometheus", *format)
+		return fmt.Errorf("unknown --format %q: table, markdown, junit, prometheus or html", *format)
 	}
 	if *tolerance < 0 || *tolerance >= 1 {
 		return fmt.Errorf("--tolerance %g: want a fraction in [0, 1), e.g. 0.05", *tolerance)
@@ -192,12 +193,14 @@ func runReport(args []string, stdout io.Writer) error {
 		}
 	case "prometheus":
 		err = reports.Prometheus(w, run)
+	case "html":
+		err = reports.HTML(w, run, diff)
 	}
 	if err != nil {
 		return err
 	}
 	// Metrics carry no text: the baseline's verdict is the exit code.
-	if diff != nil && *format != "junit" && *format != "prometheus" {
+	if diff != nil && *format != "junit" && *format != "prometheus" && *format != "html" {
 		fence := ""
 		if *format != "table" {
 			fence = "```\n"

@@ -76,6 +76,9 @@ func TestReportExitCodes(t *testing.T) {
 		{"regression, junit", []string{slower, "--baseline", passed, "--format", "junit"}, reports.ExitRegression, "rdmasuite/baseline"},
 		{"regression, prometheus: the exit code says it", []string{slower, "--baseline", passed, "--format", "prometheus"}, reports.ExitRegression, "rdmasuite_run_passed 1"},
 		{"failed wins over regression", []string{failed, "--baseline", passed}, reports.ExitChecksFailed, "REGRESSION"},
+		{"a check failed, html", []string{failed, "--format", "html"}, reports.ExitChecksFailed, "NOT PASSED — 0 pass, 1 fail, 0 error, 0 not run (0 allowed) — exit code 1"},
+		{"passed, html", []string{passed, "--format", "html"}, reports.ExitPassed, "exit code 0"},
+		{"regression, html: the page and the exit code agree", []string{slower, "--baseline", passed, "--format", "html"}, reports.ExitRegression, "1 regression(s) against the baseline — exit code 3"},
 		{"no regression", []string{passed, "--baseline", slower}, reports.ExitPassed, "0 regression(s)"},
 		{"no nodes in common is no regression", []string{otherNodes, "--baseline", passed}, reports.ExitPassed, "no nodes in common"},
 		{"unreadable baseline", []string{passed, "--baseline", garbage}, reports.ExitBroken, ""},
@@ -95,6 +98,9 @@ func TestReportExitCodes(t *testing.T) {
 		}
 		if strings.Contains(strings.Join(c.args, " "), "prometheus") && out.Len() > 0 {
 			parseText(t, out.Bytes())
+		}
+		if strings.Contains(strings.Join(c.args, " "), "html") && (!strings.HasPrefix(out.String(), "<!DOCTYPE html>") || strings.Contains(out.String(), "Baseline ")) {
+			t.Errorf("%s: an html report is one page, with no text table appended:\n%s", c.name, out.String())
 		}
 	}
 }

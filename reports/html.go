@@ -1,0 +1,619 @@
+package reports
+
+import (
+	"bytes"
+	"fmt"
+	"html/template"
+	"io"
+	"math"
+	"sort"
+	"strings"
+)
+
+// The HTML acceptance report: one self-contained file (inline CSS and
+// SVG, no script, no font, no image, no link out; a Content-Security-Policy
+// of default-src 'none' makes a browser refuse anything else), in the
+// order an operator reads after an upgrade: did anything get worse than
+// last time, which node/port is below its floor, memlock, what doctor
+// found, NCCL, the NFS stall, then every check with its evidence.
+
+// Heat-map colours, also what hack/html-report-test.sh looks for in the
+// browser's screenshot.
+const (
+	ColorBelowFloor = "#d73027" // measured below the floor
+	ColorNearFloor  = "#fdae61" // within 10 % above the floor
+	ColorAboveFloor = "#1a9850" // 10 % or more above the floor
+	ColorNoFloor    = "#9ecae1" // measured, no floor to compare with
+	ColorUnmeasured = "#bdbdbd" // asked for, not measured (the reason is in the cell's title)
+	ColorStall      = "#762a83" // an I/O stall on the disruption timeline
+	ColorAbsent     = "#9e9ac8" // any other interval on it (the driver gone)
+)
+
+// nearFloor: a value less than this factor above its floor is drawn amber.
+const nearFloor = 1.10
+
+// HTML writes the acceptance report of r; diff is the baseline
+// comparison, nil when none was asked for.
+func HTML(w io.Writer, r Run, diff *DiffResult) error {
+	p := htmlPage{
+		RunID: r.RunID, Server: r.Cluster.Server, Version: r.Cluster.Version,
+		Summary: SummaryText(r), Passed: r.Passed(), Exit: r.ExitCode(),
+		Heat: heatMap(r), Memlock: memlockRows(r), Findings: doctorRows(r),
+		NCCL: ncclCharts(r), Stalls: stallCharts(r), Localize: Localize(r),
+	}
+	if !r.Started.IsZero() {
+		p.When = r.Started.UTC().Format("2006-01-02 15:04:05Z") + " → " + r.Finished.UTC().Format("15:04:05Z")
+	}
+	if diff != nil {
+		p.Baseline = baselineView(*diff)
+		// The CLI's order: a run that did not pass exits with that;
+		// a passing run with regressions exits ExitRegression.
+		if diff.Regressions() > 0 && p.Exit == ExitPassed {
+			p.Exit = ExitRegression
+			p.Passed = false
+		}
+	}
+	for _, n := range r.Nodes {
+		p.Nodes = append(p.Nodes, nodeRow{Name: n.Name, SKU: n.SKU, Kernel: n.Kernel, Kubelet: n.Kubelet})
+	}
+	for _, c := range r.Checks {
+		p.Checks = append(p.Checks, checkRow{Status: string(c.Status), StatusText: statusText(r, c), ID: checkLabel(c),
+			Variant: c.Variant, Nodes: NodesText(c), Measured: measuredText(c), Verdict: verdictText(c), Evidence: c.Evidence})
+	}
+	return htmlTemplate.Execute(w, p)
+}
+
+type htmlPage struct {
+	RunID, Server, Version, When, Summary string
+	Passed                                bool
+	Exit                                  int
+	Baseline                              *baselineSection
+	Heat                                  heatSection
+	Memlock                               []memlockRow
+	Findings                              []findingRow
+	NCCL                                  []chart
+	Stalls                                []chart
+	Localize                              []Finding
+	Nodes                                 []nodeRow
+	Checks                                []checkRow
+}
+
+type nodeRow struct{ Name, SKU, Kernel, Kubelet string }
+
+type checkRow struct {
+	Status, StatusText, ID, Variant, Nodes, Measured, Verdict string
+	Evidence                                                  []string
+}
+
+// --- baseline ---------------------------------------------------------
+
+type baselineSection struct {
+	Regressions        int
+	NoCommonNodes      bool
+	OnlyInBase, OnlyIn string
+	Rows               []deltaRow
+}
+
+type deltaRow struct {
+	Regression                                    bool
+	Check, Node, Port, Name, Base, Now, Pct, Note string
+}
+
+// baselineView lists regressions first, then every other change.
+func baselineView(d DiffResult) *baselineSection {
+	b := &baselineSection{Regressions: d.Regressions(), NoCommonNodes: d.NoCommonNodes,
+		OnlyInBase: strings.Join(d.OnlyInBase, ", "), OnlyIn: strings.Join(d.OnlyInRun, ", ")}
+	for _, x := range d.Deltas {
+		row := deltaRow{Regression: x.Regression, Check: x.Check, Node: x.Node, Port: x.Port, Name: x.Name, Note: x.Note}
+		switch {
+		case x.Name == "":
+			row.Name, row.Base, row.Now = "status", string(x.BaseStatus), string(x.NowStatus)
+		default:
+			row.Base, row.Now = "—", "—"
+			if x.HasBase {
+				row.Base = fmtVal(x.Base, x.Unit)
+			}
+			if x.HasNow {
+				row.Now = fmtVal(x.Now, x.Unit)
+			}
+			if x.HasBase && x.HasNow && x.Pct != 0 {
+				row.Pct = fmt.Sprintf("%+.1f %%", x.Pct)
+			}
+		}
+		b.Rows = append(b.Rows, row)
+	}
+	sort.SliceStable(b.Rows, func(i, j int) bool { return b.Rows[i].Regression && !b.Rows[j].Regression })
+	return b
+}
+
+// --- heat map ---------------------------------------------------------
+
+type heatSection struct {
+	SVG        template.HTML
+	Unmeasured []checkRow
+}
+
+type heatCell struct {
+	ratio    float64 // value / floor; NaN without a floor
+	value    string
+	color    string
+	title    string
+	measured bool
+}
+
+// heatMap draws the bandwidth measurements per measuring node and port
+// (rows) against op, size and variant (columns), the worst of a cell's
+// measurements when a node/port measured with several partners. A
+// bandwidth check that measured nothing gets a grey cell in its own
+// "not measured" column, with its reason in the cell's title and in the
+// list under the map: asked for and not measured is never left blank.
+func heatMap(r Run) heatSection {
+	var sec heatSection
+	cells := map[[2]string]*heatCell{}
+	var rows, cols []string
+	seenRow, seenCol := map[string]bool{}, map[string]bool{}
+	add := func(row, col string, c *heatCell) {
+		if !seenRow[row] {
+			seenRow[row] = true
+			rows = append(rows, row)
+		}
+		if !seenCol[col] {
+			seenCol[col] = true
+			cols = append(cols, col)
+		}
+		k := [2]string{row, col}
+		old := cells[k]
+		switch {
+		case old == nil, !old.measured && c.measured:
+			cells[k] = c
+		case c.measured && old.measured && worseCell(c, old):
+			cells[k] = c
+		}
+	}
+	for _, c := range r.Checks {
+		if !isBandwidthCheck(c.ID) {
+			continue
+		}
+		op := strings.TrimPrefix(c.ID, "bandwidth/")
+		n := 0
+		for _, m := range c.Measured {
+			if m.Unit != "Gb/s" {
+				continue
+			}
+			n++
+			node := m.Node
+			if node == "" && len(c.Nodes) > 0 {
+				node = c.Nodes[0]
+			}
+			port := m.Port
+			if port == "" {
+				port = railSource(c.Rail)
+			}
+			col := op + " " + sizeOf(m.Name) + " · " + orDash(c.Variant)
+			cell := &heatCell{measured: true, value: fmt.Sprintf("%.3g", m.Value), ratio: math.NaN(), color: ColorNoFloor}
+			title := fmt.Sprintf("%s %s %s, rail %s: %s (%s)", c.ID, orDash(c.Variant), NodesText(c), orDash(c.Rail), fmtVal(m.Value, m.Unit), c.Status)
+			if t := m.Threshold; t != nil && t.Op == ">=" && t.Value > 0 {
+				cell.ratio = m.Value / t.Value
+				cell.color = ratioColor(cell.ratio, t.Met(m.Value))
+				title += fmt.Sprintf("; floor %s (%s), %.2f× the floor", fmtVal(t.Value, m.Unit), t.Source, cell.ratio)
+			}
+			cell.title = title
+			add(node+" "+orDash(port), col, cell)
+		}
+		if n == 0 {
+			row := firstNode(c) + " " + orDash(railSource(c.Rail))
+			sec.Unmeasured = append(sec.Unmeasured, checkRow{Status: string(c.Status), StatusText: statusText(r, c), ID: checkLabel(c),
+				Variant: c.Variant, Nodes: NodesText(c), Verdict: verdictText(c)})
+			add(row, op+" not measured · "+orDash(c.Variant), &heatCell{value: "n/m", color: ColorUnmeasured, ratio: math.NaN(),
+				title: fmt.Sprintf("%s %s: %s — not measured: %s", checkLabel(c), NodesText(c), c.Status, verdictText(c))})
+		}
+	}
+	if len(rows) == 0 {
+		return sec
+	}
+	sort.Strings(rows)
+	sort.Strings(cols)
+	// Widths from the longest labels (about 7 px a character at 12 px).
+	labelW, cellW := 60, 90
+	for _, row := range rows {
+		labelW = max(labelW, 7*len(row)+16)
+	}
+	for _, col := range cols {
+		op, rest, _ := strings.Cut(col, " · ")
+		cellW = max(cellW, 7*max(len(op), len(rest))+12)
+	}
+	const cellH, headH = 34, 70
+	width := labelW + cellW*len(cols) + 10
+	height := headH + cellH*len(rows) + 10
+	var b strings.Builder
+	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" class="heat" width="%d" height="%d" viewBox="0 0 %d %d" role="img" aria-label="bandwidth per node and port against the floor">`, width, height, width, height)
+	for j, col := range cols {
+		x := labelW + j*cellW + cellW/2
+		op, rest, _ := strings.Cut(col, " · ")
+		fmt.Fprintf(&b, `<text x="%d" y="%d" text-anchor="middle" class="colhead">%s</text>`, x, headH-26, esc(op))
+		fmt.Fprintf(&b, `<text x="%d" y="%d" text-anchor="middle" class="colhead">%s</text>`, x, headH-10, esc(rest))
+	}
+	for i, row := range rows {
+		y := headH + i*cellH
+		fmt.Fprintf(&b, `<text x="%d" y="%d" text-anchor="end" class="rowhead">%s</text>`, labelW-8, y+cellH/2+5, esc(row))
+		for j, col := range cols {
+			x := labelW + j*cellW
+			c := cells[[2]string{row, col}]
+			if c == nil {
+				fmt.Fprintf(&b, `<rect x="%d" y="%d" width="%d" height="%d" class="empty"/>`, x+1, y+1, cellW-2, cellH-2)
+				continue
+			}
+			fmt.Fprintf(&b, `<g><title>%s</title><rect x="%d" y="%d" width="%d" height="%d" fill="%s"/>`, esc(c.title), x+1, y+1, cellW-2, cellH-2, c.color)
+			label := c.value
+			if !math.IsNaN(c.ratio) {
+				label += fmt.Sprintf(" (%.2f×)", c.ratio)
+			}
+			fmt.Fprintf(&b, `<text x="%d" y="%d" text-anchor="middle" class="cell">%s</text></g>`, x+cellW/2, y+cellH/2+5, esc(label))
+		}
+	}
+	b.WriteString(`</svg>`)
+	sec.SVG = template.HTML(b.String()) // every text in it went through esc
+	return sec
+}
+
+func isBandwidthCheck(id string) bool {
+	return strings.HasPrefix(id, "bandwidth/write") || strings.HasPrefix(id, "bandwidth/read") || strings.HasPrefix(id, "gpudirect/")
+}
+
+// worseCell: the lower ratio to the floor (or value without one) stands
+// for the cell.
+func worseCell(a, b *heatCell) bool {
+	if math.IsNaN(a.ratio) || math.IsNaN(b.ratio) {
+		return !math.IsNaN(a.ratio) // a floor-judged value beats an unjudged one
+	}
+	return a.ratio < b.ratio
+}
+
+func ratioColor(ratio float64, met bool) string {
+	switch {
+	case !met:
+		return ColorBelowFloor
+	case ratio < nearFloor:
+		return ColorNearFloor
+	}
+	return ColorAboveFloor
+}
+
+// sizeOf is the size in a bandwidth measurement's name (write_64KiB_avg).
+func sizeOf(name string) string {
+	parts := strings.Split(name, "_")
+	if len(parts) >= 2 {
+		return parts[1]
+	}
+	return name
+}
+
+// railSource is the measuring side of a rail ("mlx5_0/1→mlx5_1/1").
+func railSource(rail string) string {
+	src, _, _ := strings.Cut(rail, "→")
+	return src
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "—"
+	}
+	return s
+}
+
+func esc(s string) string { return template.HTMLEscapeString(s) }
+
+// --- memlock ----------------------------------------------------------
+
+type memlockRow struct {
+	Status, Check, Node, Variant, Value, Floor, Source, Verdict string
+}
+
+func memlockRows(r Run) []memlockRow {
+	var out []memlockRow
+	for _, c := range r.Checks {
+		if !strings.HasPrefix(c.ID, "memlock/") {
+			continue
+		}
+		row := memlockRow{Status: string(c.Status), Check: c.ID, Node: NodesText(c), Variant: c.Variant, Verdict: verdictText(c)}
+		for _, m := range c.Measured {
+			row.Value = m.Name + " " + fmtVal(m.Value, m.Unit)
+			if m.Threshold != nil {
+				row.Floor, row.Source = m.Threshold.Op+" "+fmtVal(m.Threshold.Value, m.Unit), m.Threshold.Source
+			}
+		}
+		out = append(out, row)
+	}
+	return out
+}
+
+// --- doctor -----------------------------------------------------------
+
+type findingRow struct {
+	Status, ID, Title, Nodes, Diagnosis, Fix, Reason string
+	Evidence                                         []string
+}
+
+// doctorRows: what doctor found, problems first.
+func doctorRows(r Run) []findingRow {
+	var out []findingRow
+	for _, c := range r.Checks {
+		if !strings.HasPrefix(c.ID, "doctor/") {
+			continue
+		}
+		out = append(out, findingRow{Status: string(c.Status), ID: c.ID, Title: c.Title, Nodes: NodesText(c),
+			Diagnosis: c.Diagnosis, Fix: c.Fix, Reason: c.Reason, Evidence: c.Evidence})
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Status != string(Pass) && out[j].Status == string(Pass) })
+	return out
+}
+
+// --- charts -----------------------------------------------------------
+
+type chart struct {
+	Status, Title, Caption string
+	SVG                    template.HTML
+}
+
+// ncclCharts: bus bandwidth over the size sweep per NCCL check that
+// measured one, the floor as a dashed line where the check has one.
+func ncclCharts(r Run) []chart {
+	var out []chart
+	for _, c := range r.Checks {
+		if !strings.HasPrefix(c.ID, "nccl/") {
+			continue
+		}
+		var xs []string
+		var ys []float64
+		var floor *Threshold
+		for _, m := range c.Measured {
+			if !strings.HasPrefix(m.Name, "busbw ") {
+				continue
+			}
+			xs = append(xs, strings.TrimPrefix(m.Name, "busbw "))
+			ys = append(ys, m.Value)
+			if m.Threshold != nil {
+				floor = m.Threshold
+			}
+		}
+		caption := c.Title + " [" + orDash(c.Variant) + "] " + NodesText(c)
+		if len(ys) == 0 {
+			out = append(out, chart{Status: string(c.Status), Title: c.ID, Caption: caption + ": no bus bandwidth measured — " + verdictText(c)})
+			continue
+		}
+		out = append(out, chart{Status: string(c.Status), Title: c.ID, Caption: caption, SVG: lineChart(xs, ys, floor, "GB/s")})
+	}
+	return out
+}
+
+// lineChart plots ys over the categorical xs (a size sweep: equal steps).
+func lineChart(xs []string, ys []float64, floor *Threshold, unit string) template.HTML {
+	const w, h, left, bottom, top = 660, 240, 60, 40, 16
+	maxY := 0.0
+	for _, y := range ys {
+		if !math.IsNaN(y) && !math.IsInf(y, 0) {
+			maxY = math.Max(maxY, y)
+		}
+	}
+	if floor != nil {
+		maxY = math.Max(maxY, floor.Value)
+	}
+	if maxY <= 0 {
+		maxY = 1
+	}
+	maxY *= 1.1
+	plotW, plotH := float64(w-left-30), float64(h-top-bottom)
+	px := func(i int) float64 {
+		if len(xs) == 1 {
+			return float64(left) + plotW/2
+		}
+		return float64(left) + plotW*float64(i)/float64(len(xs)-1)
+	}
+	py := func(v float64) float64 { return float64(top) + plotH*(1-v/maxY) }
+	var b strings.Builder
+	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" class="chart" width="%d" height="%d" viewBox="0 0 %d %d">`, w, h, w, h)
+	fmt.Fprintf(&b, `<line x1="%d" y1="%d" x2="%d" y2="%d" class="axis"/>`, left, h-bottom, w-10, h-bottom)
+	fmt.Fprintf(&b, `<line x1="%d" y1="%d" x2="%d" y2="%d" class="axis"/>`, left, top, left, h-bottom)
+	for _, f := range []float64{0, 0.5, 1} {
+		v := maxY / 1.1 * f
+		fmt.Fprintf(&b, `<text x="%d" y="%.1f" text-anchor="end" class="tick">%.3g</text>`, left-6, py(v)+4, v)
+	}
+	fmt.Fprintf(&b, `<text x="12" y="%d" class="tick">%s</text>`, top-4, esc(unit))
+	step := 1 + len(xs)/12 // at most a dozen size labels
+	for i, x := range xs {
+		if i%step == 0 || i == len(xs)-1 {
+			fmt.Fprintf(&b, `<text x="%.1f" y="%d" text-anchor="middle" class="tick">%s</text>`, px(i), h-bottom+16, esc(x))
+		}
+	}
+	if floor != nil {
+		fmt.Fprintf(&b, `<g><title>floor %s %s (%s)</title><line x1="%d" y1="%.1f" x2="%d" y2="%.1f" class="floor"/></g>`,
+			esc(floor.Op), esc(fmtVal(floor.Value, unit)), esc(floor.Source), left, py(floor.Value), w-10, py(floor.Value))
+	}
+	var pts []string
+	for i, y := range ys {
+		pts = append(pts, fmt.Sprintf("%.1f,%.1f", px(i), py(y)))
+	}
+	fmt.Fprintf(&b, `<polyline points="%s" class="series"/>`, strings.Join(pts, " "))
+	for i, y := range ys {
+		fmt.Fprintf(&b, `<circle cx="%.1f" cy="%.1f" r="3" class="point"><title>%s: %s</title></circle>`, px(i), py(y), esc(xs[i]), esc(fmtVal(y, unit)))
+	}
+	b.WriteString(`</svg>`)
+	return template.HTML(b.String())
+}
+
+// stallCharts: a disruption's timeline (Check.Timeline) as bars on a time
+// axis from T, instants as ticks, the check's stall limit named.
+func stallCharts(r Run) []chart {
+	var out []chart
+	for _, c := range r.Checks {
+		if len(c.Timeline) == 0 {
+			continue
+		}
+		caption := c.Title + " — " + NodesText(c)
+		for _, m := range c.Measured {
+			if m.Name == "longest_gap" {
+				caption += fmt.Sprintf("; longest gap %s", fmtVal(m.Value, m.Unit))
+				if t := m.Threshold; t != nil {
+					caption += fmt.Sprintf(" (limit %s %s, %s)", t.Op, fmtVal(t.Value, m.Unit), t.Source)
+				}
+			}
+		}
+		out = append(out, chart{Status: string(c.Status), Title: c.ID, Caption: caption, SVG: timelineChart(c.Timeline)})
+	}
+	return out
+}
+
+func timelineChart(spans []Span) template.HTML {
+	const w, left, rowH, top, bottom = 760, 250, 24, 10, 30
+	lo, hi := 0.0, 1.0
+	for _, s := range spans {
+		lo, hi = math.Min(lo, s.From), math.Max(hi, s.To)
+	}
+	hi += (hi - lo) * 0.05
+	h := top + rowH*len(spans) + bottom
+	plotW := float64(w - left - 20)
+	px := func(t float64) float64 { return float64(left) + plotW*(t-lo)/(hi-lo) }
+	var b strings.Builder
+	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" class="chart" width="%d" height="%d" viewBox="0 0 %d %d">`, w, h, w, h)
+	axisY := h - bottom
+	fmt.Fprintf(&b, `<line x1="%d" y1="%d" x2="%d" y2="%d" class="axis"/>`, left, axisY, w-20, axisY)
+	for _, t := range ticks(lo, hi) {
+		fmt.Fprintf(&b, `<line x1="%.1f" y1="%d" x2="%.1f" y2="%d" class="grid"/><text x="%.1f" y="%d" text-anchor="middle" class="tick">T%+g s</text>`,
+			px(t), top, px(t), axisY, px(t), axisY+16, t)
+	}
+	for i, s := range spans {
+		y := top + i*rowH
+		label := s.Label
+		if s.Clock != "" {
+			label += " (" + s.Clock + ")"
+		}
+		fmt.Fprintf(&b, `<text x="%d" y="%d" text-anchor="end" class="rowhead">%s</text>`, left-8, y+rowH/2+4, esc(label))
+		title := fmt.Sprintf("%s: T%+.1f s", s.Label, s.From)
+		if s.To != s.From {
+			title += fmt.Sprintf(" .. T%+.1f s (%.1f s)", s.To, s.To-s.From)
+		}
+		if s.Open {
+			title += ", still going when observation stopped"
+		}
+		class := "span"
+		if strings.HasPrefix(s.Label, "I/O stalled") {
+			class = "stall"
+		}
+		if s.To == s.From {
+			fmt.Fprintf(&b, `<g><title>%s</title><rect x="%.1f" y="%d" width="4" height="%d" class="instant"/></g>`, esc(title), px(s.From)-2, y+3, rowH-6)
+			continue
+		}
+		fmt.Fprintf(&b, `<g><title>%s</title><rect x="%.1f" y="%d" width="%.1f" height="%d" class="%s"/></g>`,
+			esc(title), px(s.From), y+3, math.Max(px(s.To)-px(s.From), 2), rowH-6, class)
+	}
+	b.WriteString(`</svg>`)
+	return template.HTML(b.String())
+}
+
+// ticks are about five round values between lo and hi.
+func ticks(lo, hi float64) []float64 {
+	step := math.Pow(10, math.Floor(math.Log10((hi-lo)/5)))
+	for _, m := range []float64{1, 2, 5, 10} {
+		if (hi-lo)/(step*m) <= 6 {
+			step *= m
+			break
+		}
+	}
+	var out []float64
+	for t := math.Ceil(lo/step) * step; t <= hi; t += step {
+		out = append(out, math.Round(t*1000)/1000)
+	}
+	return out
+}
+
+// HTMLString renders to a string (tests, small callers).
+func HTMLString(r Run, diff *DiffResult) (string, error) {
+	var b bytes.Buffer
+	err := HTML(&b, r, diff)
+	return b.String(), err
+}
+
+var htmlTemplate = template.Must(template.New("report").Parse(`<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>rdmasuite acceptance report {{.RunID}}</title>
+<style>
+body { font: 14px/1.45 system-ui, sans-serif; margin: 1.5em; color: #222; max-width: 1400px; }
+h1 { font-size: 1.5em; margin: 0 0 .2em; } h2 { font-size: 1.2em; margin-top: 1.6em; border-bottom: 1px solid #ddd; }
+.verdict { padding: .7em 1em; border-radius: 4px; font-weight: 600; font-size: 1.1em; }
+.verdict.passed { background: #e5f5e0; border: 2px solid ` + ColorAboveFloor + `; }
+.verdict.failed { background: #fde0dd; border: 2px solid ` + ColorBelowFloor + `; }
+table { border-collapse: collapse; margin: .5em 0; } td, th { border: 1px solid #ccc; padding: 3px 6px; vertical-align: top; text-align: left; }
+th { background: #f3f3f3; }
+.st { font-weight: 600; white-space: nowrap; } span.num { white-space: nowrap; } .st.pass { color: #1a7f37; } .st.fail, .st.error { color: #b42318; } .st.not-run { color: #6e6e6e; }
+tr.regression td { background: #fde0dd; }
+.heat .colhead, .heat .rowhead, .chart .rowhead { font: 12px system-ui, sans-serif; fill: #222; }
+.heat .cell { font: 12px system-ui, sans-serif; fill: #111; } .heat .empty { fill: #fafafa; stroke: #eee; }
+.chart .axis { stroke: #444; } .chart .grid { stroke: #eee; } .chart .tick { font: 11px system-ui, sans-serif; fill: #444; }
+.chart .series { fill: none; stroke: #2166ac; stroke-width: 2; } .chart .point { fill: #2166ac; }
+.chart .floor { stroke: ` + ColorBelowFloor + `; stroke-dasharray: 6 4; stroke-width: 1.5; }
+.chart .span { fill: ` + ColorAbsent + `; } .chart .stall { fill: ` + ColorStall + `; } .chart .instant { fill: #333; }
+.legend span { display: inline-block; padding: 0 .5em; margin-right: .4em; border-radius: 2px; }
+details pre { white-space: pre-wrap; margin: .3em 0; font-size: 12px; } .muted { color: #666; }
+.fix { background: #fff7e6; } .scroll { overflow-x: auto; } td.num { white-space: nowrap; }
+</style>
+</head>
+<body>
+<h1>rdmasuite acceptance report</h1>
+<p class="muted">run <code>{{.RunID}}</code>{{if .Server}} against <code>{{.Server}}</code>{{end}}{{if .Version}} (Kubernetes {{.Version}}){{end}}{{if .When}}, {{.When}}{{end}}</p>
+<p class="verdict {{if .Passed}}passed{{else}}failed{{end}}" id="verdict">{{.Summary}}{{if .Baseline}}{{if .Baseline.Regressions}} — {{.Baseline.Regressions}} regression(s) against the baseline{{end}}{{end}} — exit code {{.Exit}}</p>
+
+<h2 id="baseline">Since the baseline</h2>
+{{with .Baseline}}
+{{if .NoCommonNodes}}<p>The baseline and this run share no node: nothing was compared.</p>{{end}}
+{{if .OnlyInBase}}<p>Nodes only in the baseline: {{.OnlyInBase}}</p>{{end}}
+{{if .OnlyIn}}<p>Nodes new in this run: {{.OnlyIn}}</p>{{end}}
+<p>{{.Regressions}} regression(s).</p>
+{{if .Rows}}<table><tr><th>check</th><th>node</th><th>port</th><th>measurement</th><th>baseline</th><th>now</th><th>change</th><th>note</th></tr>
+{{range .Rows}}<tr{{if .Regression}} class="regression"{{end}}><td>{{.Check}}</td><td>{{.Node}}</td><td>{{.Port}}</td><td>{{.Name}}</td><td>{{.Base}}</td><td>{{.Now}}</td><td>{{.Pct}}</td><td>{{if .Regression}}<b>regression</b> {{end}}{{.Note}}</td></tr>
+{{end}}</table>{{end}}
+{{else}}<p class="muted">No baseline given: render with <code>--baseline OLDER.json</code> to see what changed since then.</p>{{end}}
+
+<h2 id="bandwidth">Bandwidth per node and port against the floor</h2>
+{{if .Heat.SVG}}<p class="legend"><span style="background:` + ColorBelowFloor + `">below floor</span><span style="background:` + ColorNearFloor + `">&lt; 10 % above</span><span style="background:` + ColorAboveFloor + `;color:#fff">≥ 10 % above</span><span style="background:` + ColorNoFloor + `">no floor</span><span style="background:` + ColorUnmeasured + `">not measured</span> Each cell: the worst measurement of that port (hover for partner, floor and source).</p>
+<div class="scroll">{{.Heat.SVG}}</div>
+{{else}}<p class="muted">No bandwidth check in this run.</p>{{end}}
+{{if .Heat.Unmeasured}}<p>Asked for and not measured:</p><table><tr><th>status</th><th>check</th><th>variant</th><th>nodes</th><th>why</th></tr>
+{{range .Heat.Unmeasured}}<tr><td class="st {{.Status}}">{{.StatusText}}</td><td>{{.ID}}</td><td>{{.Variant}}</td><td>{{.Nodes}}</td><td>{{.Verdict}}</td></tr>
+{{end}}</table>{{end}}
+{{if .Localize}}<p>Localisation (a bad node fails with every partner, a bad link with one):</p><ul>{{range .Localize}}<li><b>{{.Kind}}</b>{{if .Variant}} [{{.Variant}}]{{end}}: {{.Explanation}}</li>{{end}}</ul>{{end}}
+
+<h2 id="memlock">Memory registration and memlock</h2>
+{{if .Memlock}}<table><tr><th>status</th><th>check</th><th>node</th><th>variant</th><th>measured</th><th>floor</th><th>diagnosis / fix</th></tr>
+{{range .Memlock}}<tr><td class="st {{.Status}}">{{.Status}}</td><td>{{.Check}}</td><td>{{.Node}}</td><td>{{.Variant}}</td><td class="num">{{.Value}}</td><td><span class="num">{{.Floor}}</span><br><span class="muted">{{.Source}}</span></td><td{{if .Verdict}} class="fix"{{end}}>{{.Verdict}}</td></tr>
+{{end}}</table>{{else}}<p class="muted">No memlock check in this run.</p>{{end}}
+
+<h2 id="doctor">Doctor findings</h2>
+{{if .Findings}}{{range .Findings}}<div class="finding"><p><span class="st {{.Status}}">{{.Status}}</span> <b>{{.ID}}</b> on {{.Nodes}}: {{.Title}}</p>
+{{if .Diagnosis}}<p>{{.Diagnosis}}</p>{{end}}{{if .Reason}}<p>{{.Reason}}</p>{{end}}
+{{if .Evidence}}<ul>{{range .Evidence}}<li><code>{{.}}</code></li>{{end}}</ul>{{end}}
+{{if .Fix}}<p class="fix"><b>Fix:</b> {{.Fix}}</p>{{end}}</div>
+{{end}}{{else}}<p class="muted">No doctor check in this run.</p>{{end}}
+
+<h2 id="nccl">NCCL bus bandwidth</h2>
+{{if .NCCL}}{{range .NCCL}}<figure><figcaption><span class="st {{.Status}}">{{.Status}}</span> <b>{{.Title}}</b> {{.Caption}}</figcaption>{{.SVG}}</figure>
+{{end}}{{else}}<p class="muted">No NCCL check in this run.</p>{{end}}
+
+<h2 id="stall">NFS I/O stall across a MOFED driver restart</h2>
+{{if .Stalls}}{{range .Stalls}}<figure><figcaption><span class="st {{.Status}}">{{.Status}}</span> <b>{{.Title}}</b> {{.Caption}}</figcaption>{{.SVG}}</figure>
+{{end}}{{else}}<p class="muted">No disruptive check in this run.</p>{{end}}
+
+{{if .Nodes}}<h2 id="nodes">Nodes</h2><table><tr><th>node</th><th>SKU</th><th>kernel</th><th>kubelet</th></tr>
+{{range .Nodes}}<tr><td>{{.Name}}</td><td>{{.SKU}}</td><td>{{.Kernel}}</td><td>{{.Kubelet}}</td></tr>
+{{end}}</table>{{end}}
+
+<h2 id="checks">Every check</h2>
+<table><tr><th>status</th><th>check</th><th>variant</th><th>nodes</th><th>measured</th><th>diagnosis / reason / fix</th></tr>
+{{range .Checks}}<tr><td class="st {{.Status}}">{{.StatusText}}</td><td>{{.ID}}</td><td>{{.Variant}}</td><td>{{.Nodes}}</td><td>{{.Measured}}</td><td>{{.Verdict}}{{if .Evidence}}<details><summary>evidence</summary>{{range .Evidence}}<pre>{{.}}</pre>{{end}}</details>{{end}}</td></tr>
+{{end}}</table>
+</body>
+</html>
+`))
