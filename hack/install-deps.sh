@@ -13,6 +13,8 @@ pkgs=(
   # The guest nodes' NFS user space (hack/guestnode/build.sh unpacks
   # nfs-kernel-server and nfs-common with dpkg -x) links these libraries.
   libtirpc3 libwrap0
+  # The HTML report's test draws it in a real browser (hack/html-report-test.sh).
+  chromium
 )
 missing=()
 for p in "${pkgs[@]}"; do

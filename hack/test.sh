@@ -247,6 +247,11 @@ hack/bed.sh down
 hack/bed.sh leftovers
 trap - EXIT
 
+step "HTML acceptance report drawn by headless Chromium: a fixture with a port below its floor, and this run's bed results"
+t=$SECONDS
+hack/html-report-test.sh "$results"
+html_s=$((SECONDS - t))
+
 cat <<SUMMARY
 
 === timings
@@ -258,6 +263,7 @@ guest node suites   : ${guest_s} s
 exclusive-mode run  : ${exclusive_s} s
 disruptive (NFS)    : ${disruptive_s} s
 gpu (fake GPUs)     : ${gpu_s} s
+html report (chrome): ${html_s} s
 smoke suite         : ${e2e_s} s
 rdma suite (bed)    : ${rdma_s} s
 doctor seed stages  : ${doctor_s} s
