@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -61,7 +62,10 @@ func (r *Runner) nodeFacts(n corev1.Node) reports.Node {
 }
 
 // WriteResults stores run as dir/results-<run>.json (atomically) and points
-// dir/results.json at it, for scripts and `rdmasuite report`.
+// dir/results.json at it, for scripts and `rdmasuite report`; beside it
+// the acceptance page, dir/report-<run>.html, with dir/report.html
+// pointing at it (reports.HTML, no baseline). A page that cannot be
+// written is an error too, after the results are safe.
 func WriteResults(dir string, run reports.Run) (string, error) {
 	if dir == "" {
 		dir = "rdmasuite-results"
@@ -77,7 +81,30 @@ func WriteResults(dir string, run reports.Run) (string, error) {
 	if err := reports.Write(path, run); err != nil {
 		return path, err
 	}
-	return path, os.Symlink(filepath.Base(path), latest)
+	if err := os.Symlink(filepath.Base(path), latest); err != nil {
+		return path, err
+	}
+	return path, writePage(filepath.Dir(path), run)
+}
+
+// writePage writes dir/report-<run>.html (through a temporary file) and
+// points dir/report.html at it.
+func writePage(dir string, run reports.Run) error {
+	var page bytes.Buffer
+	if err := reports.HTML(&page, run, nil); err != nil {
+		return fmt.Errorf("render the HTML report: %w", err)
+	}
+	name := "report-" + run.RunID + ".html"
+	latest := filepath.Join(dir, "report.html")
+	_ = os.Remove(latest)
+	tmp := filepath.Join(dir, "."+name+".tmp")
+	if err := os.WriteFile(tmp, page.Bytes(), 0o644); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, filepath.Join(dir, name)); err != nil {
+		return err
+	}
+	return os.Symlink(name, latest)
 }
 
 // Reconcile makes go test's exit code and the run's results tell one
