@@ -91,7 +91,8 @@ type baselineSection struct {
 	Regressions        int
 	NoCommonNodes      bool
 	OnlyInBase, OnlyIn string
-	Rows               []deltaRow
+	Rows               []deltaRow // regressions, then other changes
+	Unchanged          []deltaRow // same value and status: folded
 }
 
 type deltaRow struct {
@@ -119,6 +120,10 @@ func baselineView(d DiffResult) *baselineSection {
 			if x.HasBase && x.HasNow && x.Pct != 0 {
 				row.Pct = fmt.Sprintf("%+.1f %%", x.Pct)
 			}
+		}
+		if !x.Regression && row.Pct == "" && x.Note == "" && (x.Name != "" || x.BaseStatus == x.NowStatus) {
+			b.Unchanged = append(b.Unchanged, row)
+			continue
 		}
 		b.Rows = append(b.Rows, row)
 	}
@@ -574,7 +579,10 @@ details pre { white-space: pre-wrap; margin: .3em 0; font-size: 12px; } .muted {
 <p>{{.Regressions}} regression(s).</p>
 {{if .Rows}}<table><tr><th>check</th><th>node</th><th>port</th><th>measurement</th><th>baseline</th><th>now</th><th>change</th><th>note</th></tr>
 {{range .Rows}}<tr{{if .Regression}} class="regression"{{end}}><td>{{.Check}}</td><td>{{.Node}}</td><td>{{.Port}}</td><td>{{.Name}}</td><td>{{.Base}}</td><td>{{.Now}}</td><td>{{.Pct}}</td><td>{{if .Regression}}<b>regression</b> {{end}}{{.Note}}</td></tr>
-{{end}}</table>{{end}}
+{{end}}</table>{{else}}<p>Nothing changed.</p>{{end}}
+{{if .Unchanged}}<details><summary>{{len .Unchanged}} value(s) and status(es) unchanged</summary><table><tr><th>check</th><th>node</th><th>port</th><th>measurement</th><th>baseline</th><th>now</th></tr>
+{{range .Unchanged}}<tr><td>{{.Check}}</td><td>{{.Node}}</td><td>{{.Port}}</td><td>{{.Name}}</td><td>{{.Base}}</td><td>{{.Now}}</td></tr>
+{{end}}</table></details>{{end}}
 {{else}}<p class="muted">No baseline given: render with <code>--baseline OLDER.json</code> to see what changed since then.</p>{{end}}
 
 <h2 id="bandwidth">Bandwidth per node and port against the floor</h2>

@@ -276,6 +276,15 @@ func TestHTMLVerdictAndBaselineAgreeWithTheExitCode(t *testing.T) {
 	if first == nil || !strings.Contains(textOf(first), "440 Gb/s") || !strings.Contains(textOf(first), "390 Gb/s") {
 		t.Error("the regression row (440 → 390 Gb/s) is missing")
 	}
+	// Unchanged values are folded away under the changes.
+	base2, now2 := htmlFixture(), htmlFixture()
+	base2.Checks[0].Measured[0].Value = 420
+	d2 := Diff(base2, now2, 0.05)
+	s2, _ := HTMLString(now2, &d2)
+	changed, folded, _ := strings.Cut(s2, "unchanged</summary>")
+	if !strings.Contains(changed, "420 Gb/s") || strings.Contains(changed, "399 Gb/s") || !strings.Contains(folded, "399 Gb/s") {
+		t.Error("unchanged rows (399 → 399 Gb/s) must be folded under the changed ones (420 → 300 Gb/s)")
+	}
 	if strings.Index(s, `class="regression"`) > strings.Index(s, `id="bandwidth"`) {
 		t.Error("the baseline delta must come before the heat map")
 	}
