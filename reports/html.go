@@ -469,7 +469,12 @@ func stallCharts(r Run) []chart {
 }
 
 func timelineChart(spans []Span) template.HTML {
-	const w, left, rowH, top, bottom = 760, 250, 24, 10, 30
+	const rowH, top, bottom = 24, 10, 30
+	left := 120
+	for _, s := range spans {
+		left = max(left, 7*len(s.Label+" ("+s.Clock+")")+16) // the row labels fit, about 7 px a character
+	}
+	w := left + 520
 	lo, hi := 0.0, 1.0
 	for _, s := range spans {
 		lo, hi = math.Min(lo, s.From), math.Max(hi, s.To)
@@ -596,7 +601,7 @@ details pre { white-space: pre-wrap; margin: .3em 0; font-size: 12px; } .muted {
 
 <h2 id="memlock">Memory registration and memlock</h2>
 {{if .Memlock}}<table><tr><th>status</th><th>check</th><th>node</th><th>variant</th><th>measured</th><th>floor</th><th>diagnosis / fix</th></tr>
-{{range .Memlock}}<tr><td class="st {{.Status}}">{{.Status}}</td><td>{{.Check}}</td><td>{{.Node}}</td><td>{{.Variant}}</td><td class="num">{{.Value}}</td><td><span class="num">{{.Floor}}</span><br><span class="muted">{{.Source}}</span></td><td{{if .Verdict}} class="fix"{{end}}>{{.Verdict}}</td></tr>
+{{range .Memlock}}<tr><td class="st {{.Status}}">{{.Status}}</td><td>{{.Check}}</td><td>{{.Node}}</td><td>{{.Variant}}</td><td class="num">{{.Value}}</td><td style="min-width:16em"><span class="num">{{.Floor}}</span><br><span class="muted">{{.Source}}</span></td><td{{if .Verdict}} class="fix"{{end}}>{{.Verdict}}</td></tr>
 {{end}}</table>{{else}}<p class="muted">No memlock check in this run.</p>{{end}}
 
 <h2 id="doctor">Doctor findings</h2>
