@@ -2,7 +2,9 @@
 # Runs inside the Soft-RoCE guest (see hack/bench-verbs.sh): the same test,
 # rxe1 -> rxe0, with perftest and with rdmaprobe, interleaved and repeated.
 # Prints one "RESULT tool op bytes qps cqmod rep avg_MB/s" line per run (MB = 2^20
-# bytes, perftest's unit; MB/s has more printed digits than Gb/s).
+# bytes, perftest's unit; MB/s has more printed digits than Gb/s), a RETRIES
+# line with its rxe retransmission events, and FAILED for a run with no figure
+# (retried). hack/tools/benchtable pairs the runs of each repetition.
 REPS=${REPS:-3}
 ITERS_64K=${ITERS_64K:-2000}
 ITERS_1M=${ITERS_1M:-200}
@@ -58,6 +60,20 @@ run_ours() {
   echo "RETRIES rdmaprobe $op $size $qps $cqmod $rep $(($(retries) - r0))"
   [ -n "$avg" ] || tail -5 rp-cli.json rp-cli.err
 }
+# retrying TOOL FN: runs FN (run_perftest or run_ours); a run that printed
+# no figure (or perftest's 0.00) is recorded as FAILED and run again, up to
+# ATTEMPTS in all: one bad run never stops the table (benchtable counts it).
+ATTEMPTS=${ATTEMPTS:-3}
+retrying() {
+  a=1
+  while :; do
+    "$2"
+    if awk -v v="${avg:-0}" 'BEGIN { exit !(v + 0 > 0) }'; then return 0; fi
+    echo "FAILED $1 $op $size $qps $cqmod $rep attempt $a of $ATTEMPTS"
+    [ "$a" -ge "$ATTEMPTS" ] && return 0
+    a=$((a + 1))
+  done
+}
 for rep in $(seq 1 "$REPS"); do
   for op in $OPS; do
     for size in $SIZES; do
@@ -66,9 +82,9 @@ for rep in $(seq 1 "$REPS"); do
       for qps in $QPS_LIST; do for cqmod in $CQMODS; do
         # Alternate which tool goes first, so order effects cancel out.
         if [ $((rep % 2)) = 1 ]; then
-          run_perftest; run_ours
+          retrying perftest run_perftest; retrying rdmaprobe run_ours
         else
-          run_ours; run_perftest
+          retrying rdmaprobe run_ours; retrying perftest run_perftest
         fi
       done; done
     done

@@ -1,0 +1,120 @@
+package main
+
+import (
+	"math"
+	"strings"
+	"testing"
+)
+
+// Real lines from issue 17's run (REPS=6, read 64 KiB cq-mod 1): in 3 of
+// 6 runs ours hit 1262–6288 retransmission events, perftest 0–6.
+const readCQ1 = `RESULT perftest read 65536 1 1 1 68.24
+RETRIES perftest read 65536 1 1 1 0
+RESULT rdmaprobe read 65536 1 1 1 67.90
+RETRIES rdmaprobe read 65536 1 1 1 0
+RESULT rdmaprobe read 65536 1 1 2 12.10
+RETRIES rdmaprobe read 65536 1 1 2 6288
+RESULT perftest read 65536 1 1 2 66.80
+RETRIES perftest read 65536 1 1 2 6
+RESULT perftest read 65536 1 1 3 69.10
+RETRIES perftest read 65536 1 1 3 0
+RESULT rdmaprobe read 65536 1 1 3 25.30
+RETRIES rdmaprobe read 65536 1 1 3 1262
+RESULT rdmaprobe read 65536 1 1 4 68.50
+RETRIES rdmaprobe read 65536 1 1 4 0
+RESULT perftest read 65536 1 1 4 68.00
+RETRIES perftest read 65536 1 1 4 0
+RESULT perftest read 65536 1 1 5 67.70
+RETRIES perftest read 65536 1 1 5 2
+RESULT rdmaprobe read 65536 1 1 5 19.90
+RETRIES rdmaprobe read 65536 1 1 5 2448
+RESULT rdmaprobe read 65536 1 1 6 68.20
+RETRIES rdmaprobe read 65536 1 1 6 0
+RESULT perftest read 65536 1 1 6 67.90
+RETRIES perftest read 65536 1 1 6 0
+`
+
+func TestPairsAndClassesFromRealLines(t *testing.T) {
+	cells, _ := parse(strings.NewReader(readCQ1))
+	c := cells[key{"read", 65536, 1, 1}]
+	if c == nil || len(c.pairs) != 6 {
+		t.Fatalf("want 6 pairs, got %+v", c)
+	}
+	clean := c.clean()
+	if len(clean) != 3 {
+		t.Fatalf("want 3 clean pairs (both tools under %d retry events), got %d", cleanRetries, len(clean))
+	}
+	s := summarize(c, 0.99)
+	// The retransmitting runs are ours alone: the summary must say so, not
+	// average them away.
+	if s.oursRetrying != 3 || s.refRetrying != 0 {
+		t.Errorf("retrying runs ours/perftest = %d/%d, want 3/0", s.oursRetrying, s.refRetrying)
+	}
+	if s.verdict == verdictParity {
+		t.Errorf("3 of 6 of our runs collapsed: not parity (%s)", s.text)
+	}
+}
+
+// A cell whose paired ratios sit tightly at 1.00 is parity; one spread
+// over 0.9..1.1 is too wide to claim; one clearly under is below.
+func TestVerdicts(t *testing.T) {
+	mk := func(ratios ...float64) *cell {
+		c := &cell{}
+		for i, r := range ratios {
+			c.pairs = append(c.pairs, pair{rep: i + 1, ref: run{mbps: 100, ok: true, hasRetries: true}, ours: run{mbps: 100 * r, ok: true, hasRetries: true}})
+		}
+		return c
+	}
+	for _, tc := range []struct {
+		name   string
+		c      *cell
+		want   string
+		lo, hi float64
+	}{
+		{"tight at 1", mk(1.0, 1.01, 0.995, 1.005, 1.0, 1.002, 0.998, 1.004), verdictParity, 0.99, 1.01},
+		{"wide", mk(0.9, 1.1, 0.95, 1.05, 0.92, 1.08), verdictWide, 0, 0},
+		{"below", mk(0.80, 0.82, 0.79, 0.81, 0.80, 0.83), verdictBelow, 0, 0},
+		{"too few", mk(1.0, 1.0), verdictFew, 0, 0},
+	} {
+		s := summarize(tc.c, 0.99)
+		if s.verdict != tc.want {
+			t.Errorf("%s: verdict %q (%s), want %q", tc.name, s.verdict, s.text, tc.want)
+		}
+		if tc.lo > 0 && (s.lo < tc.lo || s.hi > tc.hi || s.lo > s.median || s.hi < s.median) {
+			t.Errorf("%s: interval [%.3f, %.3f] around %.3f", tc.name, s.lo, s.hi, s.median)
+		}
+	}
+}
+
+// A failed run (no figure) is recorded and retried by guest-bench.sh; the
+// retry that succeeded makes the pair, and the table still renders.
+func TestFailedRunsAreCountedNotFatal(t *testing.T) {
+	in := `RESULT perftest write 65536 1 1 1 NaN
+FAILED perftest write 65536 1 1 1 attempt 1: no bandwidth line
+RESULT perftest write 65536 1 1 1 64.0
+RETRIES perftest write 65536 1 1 1 0
+RESULT rdmaprobe write 65536 1 1 1 64.5
+RETRIES rdmaprobe write 65536 1 1 1 0
+`
+	cells, failed := parse(strings.NewReader(in))
+	c := cells[key{"write", 65536, 1, 1}]
+	if failed != 1 || c == nil || len(c.pairs) != 1 || c.failedRef != 1 || math.Abs(c.pairs[0].ratio()-64.5/64.0) > 1e-9 {
+		t.Fatalf("failed %d, cell %+v", failed, c)
+	}
+	var b strings.Builder
+	if err := render(&b, cells, 0.99); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "1 / 0") {
+		t.Errorf("the table must show the failed run:\n%s", b.String())
+	}
+}
+
+func TestBootstrapIsDeterministic(t *testing.T) {
+	x := []float64{0.97, 1.0, 1.02, 0.99, 1.01, 1.03, 0.98}
+	lo1, hi1 := bootstrapMedian(x, 0.95)
+	lo2, hi2 := bootstrapMedian(x, 0.95)
+	if lo1 != lo2 || hi1 != hi2 || lo1 > 1.0 || hi1 < 1.0 || lo1 < 0.97 || hi1 > 1.03 {
+		t.Fatalf("[%g, %g] then [%g, %g]", lo1, hi1, lo2, hi2)
+	}
+}
