@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-// Real lines from issue 17's run (REPS=6, read 64 KiB cq-mod 1): in 3 of
+// Lines shaped after issue 17's run (REPS=6, read 64 KiB cq-mod 1, its counts and rates): in 3 of
 // 6 runs ours hit 1262–6288 retransmission events, perftest 0–6.
 const readCQ1 = `RESULT perftest read 65536 1 1 1 68.24
 RETRIES perftest read 65536 1 1 1 0
