@@ -223,3 +223,36 @@ func TestValidate(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A READ run of one QP at tx depth 1 is ib_read_lat's loop (one signaled
+// READ, poll until it completes, next): its figures carry the latency the
+// way perftest computes it, the whole READ round trip. Any other shape
+// (outstanding operations overlap, or WRITE, whose ib_write_lat is a
+// ping-pong) carries none: no number that is not perftest's.
+func TestMeasureReadLatencyAtDepthOne(t *testing.T) {
+	us := time.Microsecond
+	posted := []time.Duration{0, 3 * us, 5 * us, 9 * us, 12 * us, 14 * us, 30 * us}
+	completed := []time.Duration{3 * us, 5 * us, 9 * us, 12 * us, 14 * us, 30 * us, 32 * us}
+	p := Defaults()
+	p.Op, p.Iters, p.TxDepth, p.CQMod = OpRead, 7, 1, 1
+	f, err := Measure(&loopEP{posted: posted, completed: completed, done: 7}, p, 2, fakeClock(us))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// gaps 3 2 4 3 2 16 → sorted 2 2 3 3 4 16, 2 largest dropped → 2 2 3 3.
+	if l := f.Latency; l == nil || l.Samples != 4 || l.Typical != 2.5 || l.Max != 4 || l.Min != 2 || l.Halved {
+		t.Fatalf("latency %+v", f.Latency)
+	}
+	for _, change := range []func(*Params){
+		func(p *Params) { p.TxDepth = 2 },
+		func(p *Params) { p.Op = OpWrite },
+		func(p *Params) { p.QPs = 2 },
+	} {
+		q := p
+		change(&q)
+		f, err := Measure(&loopEP{posted: posted, completed: completed, done: 7}, q, 2, fakeClock(us))
+		if err != nil || f.Latency != nil {
+			t.Errorf("%+v: latency %+v, err %v: want none", q, f.Latency, err)
+		}
+	}
+}

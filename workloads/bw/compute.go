@@ -5,6 +5,7 @@
 package bw
 
 import (
+	"github.com/rdmasuite/rdmasuite/workloads/lat"
 	"math"
 	"time"
 )
@@ -26,6 +27,9 @@ type Figures struct {
 	AvgMBps     float64 `json:"bwAvgMBps"`
 	MsgRateMpps float64 `json:"msgRateMpps"`
 	ElapsedSec  float64 `json:"elapsedSec"`
+	// Latency: a READ run of one QP at tx depth 1 is ib_read_lat's loop,
+	// and this is its report (workloads/lat); nil for any other shape.
+	Latency *lat.Summary `json:"latency,omitempty"`
 }
 
 // Compute applies perftest's formulas: over elapsed time T (last completion

@@ -2,6 +2,7 @@ package bw
 
 import (
 	"fmt"
+	"github.com/rdmasuite/rdmasuite/workloads/lat"
 	"time"
 )
 
@@ -76,7 +77,17 @@ func Measure(ep Endpoint, p Params, size int, clock Clock) (Figures, error) {
 		}
 		peak = PeakPerOp(posted[:n], completed[:n])
 	}
-	return Compute(size, n, elapsed, peak), nil
+	f := Compute(size, n, elapsed, peak)
+	if p.Op == OpRead && p.TxDepth == 1 && p.QPs == 1 && p.Duration <= 0 && n >= lat.Tail+2 {
+		// ib_read_lat's loop: one READ outstanding, each post waits for
+		// the previous completion, so the gap between posts is one READ.
+		l, err := lat.FromDurations(posted[:n], false)
+		if err != nil {
+			return f, fmt.Errorf("read latency: %w", err)
+		}
+		f.Latency = &l
+	}
+	return f, nil
 }
 
 // RunLoop is the reference post/poll loop over an Endpoint: it posts and

@@ -24,6 +24,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"time"
 )
 
 // Tail is how many of the largest samples perftest drops (LAT_MEASURE_TAIL).
@@ -62,6 +63,24 @@ func FromPosts(posts []uint64, mhz float64, halve bool) (Summary, error) {
 		}
 		delta[i] = float64(posts[i+1]-posts[i]) / factor
 	}
+	return summarize(delta, halve), nil
+}
+
+// FromDurations is FromPosts for post times already converted to
+// durations since the first post (the bandwidth core's record).
+func FromDurations(posts []time.Duration, halve bool) (Summary, error) {
+	cycles := make([]uint64, len(posts))
+	for i, d := range posts {
+		if d < 0 {
+			return Summary{}, errors.New("lat: a post time before the first post")
+		}
+		cycles[i] = uint64(d) // nanoseconds: 1000 per microsecond
+	}
+	return FromPosts(cycles, 1000, halve)
+}
+
+// summarize is print_report_lat's arithmetic on the gaps in µs.
+func summarize(delta []float64, halve bool) Summary {
 	slices.Sort(delta)
 	n := len(delta) - Tail
 	kept := delta[:n]
@@ -83,5 +102,5 @@ func FromPosts(posts []uint64, mhz float64, halve bool) (Summary, error) {
 	s.Stdev = math.Sqrt(sq / float64(n))
 	at := func(q float64) float64 { return delta[min(len(delta)-1, int(math.Ceil(float64(n)*q)))] }
 	s.P99, s.P999 = at(0.99), at(0.999)
-	return s, nil
+	return s
 }

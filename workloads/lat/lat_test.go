@@ -4,6 +4,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"testing"
+	"time"
 )
 
 // perftest's worked example (print_report_lat, default 1000 iterations):
@@ -63,5 +64,17 @@ func TestTooFewOrBad(t *testing.T) {
 		if _, err := FromPosts(c.posts, c.mhz, false); err == nil {
 			t.Errorf("%s: want an error", name)
 		}
+	}
+}
+
+func TestFromDurationsMatchesFromPosts(t *testing.T) {
+	posts := []time.Duration{0, 2 * time.Microsecond, 5 * time.Microsecond, 6 * time.Microsecond, 10 * time.Microsecond, 11 * time.Microsecond}
+	s, err := FromDurations(posts, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// gaps 2 3 1 4 1 → sorted 1 1 2 3 4, 2 largest dropped → 1 1 2.
+	if s.Samples != 3 || s.Min != 1 || s.Typical != 1 || s.Max != 3 || math.Abs(s.Avg-4.0/3) > 1e-12 {
+		t.Fatalf("%+v", s)
 	}
 }
