@@ -60,6 +60,47 @@ run_ours() {
   echo "RETRIES rdmaprobe $op $size $qps $cqmod $rep $(($(retries) - r0))"
   [ -n "$avg" ] || tail -5 rp-cli.json rp-cli.err
 }
+# Message rate (perftest's MsgRate column: small messages, several QPs):
+# the same RESULT lines, MB/s converts to Mpps at the size.
+MR_SIZES=${MR_SIZES:-"2 4096"}
+MR_QPS=${MR_QPS:-4}
+MR_ITERS=${MR_ITERS:-5000}
+# Latency (ib_write_lat / ib_read_lat against rdmaprobe bw --latency):
+# one "LAT tool op bytes rep typical p99 max" line per run, in µs.
+LAT_OPS=${LAT_OPS:-"write read"}
+LAT_SIZES=${LAT_SIZES:-2}
+LAT_ITERS=${LAT_ITERS:-1000}
+
+run_perftest_lat() {
+  ib_${op}_lat $PERFTEST_FLAGS -d rxe0 -x 1 -F -s "$size" -n "$LAT_ITERS" >pl-srv.txt 2>&1 &
+  srv=$!
+  sleep 1
+  ib_${op}_lat $PERFTEST_FLAGS -d rxe1 -x 1 -F -s "$size" -n "$LAT_ITERS" "$RXE0_IP" >pl-cli.txt 2>&1
+  wait $srv
+  # #bytes #iterations t_min t_max t_typical t_avg t_stdev 99% 99.9%
+  avg=$(awk -v s="$size" '$1 == s && NF >= 9 {print $5, $8, $4}' pl-cli.txt | tail -1)
+  echo "LAT perftest $op $size $rep ${avg:-NaN NaN NaN}"
+  [ "$rep" = 1 ] && sed 's/^/PERFTEST-OUT /' pl-cli.txt
+  [ -n "$avg" ] || tail -5 pl-cli.txt
+  avg=${avg%% *}
+}
+
+run_ours_lat() {
+  ./rdmaprobe bw server --device rxe0 --port 18516 --timeout 60s >rl-srv.json 2>&1 &
+  srv=$!
+  sleep 1
+  ./rdmaprobe bw client $OURS_FLAGS --latency --device rxe1 --port 18516 --op "$op" --size "$size" --iters "$LAT_ITERS" \
+    "$RXE0_IP" >rl-cli.json 2>rl-cli.err
+  wait $srv
+  l=$(sed -n 's/.*"latency":{\([^}]*\)}.*/\1/p' rl-cli.json | tail -1)
+  typ=$(echo "$l" | sed -n 's/.*"tTypicalUs":\([0-9.e+-]*\).*/\1/p')
+  p99=$(echo "$l" | sed -n 's/.*"p99Us":\([0-9.e+-]*\).*/\1/p')
+  mx=$(echo "$l" | sed -n 's/.*"tMaxUs":\([0-9.e+-]*\).*/\1/p')
+  echo "LAT rdmaprobe $op $size $rep ${typ:-NaN} ${p99:-NaN} ${mx:-NaN}"
+  [ -n "$typ" ] || tail -5 rl-cli.json rl-cli.err
+  avg=$typ
+}
+
 # retrying TOOL FN: runs FN (run_perftest or run_ours); a run that printed
 # no figure (or perftest's 0.00) is recorded as FAILED and run again, up to
 # ATTEMPTS in all: one bad run never stops the table (benchtable counts it).
@@ -75,6 +116,23 @@ retrying() {
   done
 }
 for rep in $(seq 1 "$REPS"); do
+  cqmod=100 qps=$MR_QPS iters=$MR_ITERS op=write
+  for size in $MR_SIZES; do
+    if [ $((rep % 2)) = 1 ]; then
+      retrying perftest run_perftest; retrying rdmaprobe run_ours
+    else
+      retrying rdmaprobe run_ours; retrying perftest run_perftest
+    fi
+  done
+  for op in $LAT_OPS; do
+    for size in $LAT_SIZES; do
+      if [ $((rep % 2)) = 1 ]; then
+        retrying perftest run_perftest_lat; retrying rdmaprobe run_ours_lat
+      else
+        retrying rdmaprobe run_ours_lat; retrying perftest run_perftest_lat
+      fi
+    done
+  done
   for op in $OPS; do
     for size in $SIZES; do
       iters=$ITERS_64K

@@ -132,6 +132,8 @@ func parseBWFlags(name string, args []string) (*bwFlags, *flag.FlagSet, error) {
 	fs.StringVar(&f.dev.Memory, "mem", bw.MemoryHost, "where the registered buffer lives: host, cuda (= cuda:auto: on each rail the GPU nearest its NIC), or cuda:N (CUDA ordinal N): GPUDirect RDMA, perftest's --use_cuda; dma-buf first, then nvidia_peermem")
 	fs.BoolVar(&f.dev.GoLoop, "go-loop", false, "post and poll from Go, one cgo call per operation (the reference loop; slower on software devices)")
 	fs.BoolVar(&f.bidir, "bidirectional", false, "both sides send (perftest -b)")
+	fs.BoolVar(&f.params.Latency, "latency", false, "measure latency as perftest does instead of bandwidth: write is ib_write_lat's ping-pong (half the round trip), "+
+		"read is ib_read_lat (one READ at a time); one QP, tx depth and cq-mod 1, default size 2 B and 1000 iterations (perftest's)")
 	fs.BoolVar(&f.table, "table", false, "also print a perftest-like table per rail and op on stderr")
 	fs.BoolVar(&f.gbit, "report-gbits", true, "table in Gb/s (else MB/s)")
 	fs.DurationVar(&f.timeout, "timeout", 2*time.Minute, "client: how long to keep trying to reach the server; server: how long to wait for a client (none yet, or none since the last session without a finish)")
@@ -160,6 +162,22 @@ func parseBWFlags(name string, args []string) (*bwFlags, *flag.FlagSet, error) {
 	}
 	f.mem = mem
 	f.params.Op, f.params.Bidirectional = f.ops[0], f.bidir
+	if f.params.Latency {
+		set := map[string]bool{}
+		fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
+		if !set["size"] {
+			f.sizes = "2"
+		}
+		if !set["iters"] {
+			f.params.Iters = 1000
+		}
+		if !set["tx-depth"] {
+			f.params.TxDepth = 1
+		}
+		if !set["cq-mod"] {
+			f.params.CQMod = 1
+		}
+	}
 	if f.sweep {
 		f.params.Sizes = bw.SweepSizes()
 	} else {

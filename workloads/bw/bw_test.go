@@ -256,3 +256,63 @@ func TestMeasureReadLatencyAtDepthOne(t *testing.T) {
 		}
 	}
 }
+
+type pingEP struct {
+	loopEP
+	posted []time.Duration
+	client []bool
+	err    error
+}
+
+func (p *pingEP) PingPong(_ Params, _ int, client bool) ([]time.Duration, error) {
+	p.client = append(p.client, client)
+	return p.posted, p.err
+}
+
+// Write latency is ib_write_lat's ping-pong: the gap between two posts is
+// a round trip and the report is half of it; no bandwidth is claimed.
+func TestMeasureWriteLatencyIsAHalvedPingPong(t *testing.T) {
+	us := time.Microsecond
+	ep := &pingEP{posted: []time.Duration{0, 4 * us, 8 * us, 14 * us, 18 * us, 22 * us, 60 * us}}
+	p := Defaults()
+	p.Latency, p.Iters, p.TxDepth, p.CQMod, p.Sizes = true, 7, 1, 1, []int{2}
+	if err := p.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	f, err := Measure(ep, p, 2, fakeClock(us))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// gaps 4 4 6 4 4 38 → 4 4 4 4 (6 and 38 dropped) → typical 4/2 = 2.
+	if l := f.Latency; l == nil || !l.Halved || l.Typical != 2 || l.Max != 3 || l.Samples != 4 {
+		t.Fatalf("latency %+v", f.Latency)
+	}
+	if f.AvgGbps != 0 || f.MsgRateMpps != 0 || len(ep.client) != 1 || !ep.client[0] || len(ep.loops) != 0 {
+		t.Fatalf("a ping-pong is no bandwidth run: %+v, calls %v, loops %v", f, ep.client, ep.loops)
+	}
+	ep.err = errors.New("the peer stopped answering")
+	if _, err := Measure(ep, p, 2, fakeClock(us)); err == nil {
+		t.Fatal("a failed ping-pong must fail the size")
+	}
+	if _, err := Measure(&loopEP{}, p, 2, fakeClock(us)); err == nil || !strings.Contains(err.Error(), "ping-pong") {
+		t.Fatalf("an endpoint without a ping-pong: %v", err)
+	}
+}
+
+func TestLatencyParamsAreOneOutstandingOperation(t *testing.T) {
+	base := Defaults()
+	base.Latency, base.Iters, base.TxDepth, base.CQMod, base.Sizes = true, 1000, 1, 1, []int{2}
+	for name, change := range map[string]func(*Params){
+		"two QPs":       func(p *Params) { p.QPs = 2 },
+		"depth 128":     func(p *Params) { p.TxDepth, p.CQMod = 128, 1 },
+		"duration":      func(p *Params) { p.Duration = time.Second },
+		"bidirectional": func(p *Params) { p.Bidirectional = true },
+		"3 iterations":  func(p *Params) { p.Iters = 3 },
+	} {
+		p := base
+		change(&p)
+		if err := p.Validate(); err == nil || !strings.Contains(err.Error(), "latency") {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+}

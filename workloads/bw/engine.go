@@ -25,6 +25,12 @@ type Looper interface {
 	Loop(p Params, size int, record bool) (posted, completed []time.Duration, done int, err error)
 }
 
+// PingPonger is an endpoint that runs ib_write_lat's write ping-pong of one
+// size (the client posts first) and returns every post time.
+type PingPonger interface {
+	PingPong(p Params, size int, client bool) ([]time.Duration, error)
+}
+
 // Completion is one work completion as the engine needs it.
 type Completion struct {
 	WrID   uint64
@@ -49,6 +55,9 @@ func RealClock() Clock {
 // post to the completion that covers it. With Params.Duration set it runs
 // for that long instead of Iters and reports no peak, like perftest -D.
 func Measure(ep Endpoint, p Params, size int, clock Clock) (Figures, error) {
+	if p.Latency && p.Op == OpWrite {
+		return pingPong(ep, p, size)
+	}
 	loop := func(p Params, record bool) ([]time.Duration, []time.Duration, int, error) {
 		if l, ok := ep.(Looper); ok {
 			return l.Loop(p, size, record)
@@ -182,4 +191,22 @@ func allDone(scnt []int, iters int) bool {
 		}
 	}
 	return true
+}
+
+// pingPong is the client's write latency: the gap between two of its
+// posts is one round trip; perftest reports half of it.
+func pingPong(ep Endpoint, p Params, size int) (Figures, error) {
+	pp, ok := ep.(PingPonger)
+	if !ok {
+		return Figures{}, fmt.Errorf("write latency needs the endpoint's ping-pong loop, which this endpoint lacks")
+	}
+	posted, err := pp.PingPong(p, size, true)
+	if err != nil {
+		return Figures{}, err
+	}
+	l, err := lat.FromDurations(posted, true)
+	if err != nil {
+		return Figures{}, fmt.Errorf("write latency: %w", err)
+	}
+	return Figures{Bytes: size, Iterations: len(posted), Latency: &l}, nil
 }

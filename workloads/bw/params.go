@@ -2,6 +2,7 @@ package bw
 
 import (
 	"fmt"
+	"github.com/rdmasuite/rdmasuite/workloads/lat"
 	"time"
 )
 
@@ -26,6 +27,11 @@ type Params struct {
 	CQMod         int           `json:"cqMod"`   // signal one completion every CQMod posts
 	Bidirectional bool          `json:"bidirectional"`
 	MaxInline     int           `json:"maxInline"` // post payloads up to this size inline (write only)
+	// Latency measures latency as perftest does instead of bandwidth:
+	// write is ib_write_lat's ping-pong (both sides write in turn, half
+	// the round trip), read is ib_read_lat's one READ at a time. One QP,
+	// tx depth 1, cq-mod 1, iteration mode.
+	Latency bool `json:"latency,omitempty"`
 }
 
 // Defaults mirror perftest's: 5000 iterations, tx depth 128, CQ moderation
@@ -69,6 +75,12 @@ func (p Params) Validate() error {
 		return fmt.Errorf("iterations %d: want ≥ 1 (or a duration)", p.Iters)
 	case p.Warmup < 0:
 		return fmt.Errorf("warm-up %d: want ≥ 0", p.Warmup)
+	case p.Latency && (p.QPs != 1 || p.TxDepth != 1 || p.CQMod != 1):
+		return fmt.Errorf("latency: one operation at a time on one QP (qps 1, tx depth 1, cq-mod 1), got qps %d, tx depth %d, cq-mod %d", p.QPs, p.TxDepth, p.CQMod)
+	case p.Latency && (p.Duration > 0 || p.Bidirectional):
+		return fmt.Errorf("latency: iteration mode, one direction (perftest's t_typical and percentiles need every sample)")
+	case p.Latency && p.Iters < lat.Tail+2:
+		return fmt.Errorf("latency: %d iterations: want at least %d (perftest drops the %d largest samples)", p.Iters, lat.Tail+2, lat.Tail)
 	}
 	for _, s := range p.Sizes {
 		if s < 1 || s > 1<<30 {

@@ -360,6 +360,22 @@ func (s *server) session(c *conn, hello message) {
 			fail(err)
 			return
 		}
+		if p.Latency && p.Op == OpWrite {
+			// ib_write_lat: the server answers every ping in its own loop.
+			pp, ok := res.(PingPonger)
+			if !ok {
+				err := fmt.Errorf("size %d: write latency needs the endpoint's ping-pong loop, which the server's endpoint lacks", m.Size)
+				c.sendErr(err, message{})
+				fail(err)
+				return
+			}
+			if _, err := pp.PingPong(p, m.Size, false); err != nil {
+				err = fmt.Errorf("size %d: answering the ping-pong: %w", m.Size, err)
+				c.sendErr(err, message{})
+				fail(err)
+				return
+			}
+		}
 		var local *Figures
 		if p.Bidirectional {
 			f, err := Measure(res, p, m.Size, s.cfg.Clock)

@@ -21,6 +21,7 @@ type fakeRes struct {
 	dev       string
 	connected []QPInfo
 	closed    bool
+	pongs     []bool // PingPong calls: true from the client side
 }
 
 func (r *fakeRes) Local() []QPInfo {
@@ -31,8 +32,20 @@ func (r *fakeRes) Local() []QPInfo {
 	return out
 }
 func (r *fakeRes) Connect(remote []QPInfo) error { r.connected = remote; return nil }
-func (r *fakeRes) Describe() Device              { return Device{Name: r.dev, Port: 1} }
-func (r *fakeRes) Close() error                  { r.closed = true; return nil }
+
+// PingPong answers like a peer 5 µs away; it records which side called.
+func (r *fakeRes) PingPong(p Params, _ int, client bool) ([]time.Duration, error) {
+	r.mu.Lock()
+	r.pongs = append(r.pongs, client)
+	r.mu.Unlock()
+	out := make([]time.Duration, p.Iters)
+	for i := range out {
+		out[i] = time.Duration(i) * 10 * time.Microsecond
+	}
+	return out, nil
+}
+func (r *fakeRes) Describe() Device { return Device{Name: r.dev, Port: 1} }
+func (r *fakeRes) Close() error     { r.closed = true; return nil }
 
 // fakeSide opens fake resources and remembers them; fail, if set, decides
 // per rail whether opening fails, and failAfter makes a rail's endpoint
@@ -465,5 +478,31 @@ func TestClassify(t *testing.T) {
 	}
 	if e := Tag(ErrMemlock, syscall.ENOMEM); e.Error() != syscall.ENOMEM.Error() || !errors.Is(e, syscall.ENOMEM) {
 		t.Fatalf("Tag must keep message and chain: %v", e)
+	}
+}
+
+// A write latency run is a ping-pong on both sides: the server answers
+// every size in its own loop, the client reports half the round trip. A
+// read latency run needs nothing of the server.
+func TestLatencySessionPingPongsOnBothSides(t *testing.T) {
+	srv, cli := &fakeSide{}, &fakeSide{}
+	p := testParams(2, 64)
+	p.Latency, p.TxDepth, p.CQMod, p.Iters = true, 1, 1, 20
+	c, _ := runBoth(t, testRails("s0"), srv, ClientConfig{Rails: testRails("c0"), Params: p, Ops: []Op{OpWrite, OpRead}}, cli)
+	measured(t, "client", c.out.Rails[0], []Op{OpWrite, OpRead}, 2)
+	for _, r := range c.out.Rails[0].Runs[0].Results {
+		if l := r.Local.Latency; l == nil || !l.Halved || l.Typical != 5 {
+			t.Fatalf("write latency result %+v", r.Local)
+		}
+	}
+	var srvPongs, cliPongs []bool
+	for _, r := range srv.opened {
+		srvPongs = append(srvPongs, r.pongs...)
+	}
+	for _, r := range cli.opened {
+		cliPongs = append(cliPongs, r.pongs...)
+	}
+	if len(srvPongs) != 2 || srvPongs[0] || srvPongs[1] || len(cliPongs) != 2 || !cliPongs[0] {
+		t.Fatalf("ping-pong calls: server %v, client %v; want the server to answer each write size", srvPongs, cliPongs)
 	}
 }

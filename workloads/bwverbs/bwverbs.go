@@ -120,6 +120,9 @@ func open(cfg Config, p bw.Params, onMemory func(bw.Memory)) (res *resources, er
 	if err != nil {
 		return nil, err
 	}
+	if mspec.Kind == bw.MemoryCUDA && p.Latency && p.Op == bw.OpWrite {
+		return nil, bw.Tag(bw.ErrUsage, fmt.Errorf("write latency with --mem %s: the ping-pong's CPU polls the receive buffer, which must be host memory; measure GPU buffers with bandwidth", mspec))
+	}
 	if mspec.Kind == bw.MemoryCUDA && p.Op == bw.OpWrite && p.MaxInline > 0 {
 		return nil, bw.Tag(bw.ErrUsage, fmt.Errorf("inline %d with --mem %s: an inline post copies the payload with the CPU, which must not touch GPU memory; use inline 0", p.MaxInline, mspec))
 	}
@@ -180,8 +183,19 @@ func open(cfg Config, p bw.Params, onMemory func(bw.Memory)) (res *resources, er
 			return nil, err
 		}
 	} else {
-		if r.mr, err = r.pd.RegMR(r.slot*p.QPs, access); err != nil {
+		slots := p.QPs
+		if p.Latency && p.Op == bw.OpWrite {
+			slots = 2 // the ping-pong's receive area (what the peer writes) and send area
+		}
+		if r.mr, err = r.pd.RegMR(r.slot*slots, access); err != nil {
 			return nil, err
+		}
+		if p.Latency && p.Op == bw.OpWrite {
+			// The peer's first ping may land before our loop starts: the
+			// receive area must read zero from the moment we connect.
+			if err = r.mr.Zero(); err != nil {
+				return nil, err
+			}
 		}
 		onMemory(bw.Memory{Kind: bw.MemoryHost})
 	}
@@ -332,6 +346,35 @@ func (r *resources) Poll(wcs []bw.Completion) (int, error) {
 		}
 	}
 	return n, nil
+}
+
+// PingPong is ib_write_lat's loop for one size (verbs.PingPong): the peer
+// writes into our first slot (what Local advertises), we write from the
+// second. A peer silent for 10 s stops it.
+func (r *resources) PingPong(p bw.Params, size int, client bool) ([]time.Duration, error) {
+	scale := calibrate()
+	if scale <= 0 {
+		return nil, errors.New("write latency needs the CPU's cycle counter, which could not be calibrated here")
+	}
+	if len(r.qps) != 1 || len(r.remote) != 1 {
+		return nil, fmt.Errorf("write latency runs on one connected QP, have %d", len(r.qps))
+	}
+	spec := verbs.PingPongSpec{QP: r.qps[0], CQ: r.cq, MR: r.mr, Target: verbs.LoopTarget{Addr: r.remote[0].Addr, RKey: r.remote[0].RKey},
+		RecvOff: 0, SendOff: r.slot, Size: size, Inline: r.inlined(bw.OpWrite, size), Client: client, Iters: p.Iters,
+		Timeout: uint64(float64(10*time.Second) / scale)}
+	posts, err := verbs.PingPong(spec)
+	if err != nil {
+		var ve *verbs.Error
+		if errors.Is(err, verbs.ErrCompletion) || errors.As(err, &ve) || errors.Is(err, verbs.ErrPeerSilent) {
+			return nil, bw.Tag(bw.ErrTransport, err)
+		}
+		return nil, err
+	}
+	out := make([]time.Duration, len(posts))
+	for i, c := range posts {
+		out[i] = time.Duration(float64(c-posts[0]) * scale)
+	}
+	return out, nil
 }
 
 // Loop runs one size in C (verbs.RunLoop) when the cycle counter is

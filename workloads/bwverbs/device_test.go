@@ -291,3 +291,29 @@ func TestGPUMemoryPathWithHostStandIn(t *testing.T) {
 		t.Fatalf("no allocator: %+v", cli.Rails)
 	}
 }
+
+// Latency on real devices, across rxe1 → rxe0: write is the ping-pong
+// (the server answers every size, sizes descending so a stale byte of a
+// larger size would stop it), read is one READ at a time. Every size has
+// perftest's figures, ordered min ≤ typical ≤ p99 ≤ max.
+func TestLatencyAcrossDevices(t *testing.T) {
+	for _, op := range []bw.Op{bw.OpWrite, bw.OpRead} {
+		p := bw.Defaults()
+		p.Op, p.Latency, p.TxDepth, p.CQMod, p.Iters, p.Sizes = op, true, 1, 1, 300, []int{4096, 64, 2}
+		cli, srv, cerr, serr := pairRun(t, "rxe0", Config{Device: "rxe1", Port: 1, GIDIndex: -1}, p)
+		if cerr != nil || serr != nil {
+			t.Fatalf("%s: client %v, server %v", op, cerr, serr)
+		}
+		if miss := append(cli.Incomplete(), srv.Incomplete()...); len(miss) > 0 {
+			t.Fatalf("%s: incomplete: %v", op, miss)
+		}
+		for _, r := range cli.Rails[0].Runs[0].Results {
+			l := r.Local.Latency
+			if l == nil || l.Samples != p.Iters-1-2 || l.Halved != (op == bw.OpWrite) ||
+				!(0 < l.Min && l.Min <= l.Typical && l.Typical <= l.P99 && l.P99 <= l.P999 && l.P999 <= l.Max) {
+				t.Fatalf("%s %d B: latency %+v", op, r.Local.Bytes, l)
+			}
+			t.Logf("%s latency %d B: typical %.1f µs, p99 %.1f µs, max %.1f µs", op, r.Local.Bytes, l.Typical, l.P99, l.Max)
+		}
+	}
+}

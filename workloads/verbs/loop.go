@@ -125,10 +125,89 @@ static int rs_loop(struct ibv_qp **qps, uint64_t *raddr, uint32_t *rkey, int64_t
 	o->done = done;
 	return 0;
 }
+
+// rs_pingpong is perftest's run_iter_lat_write: a memory-polling ping-pong
+// of RDMA WRITEs on one QP. Each side waits until the last byte of its
+// receive area holds the next count (the client skips the wait before its
+// first post), stamps the post, puts its own next count into the last byte
+// of its send area and writes that area into the peer's receive area,
+// signaled, then waits for that one completion. A wait longer than
+// p->timeout cycles for the peer stops the loop (err_kind 5).
+struct rs_pp_params {
+	struct ibv_qp *qp;
+	struct ibv_cq *cq;
+	uint32_t lkey, rkey, size;
+	uint64_t send_addr, recv_addr, raddr;
+	int inl, client;
+	int64_t iters;
+	uint64_t timeout;
+};
+
+static int rs_pingpong(const struct rs_pp_params *p, uint64_t *posted, struct rs_loop_out *o) {
+	volatile uint8_t *recv_last = (volatile uint8_t *)(uintptr_t)(p->recv_addr + p->size - 1);
+	volatile uint8_t *send_last = (volatile uint8_t *)(uintptr_t)(p->send_addr + p->size - 1);
+	struct ibv_sge sge = { .addr = p->send_addr, .length = p->size, .lkey = p->lkey };
+	struct ibv_send_wr wr, *bad = NULL;
+	struct ibv_wc wc;
+	memset(&wr, 0, sizeof(wr));
+	wr.sg_list = &sge;
+	wr.num_sge = 1;
+	wr.opcode = IBV_WR_RDMA_WRITE;
+	wr.send_flags = IBV_SEND_SIGNALED | (p->inl ? IBV_SEND_INLINE : 0);
+	wr.wr.rdma.remote_addr = p->raddr;
+	wr.wr.rdma.rkey = p->rkey;
+	int64_t scnt = 0, rcnt = 0;
+	memset(o, 0, sizeof(*o));
+	while (scnt < p->iters || rcnt < p->iters) {
+		if (rcnt < p->iters && !(p->client && scnt == 0)) {
+			rcnt++;
+			uint64_t t0 = rs_cycles();
+			while (*recv_last != (uint8_t)rcnt) {
+				if (rs_cycles() - t0 > p->timeout) {
+					o->err_kind = 5; o->err_seq = rcnt; o->done = scnt;
+					return -1;
+				}
+			}
+		}
+		if (scnt < p->iters) {
+			uint64_t t = rs_cycles();
+			posted[scnt] = t;
+			if (scnt == 0) o->first_post = t;
+			*send_last = (uint8_t)(scnt + 1);
+			wr.wr_id = (uint64_t)scnt;
+			int rc = ibv_post_send(p->qp, &wr, &bad);
+			if (rc) {
+				o->err_kind = 1; o->err_code = rc; o->err_seq = scnt; o->done = scnt;
+				return -1;
+			}
+			scnt++;
+			int n;
+			uint64_t t1 = rs_cycles();
+			while ((n = ibv_poll_cq(p->cq, 1, &wc)) == 0) {
+				if (rs_cycles() - t1 > p->timeout) {
+					o->err_kind = 5; o->err_seq = scnt; o->done = scnt;
+					return -1;
+				}
+			}
+			if (n < 0) {
+				o->err_kind = 2; o->err_code = n; o->done = scnt;
+				return -1;
+			}
+			if (wc.status != IBV_WC_SUCCESS) {
+				o->err_kind = 3; o->err_code = wc.status; o->err_seq = (int64_t)wc.wr_id; o->done = scnt;
+				return -1;
+			}
+			o->last_done = rs_cycles();
+		}
+	}
+	o->done = scnt;
+	return 0;
+}
 */
 import "C"
 
 import (
+	"errors"
 	"fmt"
 	"syscall"
 	"unsafe"
@@ -250,4 +329,66 @@ func allEx(qps []*QP) bool {
 		}
 	}
 	return true
+}
+
+// PingPongSpec is one size of a write ping-pong (ib_write_lat) on one QP:
+// the peer writes into [RecvOff, RecvOff+Size) of MR, we write from
+// [SendOff, SendOff+Size) into Target.
+type PingPongSpec struct {
+	QP      *QP
+	CQ      *CQ
+	MR      *MR
+	Target  LoopTarget
+	RecvOff int
+	SendOff int
+	Size    int
+	Inline  bool
+	Client  bool   // the client posts first; the server answers
+	Iters   int    // messages each side sends
+	Timeout uint64 // cycles to wait for the peer (one message, or one completion)
+}
+
+// ErrPeerSilent is a ping-pong whose peer stopped answering.
+var ErrPeerSilent = errors.New("the peer stopped answering the ping-pong")
+
+// PingPong runs the ping-pong of one size in a single C call and returns
+// the cycle stamp of every post.
+func PingPong(s PingPongSpec) ([]uint64, error) {
+	if s.QP == nil || s.CQ == nil || s.MR == nil || s.Size < 1 || s.Iters < 1 || s.Timeout == 0 {
+		return nil, fmt.Errorf("verbs ping-pong: incomplete spec (size %d, iters %d, timeout %d)", s.Size, s.Iters, s.Timeout)
+	}
+	if s.MR.External() || s.MR.buf == nil {
+		return nil, errors.New("verbs ping-pong: the CPU polls the receive area, so the MR must be host memory this package allocated")
+	}
+	if s.RecvOff+s.Size > s.MR.Size || s.SendOff+s.Size > s.MR.Size || (s.RecvOff < s.SendOff+s.Size && s.SendOff < s.RecvOff+s.Size) {
+		return nil, fmt.Errorf("verbs ping-pong: receive [%d,+%d) and send [%d,+%d) areas must be apart inside the %d B MR", s.RecvOff, s.Size, s.SendOff, s.Size, s.MR.Size)
+	}
+	// Both areas must hold zeros when the peer's first write can arrive
+	// (the first count expected is 1), which is before this call on the
+	// answering side: the caller zeroes the MR before the peers connect
+	// (MR.Zero), and every ping-pong leaves its areas zeroed for the next.
+	defer func() {
+		C.memset(unsafe.Add(s.MR.buf, s.RecvOff), 0, C.size_t(s.Size))
+		C.memset(unsafe.Add(s.MR.buf, s.SendOff), 0, C.size_t(s.Size))
+	}()
+	posted := make([]uint64, s.Iters)
+	p := C.struct_rs_pp_params{qp: s.QP.qp, cq: s.CQ.cq, lkey: s.MR.mr.lkey, rkey: C.uint32_t(s.Target.RKey), size: C.uint32_t(s.Size),
+		send_addr: C.uint64_t(uint64(s.MR.addr) + uint64(s.SendOff)), recv_addr: C.uint64_t(uint64(s.MR.addr) + uint64(s.RecvOff)),
+		raddr: C.uint64_t(s.Target.Addr), inl: cbool(s.Inline), client: cbool(s.Client), iters: C.int64_t(s.Iters), timeout: C.uint64_t(s.Timeout)}
+	var o C.struct_rs_loop_out
+	rc := C.rs_pingpong(&p, (*C.uint64_t)(unsafe.Pointer(&posted[0])), &o)
+	done := int(o.done)
+	if rc == 0 {
+		return posted[:done], nil
+	}
+	switch o.err_kind {
+	case 1:
+		return posted[:done], &Error{Call: fmt.Sprintf("ibv_post_send(QP %d, ping %d)", s.QP.QPN(), int64(o.err_seq)), Errno: syscall.Errno(o.err_code)}
+	case 2:
+		return posted[:done], &Error{Call: "ibv_poll_cq", Errno: syscall.EIO}
+	case 3:
+		return posted[:done], &CompletionError{QPIndex: 0, Seq: int64(o.err_seq), Status: int(o.err_code)}
+	default:
+		return posted[:done], fmt.Errorf("%w: message %d never arrived (or its completion), after %d sent", ErrPeerSilent, int64(o.err_seq), done)
+	}
 }

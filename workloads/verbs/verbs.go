@@ -549,6 +549,16 @@ func regErr(call string, kind MemKind, err error) error {
 
 // Addr, LKey and RKey are what a peer needs to address this region.
 func (m *MR) Addr() uint64 { return m.addr }
+
+// Zero clears a host MR this package allocated (RegMR fills it with 0x5a
+// to touch every page); other memory is left alone and reported.
+func (m *MR) Zero() error {
+	if m.buf == nil {
+		return errors.New("verbs: only a host MR from RegMR can be zeroed by the CPU")
+	}
+	C.memset(m.buf, 0, C.size_t(m.Size))
+	return nil
+}
 func (m *MR) LKey() uint32 { return uint32(m.mr.lkey) }
 func (m *MR) RKey() uint32 { return uint32(m.mr.rkey) }
 

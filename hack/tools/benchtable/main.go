@@ -25,6 +25,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"fmt"
 	"io"
 	"math"
@@ -275,13 +276,26 @@ func fmtNum(v float64, prec int) string {
 	return strconv.FormatFloat(v, 'f', prec, 64)
 }
 
+// mpps is the message rate of a MB/s figure at size bytes: perftest's
+// MsgRate and BW average come from the same count over the same time, so
+// ours/perftest is one ratio for both.
+func mpps(mbps float64, size int) float64 {
+	if size <= 0 {
+		return 0
+	}
+	return mbps * (1 << 20) / float64(size) / 1e6
+}
+
 // render prints the table and a verdict line per cell.
 func render(w io.Writer, cells map[key]*cell, target float64) error {
+	if len(cells) == 0 {
+		return nil
+	}
 	// Header auto-format would turn "MB/s" into "MB / S".
 	table := tablewriter.NewTable(w, tablewriter.WithConfig(
 		tablewriter.NewConfigBuilder().WithHeaderAutoFormat(tw.Off).Build()))
 	table.Header("op", "bytes", "qps", "cq-mod", "pairs clean/all", "failed runs perftest / ours",
-		"perftest MB/s", "ours MB/s", "ratio [95 % interval]", "ratio, all pairs", "retransmitting runs perftest / ours", "verdict")
+		"perftest MB/s", "ours MB/s", "ours Mpps", "ratio [95 % interval]", "ratio, all pairs", "retransmitting runs perftest / ours", "verdict")
 	var notes []string
 	for _, k := range sortedKeys(cells) {
 		s := summarize(cells[k], target)
@@ -291,7 +305,7 @@ func render(w io.Writer, cells map[key]*cell, target float64) error {
 		}
 		_ = table.Append(k.op, strconv.Itoa(k.bytes), strconv.Itoa(k.qps), strconv.Itoa(k.cqMod),
 			fmt.Sprintf("%d/%d", s.nClean, s.nAll), fmt.Sprintf("%d / %d", cells[k].failedRef, cells[k].failedOurs),
-			fmtNum(s.refMBps, 2), fmtNum(s.oursMBps, 2), interval, fmtNum(s.allMedian, 3),
+			fmtNum(s.refMBps, 2), fmtNum(s.oursMBps, 2), fmtNum(mpps(s.oursMBps, k.bytes), 4), interval, fmtNum(s.allMedian, 3),
 			fmt.Sprintf("%d / %d", s.refRetrying, s.oursRetrying), s.verdict)
 		notes = append(notes, fmt.Sprintf("%s %d B qps %d cq-mod %d: %s — %s", k.op, k.bytes, k.qps, k.cqMod, s.verdict, s.text))
 	}
@@ -305,13 +319,27 @@ func render(w io.Writer, cells map[key]*cell, target float64) error {
 }
 
 func main() {
-	cells, failed := parse(os.Stdin)
+	raw, err := io.ReadAll(os.Stdin)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	cells, failed := parse(bytes.NewReader(raw))
+	lats, latFailed := parseLat(bytes.NewReader(raw))
+	failed += latFailed
 	if err := render(os.Stdout, cells, 0.99); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	if err := renderLat(os.Stdout, lats, 0.99); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
 	measured := 0
 	for _, c := range cells {
+		measured += len(c.complete())
+	}
+	for _, c := range lats {
 		measured += len(c.complete())
 	}
 	if failed > 0 {

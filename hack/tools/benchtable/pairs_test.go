@@ -118,3 +118,37 @@ func TestBootstrapIsDeterministic(t *testing.T) {
 		t.Fatalf("[%g, %g] then [%g, %g]", lo1, hi1, lo2, hi2)
 	}
 }
+
+// Latency pairs: lower is better, so ours/perftest at or under 1/0.99 of
+// the whole interval is parity; a NaN run counts as failed.
+func TestLatencyPairs(t *testing.T) {
+	in := `LAT perftest write 2 1 40.1 55.0 90.2
+LAT rdmaprobe write 2 1 40.3 54.0 80.0
+LAT rdmaprobe write 2 2 40.0 52.0 70.0
+LAT perftest write 2 2 40.2 51.0 95.0
+LAT perftest write 2 3 40.0 50.0 99.0
+LAT rdmaprobe write 2 3 NaN NaN NaN
+LAT rdmaprobe write 2 3 40.1 55.0 77.0
+LAT perftest read 2 1 100 120 300
+LAT rdmaprobe read 2 1 130 150 310
+LAT perftest read 2 2 101 121 301
+LAT rdmaprobe read 2 2 131 151 311
+LAT perftest read 2 3 99 119 299
+LAT rdmaprobe read 2 3 129 149 309
+`
+	cells, failed := parseLat(strings.NewReader(in))
+	w := cells[latKey{"write", 2}]
+	if failed != 1 || w == nil || len(w.pairs) != 3 || w.failedOurs != 1 {
+		t.Fatalf("failed %d, write %+v", failed, w)
+	}
+	if s := summarizeLat(w, 0.99); s.verdict != verdictParity {
+		t.Errorf("write: %s (%s)", s.verdict, s.text)
+	}
+	if s := summarizeLat(cells[latKey{"read", 2}], 0.99); s.verdict != verdictBelow {
+		t.Errorf("read 30 %% slower: %s (%s)", s.verdict, s.text)
+	}
+	var b strings.Builder
+	if err := renderLat(&b, cells, 0.99); err != nil || !strings.Contains(b.String(), "40.1") {
+		t.Fatalf("%v\n%s", err, b.String())
+	}
+}
