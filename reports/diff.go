@@ -167,7 +167,8 @@ func measurements(r Run) (map[measKey]measVal, []measKey) {
 // match per (check id, variant, first node, rail).
 //
 // Regressions: a value worse than the baseline by more than tolerance (a
-// fraction, e.g. 0.05; lower is better only for values judged with "<="; in
+// fraction, e.g. 0.05; lower is better for values judged with "<=" and for
+// latencies (UnitMicroseconds), judged or not; in
 // "bytes", -1 is unlimited and better than any finite value); a status that
 // went from pass to anything else; a value of a node still in the run that
 // disappeared; a new value (no baseline) that fails its threshold ("new,
@@ -222,7 +223,7 @@ func Diff(base, run Run, tolerance float64) DiffResult {
 		if t == nil {
 			t = b.m.Threshold
 		}
-		compare(&d, t != nil && t.Op == "<=", tolerance)
+		compare(&d, (t != nil && t.Op == "<=") || m.Unit == UnitMicroseconds, tolerance)
 		res.Deltas = append(res.Deltas, d)
 	}
 	for k, b := range baseM {
@@ -272,7 +273,7 @@ func Diff(base, run Run, tolerance float64) DiffResult {
 // worse reports whether a is worse than b (same key): lower is worse unless
 // the threshold is "<="; in bytes, -1 (unlimited) is the best value.
 func worse(a, b Measurement) bool {
-	lowerBetter := a.Threshold != nil && a.Threshold.Op == "<="
+	lowerBetter := (a.Threshold != nil && a.Threshold.Op == "<=") || a.Unit == UnitMicroseconds
 	unl := func(v float64) bool { return a.Unit == "bytes" && v < 0 }
 	switch {
 	case unl(a.Value) || unl(b.Value):

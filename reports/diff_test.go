@@ -39,6 +39,9 @@ func TestDiff(t *testing.T) {
 		}
 		return c
 	}
+	latency := func(v float64) Check {
+		return Check{ID: "latency/write", Nodes: []string{"a", "b"}, Status: Pass, Measured: []Measurement{{Name: "write_2B_p99", Node: "a", Value: v, Unit: "µs"}}}
+	}
 	railCheck := func(rail string, st Status) Check {
 		return Check{ID: "bandwidth/write", Nodes: []string{"a", "b"}, Rail: rail, Status: st}
 	}
@@ -74,6 +77,8 @@ func TestDiff(t *testing.T) {
 		{name: "lower is better with <=", base: runOf(stall(10, "<=")), now: runOf(stall(20, "<=")), regs: []string{"stall_sec a"}},
 		{name: "lower is better with <=: improvement", base: runOf(stall(20, "<=")), now: runOf(stall(10, "<="))},
 		{name: "lower is better from 0", base: runOf(stall(0, "<=")), now: runOf(stall(5, "<=")), regs: []string{"stall_sec a"}},
+		{name: "a latency (µs) without a bound: lower is better", base: runOf(latency(40)), now: runOf(latency(60)), regs: []string{"write_2B_p99 a"}},
+		{name: "a latency (µs) without a bound: a drop is an improvement", base: runOf(latency(60)), now: runOf(latency(40))},
 		{name: "new value under its floor is a failure, never ok (new)",
 			base: runOf(bwCheck("a", "b", 190, Pass)), now: runOf(bwCheck("a", "b", 190, Pass), bwCheck("c", "a", 100, Fail)),
 			regs: []string{"new, under floor"}, forbidNote: []string{"new"}},

@@ -119,6 +119,9 @@ type Measurement struct {
 	Threshold *Threshold `json:"threshold,omitempty"`
 }
 
+// UnitMicroseconds is a latency's unit: lower is better, bound or not.
+const UnitMicroseconds = "µs"
+
 // Threshold is the bound a measurement must meet and where it comes from.
 type Threshold struct {
 	Op     string  `json:"op"` // >= or <=

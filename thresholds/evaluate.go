@@ -42,6 +42,26 @@ func (k *SKU) BandwidthFloor(metric string) (Bound, error) {
 	return b, nil
 }
 
+// LatencyCeiling is the SKU's bound on the average latency of op (write
+// or read) in µs, as perftest reports it (write half the round trip, read
+// the whole READ); an error names the missing field.
+func (k *SKU) LatencyCeiling(op string) (Bound, error) {
+	var v Value
+	var field string
+	switch op {
+	case "write":
+		v, field = k.WriteLatencyUs, "writeLatencyUs"
+	case "read":
+		v, field = k.ReadLatencyUs, "readLatencyUs"
+	default:
+		return Bound{}, fmt.Errorf("no latency ceiling for op %q (write, read)", op)
+	}
+	if v.Value == nil {
+		return Bound{}, fmt.Errorf("sku %s has no %s: add one to the thresholds (rdmasuite thresholds list shows the built-ins) to judge %s latency", k.Name, field, op)
+	}
+	return Bound{Op: "<=", Value: *v.Value, Source: k.label() + ": " + v.Source}, nil
+}
+
 // MinMemlock is the smallest registration that must succeed in a pod.
 func (k *SKU) MinMemlock() Bound {
 	return Bound{Op: ">=", Value: *k.MinMemlockBytes.Value, Source: k.label() + ": " + k.MinMemlockBytes.Source}

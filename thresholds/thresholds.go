@@ -55,7 +55,11 @@ type SKU struct {
 	NCCLAllReduceBusBw Floor `yaml:"ncclAllReduceBusBw"`
 	MaxNFSStallSec     Value `yaml:"maxNFSStallSec"`
 	MinMemlockBytes    Value `yaml:"minMemlockBytes"`
-	line               int
+	// Latency ceilings in µs (optional: without one the latency checks
+	// are not-run, naming the missing field).
+	WriteLatencyUs Value `yaml:"writeLatencyUs"`
+	ReadLatencyUs  Value `yaml:"readLatencyUs"`
+	line           int
 	file               string // the file that defined it
 	overlay            bool   // it came from an overlay (Set.Overlay)
 }
@@ -200,6 +204,14 @@ func parse(name string, data []byte, base *Set) (*Set, error) {
 		checkValue(add, k.Name, "portsPerNode", k.PortsPerNode, k.line, 1, 64)
 		checkValue(add, k.Name, "maxNFSStallSec", k.MaxNFSStallSec, k.line, 1, 3600)
 		checkValue(add, k.Name, "minMemlockBytes", k.MinMemlockBytes, k.line, 4096, 1<<50)
+		for _, opt := range []struct {
+			field string
+			v     Value
+		}{{"writeLatencyUs", k.WriteLatencyUs}, {"readLatencyUs", k.ReadLatencyUs}} {
+			if opt.v.line != 0 { // optional, checked when given
+				checkValue(add, k.Name, opt.field, opt.v, k.line, 0.01, 1e6)
+			}
+		}
 		link := k.LinkRateGbps.Value
 		if link != nil && notFinite(*link) != "" {
 			link = nil

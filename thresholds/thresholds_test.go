@@ -129,3 +129,29 @@ func TestNoReportsImport(t *testing.T) {
 		}
 	}
 }
+
+// Latency ceilings are optional per SKU (a SKU without one leaves the
+// latency checks not-run, naming why); where given they are "<=" bounds
+// with their source, validated like every value.
+func TestLatencyCeiling(t *testing.T) {
+	s, _ := Load("")
+	k, _ := s.Lookup("H100/NDR-400")
+	for op, want := range map[string]float64{"write": 2.5, "read": 4.5} {
+		b, err := k.LatencyCeiling(op)
+		if err != nil || b.Op != "<=" || b.Value != want || !strings.Contains(b.Source, "ngc_multinode_perf") {
+			t.Errorf("%s: %+v %v", op, b, err)
+		}
+	}
+	if _, err := k.LatencyCeiling("atomic"); err == nil {
+		t.Error("unknown op accepted")
+	}
+	var bare SKU
+	bare.Name = "Y"
+	if _, err := bare.LatencyCeiling("write"); err == nil || !strings.Contains(err.Error(), "writeLatencyUs") {
+		t.Errorf("a SKU without a ceiling: %v", err)
+	}
+	in := strings.Replace(good, "minMemlockBytes:", "writeLatencyUs: {value: 0, source: \"x\"}\n    minMemlockBytes:", 1)
+	if _, err := Parse("t.yaml", []byte(in)); err == nil || !strings.Contains(err.Error(), "writeLatencyUs = 0 is out of range") {
+		t.Errorf("a zero ceiling passes nothing and must be rejected: %v", err)
+	}
+}
