@@ -60,8 +60,8 @@ type SKU struct {
 	WriteLatencyUs Value `yaml:"writeLatencyUs"`
 	ReadLatencyUs  Value `yaml:"readLatencyUs"`
 	line           int
-	file               string // the file that defined it
-	overlay            bool   // it came from an overlay (Set.Overlay)
+	file           string // the file that defined it
+	overlay        bool   // it came from an overlay (Set.Overlay)
 }
 
 // Value is a number with its source.
