@@ -71,6 +71,8 @@ var (
 	flagBWQPs           = flag.Int("bw-qps", 4, "queue pairs per test (several QPs reach line rate on NDR/HDR)")
 	flagBWDuration      = flag.Duration("bw-duration", 5*time.Second, "measurement time per size (perftest -D)")
 	flagBWIters         = flag.Int("bw-iters", 0, "iterations per QP per size instead of --bw-duration")
+	flagLatSizes        = flag.String("lat-sizes", "2", "latency feature (suite=latency): message sizes; the largest is judged against the SKU's ceiling")
+	flagLatIters        = flag.Int("lat-iters", 1000, "latency feature: iterations per pair, rail and op (perftest's default; it drops the 2 largest samples)")
 	flagPairing         = flag.String("pairing", "ring", "ring (every node as client and server, 2 rounds) or all (every pair)")
 	flagRails           = flag.String("rails", "same", "rail pairing inside a node pair: same (rail i ↔ rail i) or cross (every rail × every rail)")
 	flagRailParallel    = flag.Bool("rail-parallel", false, "measure a pair's rails at the same time (default: one after another)")
@@ -149,6 +151,10 @@ func config() (runner.Config, error) {
 	if err != nil {
 		return runner.Config{}, fmt.Errorf("--bw-sizes: %w", err)
 	}
+	latSizes, err := runner.ParseSizes(*flagLatSizes)
+	if err != nil {
+		return runner.Config{}, fmt.Errorf("--lat-sizes: %w", err)
+	}
 	set, err := thresholds.LoadSuite(*flagThresholds, *flagThresholdsRepl, *flagThresholdsOver)
 	if err != nil {
 		return runner.Config{}, err
@@ -161,6 +167,7 @@ func config() (runner.Config, error) {
 		Variants: runner.SplitList(*flagVariants), RDMAResources: runner.SplitList(*flagRDMARes), HostdevRes: *flagHostdevRes,
 		HostdevNet: *flagHostdevNet, HostdevNetdev: *flagHostdevNetdev, Device: *flagDevice, GPUs: *flagGPUs,
 		BWOps: runner.SplitList(*flagBWOps), BWSizes: sizes, BWQPs: *flagBWQPs, BWDuration: *flagBWDuration, BWIters: *flagBWIters,
+		LatSizes: latSizes, LatIters: *flagLatIters,
 		Pairing: *flagPairing, Loopback: *flagLoopback, RailMode: *flagRails, RailParallel: *flagRailParallel,
 		Thresholds: set, SKU: *flagSKU, MemlockRequired: *flagMemlockRequired, MemlockMax: *flagMemlockMax, MemlockIPCLock: *flagMemlockIPCLock,
 		NodeProbe: *flagNodeProbe, NodeProbeHostPath: *flagNodeProbePath, NodeProbeWindow: *flagNodeProbeWin,

@@ -31,43 +31,18 @@ const BWPort = 18515
 // the hostdev variant also a bandwidth/isolation row saying whether its
 // pods saw only their own RDMA device.
 func (r *Runner) Bandwidth(ctx context.Context, v Variant) []reports.Check {
-	ops := r.Cfg.BWOps
-	perOp := func(mk func(op string) reports.Check) []reports.Check {
-		var cs []reports.Check
-		for _, op := range ops {
-			cs = append(cs, mk(op))
-		}
-		return cs
+	var ids []string
+	for _, op := range r.Cfg.BWOps {
+		ids = append(ids, "bandwidth/"+op)
 	}
-	nodes, err := r.SelectedNodes(ctx)
-	if err != nil {
-		return perOp(func(op string) reports.Check {
-			return reports.Check{ID: "bandwidth/" + op, Variant: v.Label, Status: reports.Error, Reason: err.Error()}
-		})
-	}
-	if why := Prerequisite(r.Kube, v); why != "" {
-		return perOp(func(op string) reports.Check { return NotRun("bandwidth/"+op, v.Label, why, nodeNames(nodes)...) })
-	}
-	with, without := SplitAdvertising(nodes, v.Resource)
-	var out []reports.Check
-	for _, n := range without {
-		for _, op := range ops {
-			out = append(out, NotAdvertising("bandwidth/"+op, v.Label, n, v.Resource))
-		}
+	with, rounds, out, done := r.pairedNodes(ctx, v, ids, r.Cfg.Loopback)
+	if done {
+		return out
 	}
 	names := nodeNames(with)
 	byName := map[string]corev1.Node{}
 	for _, n := range with {
 		byName[n.Name] = n
-	}
-	rounds, err := pairing.Schedule(names, r.Cfg.Pairing)
-	if err != nil && r.Cfg.Loopback && len(names) == 1 {
-		rounds, err = nil, nil // one node and --loopback: the same-node pair is the whole test
-	}
-	if err != nil {
-		return append(out, perOp(func(op string) reports.Check {
-			return NotRun("bandwidth/"+op, v.Label, fmt.Sprintf("%v: nodes advertising %s: %v", err, v.Resource, names), names...)
-		})...)
 	}
 	seen := newRailsSeen()
 	for _, round := range rounds {
@@ -90,6 +65,48 @@ func (r *Runner) Bandwidth(ctx context.Context, v Variant) []reports.Check {
 		out = append(out, r.nodeRows(v, n, &seen)...)
 	}
 	return out
+}
+
+// pairedNodes selects the variant's nodes for a pair feature whose checks
+// are ids (one per op): a not-advertising row per id for each node without
+// the resource, and the pairing rounds of those with it. done: the rows
+// are all the feature has (the nodes could not be listed, the variant's
+// prerequisite is missing, or no pair can be formed; loopback lets one
+// node stand as its own pair).
+func (r *Runner) pairedNodes(ctx context.Context, v Variant, ids []string, loopback bool) (with []corev1.Node, rounds [][]pairing.Pair, out []reports.Check, done bool) {
+	perID := func(mk func(id string) reports.Check) []reports.Check {
+		var cs []reports.Check
+		for _, id := range ids {
+			cs = append(cs, mk(id))
+		}
+		return cs
+	}
+	nodes, err := r.SelectedNodes(ctx)
+	if err != nil {
+		return nil, nil, perID(func(id string) reports.Check {
+			return reports.Check{ID: id, Variant: v.Label, Status: reports.Error, Reason: err.Error()}
+		}), true
+	}
+	if why := Prerequisite(r.Kube, v); why != "" {
+		return nil, nil, perID(func(id string) reports.Check { return NotRun(id, v.Label, why, nodeNames(nodes)...) }), true
+	}
+	with, without := SplitAdvertising(nodes, v.Resource)
+	for _, n := range without {
+		for _, id := range ids {
+			out = append(out, NotAdvertising(id, v.Label, n, v.Resource))
+		}
+	}
+	names := nodeNames(with)
+	rounds, err = pairing.Schedule(names, r.Cfg.Pairing)
+	if err != nil && loopback && len(names) == 1 {
+		rounds, err = nil, nil // one node and --loopback: the same-node pair is the whole test
+	}
+	if err != nil {
+		return with, nil, append(out, perID(func(id string) reports.Check {
+			return NotRun(id, v.Label, fmt.Sprintf("%v: nodes advertising %s: %v", err, v.Resource, names), names...)
+		})...), true
+	}
+	return with, rounds, out, false
 }
 
 // nodeRows are a node's rows built from what its pairs' probes saw:
@@ -241,14 +258,20 @@ func (r *Runner) runPair(ctx context.Context, v Variant, p pairing.Pair, in *ver
 	}
 	r.AddPhase(PhasePodStart, srvStart)
 	cliArgs := append(append([]string{"bw", "client", "--port", strconv.Itoa(BWPort), "--op", strings.Join(in.Ops, ","),
-		"--size", r.Cfg.SizesArg(), "--qps", strconv.Itoa(r.Cfg.BWQPs), "--rails", r.Cfg.RailMode, "--timeout", "1m"}, r.DeviceArgs(v)...), mem.args()...)
+		"--size", sizesArg(in.Sizes)}, r.DeviceArgs(v)...), mem.args()...)
+	cliArgs = append(cliArgs, "--rails", r.Cfg.RailMode, "--timeout", "1m")
 	if r.Cfg.RailParallel {
 		cliArgs = append(cliArgs, "--rail-parallel")
 	}
-	if r.Cfg.BWIters > 0 {
-		cliArgs = append(cliArgs, "--iters", strconv.Itoa(r.Cfg.BWIters))
-	} else {
-		cliArgs = append(cliArgs, "--duration", r.Cfg.BWDuration.String())
+	switch {
+	case mem.latency:
+		// One operation at a time on one QP (--latency sets depth and
+		// moderation), perftest's iteration count.
+		cliArgs = append(cliArgs, "--iters", strconv.Itoa(r.Cfg.LatIters))
+	case r.Cfg.BWIters > 0:
+		cliArgs = append(cliArgs, "--qps", strconv.Itoa(r.Cfg.BWQPs), "--iters", strconv.Itoa(r.Cfg.BWIters))
+	default:
+		cliArgs = append(cliArgs, "--qps", strconv.Itoa(r.Cfg.BWQPs), "--duration", r.Cfg.BWDuration.String())
 	}
 	cliArgs = append(cliArgs, srv.Status.PodIP)
 	in.Client.Command = "rdmaprobe " + strings.Join(cliArgs, " ")

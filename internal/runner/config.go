@@ -38,11 +38,15 @@ type Config struct {
 	Device        string
 	GPUs          int
 
-	BWOps        []string
-	BWSizes      []int // bytes, in the order given; the largest is judged
-	BWQPs        int
-	BWDuration   time.Duration
-	BWIters      int
+	BWOps      []string
+	BWSizes    []int // bytes, in the order given; the largest is judged
+	BWQPs      int
+	BWDuration time.Duration
+	BWIters    int
+	// LatSizes and LatIters are the latency feature's message sizes
+	// (perftest's 2 B) and iterations (1000) per pair, rail and op.
+	LatSizes     []int
+	LatIters     int
 	Pairing      string // ring or all
 	Loopback     bool
 	RailMode     string // bw.RailsSame or bw.RailsCross
@@ -233,6 +237,12 @@ func (c Config) Validate() error {
 	if len(c.BWSizes) == 0 {
 		return fmt.Errorf("--bw-sizes is empty: give sizes such as 64K,1M")
 	}
+	if len(c.LatSizes) == 0 {
+		return fmt.Errorf("--lat-sizes is empty: give sizes such as 2 (perftest's latency default)")
+	}
+	if c.LatIters < 4 {
+		return fmt.Errorf("--lat-iters %d: want at least 4 (perftest drops the 2 largest samples; its default is 1000)", c.LatIters)
+	}
 	if c.RailMode != bw.RailsSame && c.RailMode != bw.RailsCross {
 		return fmt.Errorf("--rails %q: same (rail i ↔ rail i) or cross (every rail × every rail)", c.RailMode)
 	}
@@ -284,9 +294,11 @@ func (c Config) Validate() error {
 }
 
 // SizesArg is the sizes as the probe's --size flag takes them.
-func (c Config) SizesArg() string {
-	parts := make([]string, len(c.BWSizes))
-	for i, s := range c.BWSizes {
+func (c Config) SizesArg() string { return sizesArg(c.BWSizes) }
+
+func sizesArg(sizes []int) string {
+	parts := make([]string, len(sizes))
+	for i, s := range sizes {
 		parts[i] = strconv.Itoa(s)
 	}
 	return strings.Join(parts, ",")

@@ -17,9 +17,10 @@ import (
 // host memory, or GPU memory through the probe's --mem with a GPU
 // requested for each pod.
 type bwMemory struct {
-	prefix string // pod names: bw-…, gd-…
-	mem    string // the probe's --mem; "" leaves it out (host memory, and probes older than --mem)
-	gpus   int    // nvidia.com/gpu per pod at least (Cfg.GPUs when higher)
+	prefix  string // pod names: bw-…, gd-…, lat-…
+	mem     string // the probe's --mem; "" leaves it out (host memory, and probes older than --mem)
+	gpus    int    // nvidia.com/gpu per pod at least (Cfg.GPUs when higher)
+	latency bool   // the probe measures latency (--latency), the latency feature's pairs
 }
 
 // hostMemory is the bandwidth feature's.
@@ -27,10 +28,14 @@ var hostMemory = bwMemory{prefix: "bw"}
 
 // args are the probe flags for this memory, on both sides.
 func (m bwMemory) args() []string {
-	if m.mem == "" {
-		return nil
+	var a []string
+	if m.mem != "" {
+		a = append(a, "--mem", m.mem)
 	}
-	return []string{"--mem", m.mem}
+	if m.latency {
+		a = append(a, "--latency")
+	}
+	return a
 }
 
 // spec adds the GPUs the memory needs to a probe pod.

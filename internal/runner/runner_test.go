@@ -33,7 +33,7 @@ func testConfig(t *testing.T) Config {
 	}
 	return Config{Image: "img", PodTimeout: time.Second, Concurrency: 2, Variants: []string{VariantSharedDev},
 		RDMAResources: []string{res}, BWOps: []string{"write", "read"}, BWSizes: []int{65536}, Pairing: "ring",
-		RailMode: bw.RailsSame, Thresholds: set, MemlockMax: "1G"}
+		RailMode: bw.RailsSame, Thresholds: set, MemlockMax: "1G", LatSizes: []int{2}, LatIters: 1000}
 }
 
 // Defect: nodes that did not advertise the resource were dropped from

@@ -8,6 +8,7 @@ import (
 	"github.com/rdmasuite/rdmasuite/reports"
 	"github.com/rdmasuite/rdmasuite/thresholds"
 	"github.com/rdmasuite/rdmasuite/workloads/bw"
+	"github.com/rdmasuite/rdmasuite/workloads/lat"
 	"github.com/rdmasuite/rdmasuite/workloads/mr"
 	"github.com/rdmasuite/rdmasuite/workloads/probeout"
 	"github.com/rdmasuite/rdmasuite/workloads/units"
@@ -26,6 +27,10 @@ type BWInput struct {
 	OneRail bool
 	Client  Side
 	Server  Side
+	// Latency: the pair ran rdmaprobe bw --latency; the checks are
+	// latency/<op>, judged on perftest's average against the SKU's
+	// ceiling (Latency sets it).
+	Latency bool
 	SKU     *thresholds.SKU
 	SKUErr  error
 
@@ -188,7 +193,7 @@ func Bandwidth(in BWInput) BWResult {
 	}
 	// Nothing requested may vanish: an op without a single row is an error.
 	for _, op := range in.Ops {
-		if !slices.ContainsFunc(res.Checks, func(c reports.Check) bool { return c.ID == "bandwidth/"+op }) {
+		if !slices.ContainsFunc(res.Checks, func(c reports.Check) bool { return c.ID == in.prefix()+op }) {
 			c := in.check(op, "")
 			setOutcome(&c, reports.Error, fmt.Sprintf("no rail pair of %s → %s could be judged for %s (client exit %d): see the evidence",
 				in.Client.Node, in.Server.Node, op, in.Client.Exit), "")
@@ -228,8 +233,20 @@ func demotePasses(cs []reports.Check, reason string) {
 	}
 }
 
+// prefix is the check ids' family: bandwidth/ or latency/.
+func (in BWInput) prefix() string {
+	if in.Latency {
+		return LatencyPrefix
+	}
+	return "bandwidth/"
+}
+
 func (in BWInput) check(op, rail string) reports.Check {
-	return reports.Check{ID: "bandwidth/" + op, Title: fmt.Sprintf("RDMA %s bandwidth %s → %s", op, in.Client.Node, in.Server.Node),
+	what := "bandwidth"
+	if in.Latency {
+		what = "latency"
+	}
+	return reports.Check{ID: in.prefix() + op, Title: fmt.Sprintf("RDMA %s %s %s → %s", op, what, in.Client.Node, in.Server.Node),
 		Nodes: []string{in.Client.Node, in.Server.Node}, Variant: in.Variant, Rail: rail, Evidence: in.evidence()}
 }
 
@@ -241,11 +258,23 @@ func (in BWInput) judgeRail(c *reports.Check, op string, rr bw.RailResult, srvBy
 			run = &rr.Runs[i]
 		}
 	}
+	// The metric: average bandwidth (Gb/s), or perftest's average latency
+	// (µs) when the pair measured latency; a size without it is missing.
 	measured := map[int]float64{}
+	lats := map[int]*lat.Summary{}
 	if run != nil {
 		for _, r := range run.Results {
-			measured[r.Local.Bytes] = r.Local.AvgGbps
+			switch {
+			case !in.Latency:
+				measured[r.Local.Bytes] = r.Local.AvgGbps
+			case r.Local.Latency != nil:
+				measured[r.Local.Bytes], lats[r.Local.Bytes] = r.Local.Latency.Avg, r.Local.Latency
+			}
 		}
+	}
+	name, unit := func(size int) string { return fmt.Sprintf("%s_%s_avg", op, SizeName(size)) }, "Gb/s"
+	if in.Latency {
+		name, unit = func(size int) string { return fmt.Sprintf("%s_%s_lat_avg", op, SizeName(size)) }, reports.UnitMicroseconds
 	}
 	port := rr.Local.Name()
 	largest := slices.Max(in.Sizes)
@@ -257,12 +286,17 @@ func (in BWInput) judgeRail(c *reports.Check, op string, rr bw.RailResult, srvBy
 			continue
 		}
 		if size != largest {
-			c.Measured = append(c.Measured, reports.Measurement{Name: fmt.Sprintf("%s_%s_avg", op, SizeName(size)),
-				Node: in.Client.Node, Port: port, Value: v, Unit: "Gb/s"})
+			c.Measured = append(c.Measured, reports.Measurement{Name: name(size), Node: in.Client.Node, Port: port, Value: v, Unit: unit})
 		}
 	}
-	floor, err := in.SKU.BandwidthFloor(op)
-	if err != nil {
+	var bound thresholds.Bound
+	var err error
+	if in.Latency {
+		bound, err = in.SKU.LatencyCeiling(op)
+	} else {
+		bound, err = in.SKU.BandwidthFloor(op)
+	}
+	if err != nil && !in.Latency {
 		setOutcome(c, reports.Error, err.Error(), "")
 		return
 	}
@@ -270,11 +304,32 @@ func (in BWInput) judgeRail(c *reports.Check, op string, rr bw.RailResult, srvBy
 	if v, ok := measured[largest]; ok {
 		judged = &v
 	}
-	m, st, why := reports.Judge(fmt.Sprintf("%s_%s_avg", op, SizeName(largest)), "Gb/s", in.Client.Node, port, judged,
-		reports.Threshold{Op: floor.Op, Value: floor.Value, Source: floor.Source})
+	m, st, why := reports.Judge(name(largest), unit, in.Client.Node, port, judged,
+		reports.Threshold{Op: bound.Op, Value: bound.Value, Source: bound.Source})
 	if judged != nil {
 		// Nothing measured is said in the diagnosis, never as a 0 value.
+		if err != nil {
+			m.Threshold = nil
+		}
 		c.Measured = append(c.Measured, m)
+		if l := lats[largest]; l != nil {
+			for _, x := range []struct {
+				what string
+				v    float64
+			}{{"typical", l.Typical}, {"p99", l.P99}, {"max", l.Max}} {
+				c.Measured = append(c.Measured, reports.Measurement{Name: fmt.Sprintf("%s_%s_lat_%s", op, SizeName(largest), x.what),
+					Node: in.Client.Node, Port: port, Value: x.v, Unit: unit})
+			}
+		}
+	}
+	if err != nil {
+		// A SKU without a latency ceiling: measured, not judged.
+		if judged == nil {
+			setOutcome(c, reports.Fail, fmt.Sprintf("%s not measured on %s", name(largest), c.Rail), "")
+			return
+		}
+		setOutcome(c, reports.NotRun, err.Error(), "")
+		return
 	}
 	// The server's own error for this very pair, if it recorded one (a
 	// "peer" error there only echoes the client and is not its own).
@@ -306,6 +361,8 @@ func (in BWInput) judgeRail(c *reports.Check, op string, rr bw.RailResult, srvBy
 		setOutcome(c, st, "the client measured this rail but the server reported: "+msg, fix)
 	case len(missing) > 0:
 		setOutcome(c, reports.Fail, fmt.Sprintf("requested size(s) %s not measured on %s, and the probe reported no error for them", strings.Join(missing, ", "), c.Rail), "")
+	case st == reports.Fail && in.Latency:
+		setOutcome(c, reports.Fail, why, FixSlowLatency)
 	case st == reports.Fail:
 		msg := why
 		if rr.Local.RateGbps > 0 && in.SKU.LinkRateGbps.Value != nil && rr.Local.RateGbps < *in.SKU.LinkRateGbps.Value {

@@ -1,0 +1,88 @@
+package verdict
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/rdmasuite/rdmasuite/reports"
+	"github.com/rdmasuite/rdmasuite/workloads/bw"
+	"github.com/rdmasuite/rdmasuite/workloads/lat"
+)
+
+// latencyOut is a pair's outputs where every rail measured latency at 2 B
+// with the given average (µs) unless edit changes it.
+func latencyOut(t *testing.T, ops []string, rails int, avg float64, edit func(cli, srv *bw.ProbeOutput)) (string, string) {
+	return pairOut(t, ops, []int{2}, rails, 0, func(cli, srv *bw.ProbeOutput) {
+		for i := range cli.Rails {
+			for j := range cli.Rails[i].Runs {
+				r := &cli.Rails[i].Runs[j]
+				r.Params.Latency = true
+				for k := range r.Results {
+					r.Results[k].Local.Latency = &lat.Summary{Samples: 997, Min: avg * 0.9, Typical: avg, Avg: avg, P99: avg * 1.5, P999: avg * 2, Max: avg * 2,
+						Halved: r.Params.Op == bw.OpWrite}
+				}
+			}
+		}
+		if edit != nil {
+			edit(cli, srv)
+		}
+	})
+}
+
+func latInput(t *testing.T, ops []string, cli, srv string) BWInput {
+	in := bwInput(t, ops, []int{2}, cli, srv)
+	in.Latency = true
+	in.SKU = sku(t, "H100/NDR-400")
+	return in
+}
+
+// Each rail pair and op is one latency/<op> check, judged on the average
+// against the SKU's ceiling, with typical, p99 and max beside it.
+func TestLatencyPassAndFail(t *testing.T) {
+	cli, srv := latencyOut(t, []string{"write", "read"}, 2, 2.0, nil)
+	res := Latency(latInput(t, []string{"write", "read"}, cli, srv))
+	if got := statuses(res.Checks); got != "latency/write{mlx5_0/1→mlx5_0/1}=pass latency/read{mlx5_0/1→mlx5_0/1}=pass latency/write{mlx5_1/1→mlx5_1/1}=pass latency/read{mlx5_1/1→mlx5_1/1}=pass" {
+		t.Fatalf("statuses: %s", got)
+	}
+	c := res.Checks[0]
+	var names []string
+	for _, m := range c.Measured {
+		names = append(names, m.Name)
+		if m.Unit != reports.UnitMicroseconds {
+			t.Errorf("%s in %s", m.Name, m.Unit)
+		}
+	}
+	if strings.Join(names, ",") != "write_2B_lat_avg,write_2B_lat_typical,write_2B_lat_p99,write_2B_lat_max" ||
+		c.Measured[0].Threshold == nil || c.Measured[0].Threshold.Op != "<=" || c.Measured[0].Threshold.Value != 2.5 {
+		t.Fatalf("measured %+v", c.Measured)
+	}
+	// 3 µs write is over 2.5 µs; read at 3 µs is under its 4.5 µs.
+	cli, srv = latencyOut(t, []string{"write", "read"}, 1, 3.0, nil)
+	res = Latency(latInput(t, []string{"write", "read"}, cli, srv))
+	if res.Checks[0].Status != reports.Fail || !strings.Contains(res.Checks[0].Diagnosis, "write_2B_lat_avg = 3 µs, threshold <= 2.5 µs") ||
+		res.Checks[0].Fix != FixSlowLatency || res.Checks[1].Status != reports.Pass {
+		t.Fatalf("%+v", res.Checks)
+	}
+}
+
+// Defect guards: a rail whose output holds no latency (an old probe, a
+// bandwidth-only run) fails as not measured, never passes on a zero; a
+// SKU without a ceiling is not-run naming the field, with the values kept.
+func TestLatencyMissingIsNeverAPass(t *testing.T) {
+	cli, srv := latencyOut(t, []string{"write"}, 1, 2.0, func(cli, _ *bw.ProbeOutput) {
+		cli.Rails[0].Runs[0].Results[0].Local.Latency = nil
+	})
+	res := Latency(latInput(t, []string{"write"}, cli, srv))
+	if len(res.Checks) != 1 || res.Checks[0].Status != reports.Fail || !strings.Contains(res.Checks[0].Diagnosis, "not measured") {
+		t.Fatalf("%+v", res.Checks)
+	}
+	cli, srv = latencyOut(t, []string{"read"}, 1, 2.0, nil)
+	in := latInput(t, []string{"read"}, cli, srv)
+	k := *sku(t, "A100/HDR-200")
+	k.ReadLatencyUs.Value = nil
+	in.SKU = &k
+	res = Latency(in)
+	if c := res.Checks[0]; c.Status != reports.NotRun || !strings.Contains(c.Reason, "readLatencyUs") || len(c.Measured) != 4 {
+		t.Fatalf("%+v", c)
+	}
+}
