@@ -184,13 +184,16 @@ func open(cfg Config, p bw.Params, onMemory func(bw.Memory)) (res *resources, er
 		}
 	} else {
 		slots := p.QPs
-		if p.Latency && p.Op == bw.OpWrite {
-			slots = 2 // the ping-pong's receive area (what the peer writes) and send area
+		if p.Latency {
+			// The write ping-pong's receive area (what the peer writes) and
+			// send area; whatever op these resources open with, a client
+			// measuring write,read may reuse them.
+			slots = max(2, p.QPs)
 		}
 		if r.mr, err = r.pd.RegMR(r.slot*slots, access); err != nil {
 			return nil, err
 		}
-		if p.Latency && p.Op == bw.OpWrite {
+		if p.Latency {
 			// The peer's first ping may land before our loop starts: the
 			// receive area must read zero from the moment we connect.
 			if err = r.mr.Zero(); err != nil {
