@@ -115,22 +115,23 @@ retrying() {
     a=$((a + 1))
   done
 }
+# alternated PERFTEST_FN OURS_FN: odd repetitions run perftest first, even
+# ones ours first, so order effects cancel out of the paired ratios.
+alternated() {
+  if [ $((rep % 2)) = 1 ]; then
+    retrying perftest "$1"; retrying rdmaprobe "$2"
+  else
+    retrying rdmaprobe "$2"; retrying perftest "$1"
+  fi
+}
 for rep in $(seq 1 "$REPS"); do
   cqmod=100 qps=$MR_QPS iters=$MR_ITERS op=write
   for size in $MR_SIZES; do
-    if [ $((rep % 2)) = 1 ]; then
-      retrying perftest run_perftest; retrying rdmaprobe run_ours
-    else
-      retrying rdmaprobe run_ours; retrying perftest run_perftest
-    fi
+    alternated run_perftest run_ours
   done
   for op in $LAT_OPS; do
     for size in $LAT_SIZES; do
-      if [ $((rep % 2)) = 1 ]; then
-        retrying perftest run_perftest_lat; retrying rdmaprobe run_ours_lat
-      else
-        retrying rdmaprobe run_ours_lat; retrying perftest run_perftest_lat
-      fi
+      alternated run_perftest_lat run_ours_lat
     done
   done
   for op in $OPS; do
@@ -138,12 +139,7 @@ for rep in $(seq 1 "$REPS"); do
       iters=$ITERS_64K
       [ "$size" = 1048576 ] && iters=$ITERS_1M
       for qps in $QPS_LIST; do for cqmod in $CQMODS; do
-        # Alternate which tool goes first, so order effects cancel out.
-        if [ $((rep % 2)) = 1 ]; then
-          retrying perftest run_perftest; retrying rdmaprobe run_ours
-        else
-          retrying rdmaprobe run_ours; retrying perftest run_perftest
-        fi
+        alternated run_perftest run_ours
       done; done
     done
   done

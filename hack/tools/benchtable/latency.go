@@ -41,23 +41,11 @@ type latCell struct {
 }
 
 func (c *latCell) at(rep int) *latPair {
-	for i := range c.pairs {
-		if c.pairs[i].rep == rep {
-			return &c.pairs[i]
-		}
-	}
-	c.pairs = append(c.pairs, latPair{rep: rep})
-	return &c.pairs[len(c.pairs)-1]
+	return repAt(&c.pairs, rep, func(p *latPair) int { return p.rep }, func(r int) latPair { return latPair{rep: r} })
 }
 
 func (c *latCell) complete() []latPair {
-	var out []latPair
-	for _, p := range c.pairs {
-		if p.ref.ok && p.ours.ok {
-			out = append(out, p)
-		}
-	}
-	return out
+	return keep(c.pairs, func(p latPair) bool { return p.ref.ok && p.ours.ok })
 }
 
 func parseLat(r io.Reader) (map[latKey]*latCell, int) {

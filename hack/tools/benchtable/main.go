@@ -79,13 +79,18 @@ func (p pair) complete() bool { return p.ref.ok && p.ours.ok }
 func (p pair) ratio() float64 { return p.ours.mbps / p.ref.mbps }
 func (p pair) isClean() bool  { return p.ref.clean() && p.ours.clean() }
 func (c *cell) pairAt(rep int) *pair {
-	for i := range c.pairs {
-		if c.pairs[i].rep == rep {
-			return &c.pairs[i]
+	return repAt(&c.pairs, rep, func(p *pair) int { return p.rep }, func(r int) pair { return pair{rep: r} })
+}
+
+// repAt is the element of *xs for repetition rep, appended when missing.
+func repAt[T any](xs *[]T, rep int, repOf func(*T) int, mk func(int) T) *T {
+	for i := range *xs {
+		if repOf(&(*xs)[i]) == rep {
+			return &(*xs)[i]
 		}
 	}
-	c.pairs = append(c.pairs, pair{rep: rep})
-	return &c.pairs[len(c.pairs)-1]
+	*xs = append(*xs, mk(rep))
+	return &(*xs)[len(*xs)-1]
 }
 
 type cell struct {
@@ -94,20 +99,17 @@ type cell struct {
 }
 
 func (c *cell) clean() []pair {
-	var out []pair
-	for _, p := range c.pairs {
-		if p.complete() && p.isClean() {
-			out = append(out, p)
-		}
-	}
-	return out
+	return keep(c.pairs, func(p pair) bool { return p.complete() && p.isClean() })
 }
 
-func (c *cell) complete() []pair {
-	var out []pair
-	for _, p := range c.pairs {
-		if p.complete() {
-			out = append(out, p)
+func (c *cell) complete() []pair { return keep(c.pairs, pair.complete) }
+
+// keep is the elements of xs that ok accepts.
+func keep[T any](xs []T, ok func(T) bool) []T {
+	var out []T
+	for _, x := range xs {
+		if ok(x) {
+			out = append(out, x)
 		}
 	}
 	return out
