@@ -12,8 +12,8 @@ QPS_LIST=${QPS_LIST:-1}
 # Both tools get the same CQ moderation explicitly: perftest 6.06 picks 1 on
 # rxe by itself (it prints "CQ Moderation : 1"), not its documented 100.
 CQMODS=${CQMODS:-"1 100"}
-OPS=${OPS:-"write read"}
-SIZES=${SIZES:-"65536 1048576"}
+OPS=${OPS-"write read"}
+SIZES=${SIZES-"65536 1048576"}
 echo "perftest: $(ib_write_bw --version 2>&1 | head -1)"
 
 # Retransmission-related rxe counters of both devices, summed: a run that hit
@@ -62,12 +62,12 @@ run_ours() {
 }
 # Message rate (perftest's MsgRate column: small messages, several QPs):
 # the same RESULT lines, MB/s converts to Mpps at the size.
-MR_SIZES=${MR_SIZES:-"2 4096"}
+MR_SIZES=${MR_SIZES-"2 4096"}
 MR_QPS=${MR_QPS:-4}
 MR_ITERS=${MR_ITERS:-5000}
 # Latency (ib_write_lat / ib_read_lat against rdmaprobe bw --latency):
 # one "LAT tool op bytes rep typical p99 max" line per run, in µs.
-LAT_OPS=${LAT_OPS:-"write read"}
+LAT_OPS=${LAT_OPS-"write read"}
 LAT_SIZES=${LAT_SIZES:-2}
 LAT_ITERS=${LAT_ITERS:-1000}
 

@@ -19,12 +19,12 @@ GUEST_KMODULES=$here/kmodules.sh
 . "$here/../versions.sh"
 
 # Bump when the image layout changes in a way the stamp below cannot see.
-GUEST_RECIPE_REV=2
+GUEST_RECIPE_REV=3
 # Kernel modules the guest loads (dependencies are added from modules.dep).
 # virtio_pci, virtio_console and crc32 are built into the pinned kernel.
 MODULES=(veth udp_tunnel ip6_udp_tunnel ib_core ib_uverbs rdma_rxe rdma_ucm)
 # Host programs copied with their ldd closure.
-PROGRAMS=(dash ibv_devinfo ibv_devices rdma ip ib_write_bw ib_read_bw ib_send_bw setpriv)
+PROGRAMS=(dash ibv_devinfo ibv_devices rdma ip ib_write_bw ib_read_bw ib_send_bw ib_write_lat ib_read_lat ib_send_lat setpriv)
 # The rxe provider is dlopen()ed by libibverbs (ldd cannot see it).
 MA=x86_64-linux-gnu
 PROVIDER=/usr/lib/$MA/libibverbs/librxe-rdmav34.so
