@@ -17,8 +17,14 @@ import (
 // Latency: "LAT tool op bytes rep typical p99 max" lines (µs, perftest's
 // t_typical, 99 % percentile and t_max; ours from rdmaprobe bw --latency).
 // Pairs are per repetition as for bandwidth; the ratio is ours/perftest of
-// t_typical, and lower is better: parity when the whole interval is at or
-// under 1/target.
+// t_typical: parity when the whole interval lies within [target,
+// 1/target].
+
+// Latency verdicts besides parity and a wide interval.
+const (
+	verdictSlower = "slower than perftest"
+	verdictFaster = "faster than perftest: not the same measurement?"
+)
 
 type latKey struct {
 	op    string
@@ -127,16 +133,21 @@ func summarizeLat(c *latCell, target float64) latSummary {
 	}
 	s.median, _ = stats.Median(r)
 	s.lo, s.hi = bootstrapMedian(r, 0.95)
+	// Two-sided: a latency well under perftest's is as suspect as one
+	// over it (not the same measurement), so parity is the whole interval
+	// within [target, 1/target].
 	bound := 1 / target
 	switch {
-	case s.hi <= bound:
+	case s.lo >= target && s.hi <= bound:
 		s.verdict = verdictParity
 	case s.lo > bound:
-		s.verdict = verdictBelow
+		s.verdict = verdictSlower
+	case s.hi < target:
+		s.verdict = verdictFaster
 	default:
 		s.verdict = verdictWide
 	}
-	s.text = fmt.Sprintf("typical latency ratio ours/perftest %.3f, 95 %% interval [%.3f, %.3f] over %d pairs, parity at or under %.3f", s.median, s.lo, s.hi, s.n, bound)
+	s.text = fmt.Sprintf("typical latency ratio ours/perftest %.3f, 95 %% interval [%.3f, %.3f] over %d pairs, parity within [%.3f, %.3f]", s.median, s.lo, s.hi, s.n, target, bound)
 	return s
 }
 

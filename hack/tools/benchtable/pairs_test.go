@@ -119,8 +119,9 @@ func TestBootstrapIsDeterministic(t *testing.T) {
 	}
 }
 
-// Latency pairs: lower is better, so ours/perftest at or under 1/0.99 of
-// the whole interval is parity; a NaN run counts as failed.
+// Latency pairs: parity is the whole interval of ours/perftest within
+// [0.99, 1/0.99]; 30 % over is slower, 30 % under is suspect too; a NaN run
+// counts as failed.
 func TestLatencyPairs(t *testing.T) {
 	in := `LAT perftest write 2 1 40.1 55.0 90.2
 LAT rdmaprobe write 2 1 40.3 54.0 80.0
@@ -144,8 +145,15 @@ LAT rdmaprobe read 2 3 129 149 309
 	if s := summarizeLat(w, 0.99); s.verdict != verdictParity {
 		t.Errorf("write: %s (%s)", s.verdict, s.text)
 	}
-	if s := summarizeLat(cells[latKey{"read", 2}], 0.99); s.verdict != verdictBelow {
+	if s := summarizeLat(cells[latKey{"read", 2}], 0.99); s.verdict != verdictSlower {
 		t.Errorf("read 30 %% slower: %s (%s)", s.verdict, s.text)
+	}
+	fast := &latCell{}
+	for rep := 1; rep <= 4; rep++ {
+		fast.pairs = append(fast.pairs, latPair{rep: rep, ref: latRun{typical: 100, p99: 1, max: 1, ok: true}, ours: latRun{typical: 70, p99: 1, max: 1, ok: true}})
+	}
+	if s := summarizeLat(fast, 0.99); s.verdict != verdictFaster {
+		t.Errorf("ours 30 %% under perftest: %s (%s)", s.verdict, s.text)
 	}
 	var b strings.Builder
 	if err := renderLat(&b, cells, 0.99); err != nil || !strings.Contains(b.String(), "40.1") {
