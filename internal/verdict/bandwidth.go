@@ -289,16 +289,18 @@ func (in BWInput) judgeRail(c *reports.Check, op string, rr bw.RailResult, srvBy
 			c.Measured = append(c.Measured, reports.Measurement{Name: name(size), Node: in.Client.Node, Port: port, Value: v, Unit: unit})
 		}
 	}
+	// A bandwidth floor must exist; a latency ceiling is optional (the
+	// check then stays not-run with its values, unless the rail failed).
 	var bound thresholds.Bound
-	var err error
+	var noCeiling error
 	if in.Latency {
-		bound, err = in.SKU.LatencyCeiling(op)
+		bound, noCeiling = in.SKU.LatencyCeiling(op)
 	} else {
-		bound, err = in.SKU.BandwidthFloor(op)
-	}
-	if err != nil && !in.Latency {
-		setOutcome(c, reports.Error, err.Error(), "")
-		return
+		var err error
+		if bound, err = in.SKU.BandwidthFloor(op); err != nil {
+			setOutcome(c, reports.Error, err.Error(), "")
+			return
+		}
 	}
 	var judged *float64
 	if v, ok := measured[largest]; ok {
@@ -308,7 +310,7 @@ func (in BWInput) judgeRail(c *reports.Check, op string, rr bw.RailResult, srvBy
 		reports.Threshold{Op: bound.Op, Value: bound.Value, Source: bound.Source})
 	if judged != nil {
 		// Nothing measured is said in the diagnosis, never as a 0 value.
-		if err != nil {
+		if noCeiling != nil {
 			m.Threshold = nil
 		}
 		c.Measured = append(c.Measured, m)
@@ -321,15 +323,6 @@ func (in BWInput) judgeRail(c *reports.Check, op string, rr bw.RailResult, srvBy
 					Node: in.Client.Node, Port: port, Value: x.v, Unit: unit})
 			}
 		}
-	}
-	if err != nil {
-		// A SKU without a latency ceiling: measured, not judged.
-		if judged == nil {
-			setOutcome(c, reports.Fail, fmt.Sprintf("%s not measured on %s", name(largest), c.Rail), "")
-			return
-		}
-		setOutcome(c, reports.NotRun, err.Error(), "")
-		return
 	}
 	// The server's own error for this very pair, if it recorded one (a
 	// "peer" error there only echoes the client and is not its own).
@@ -361,6 +354,9 @@ func (in BWInput) judgeRail(c *reports.Check, op string, rr bw.RailResult, srvBy
 		setOutcome(c, st, "the client measured this rail but the server reported: "+msg, fix)
 	case len(missing) > 0:
 		setOutcome(c, reports.Fail, fmt.Sprintf("requested size(s) %s not measured on %s, and the probe reported no error for them", strings.Join(missing, ", "), c.Rail), "")
+	case noCeiling != nil:
+		// A SKU without a latency ceiling: measured, not judged.
+		setOutcome(c, reports.NotRun, noCeiling.Error(), "")
 	case st == reports.Fail && in.Latency:
 		setOutcome(c, reports.Fail, why, FixSlowLatency)
 	case st == reports.Fail:

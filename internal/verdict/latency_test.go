@@ -7,6 +7,7 @@ import (
 	"github.com/rdmasuite/rdmasuite/reports"
 	"github.com/rdmasuite/rdmasuite/workloads/bw"
 	"github.com/rdmasuite/rdmasuite/workloads/lat"
+	"github.com/rdmasuite/rdmasuite/workloads/probeout"
 )
 
 // latencyOut is a pair's outputs where every rail measured latency at 2 B
@@ -83,6 +84,22 @@ func TestLatencyMissingIsNeverAPass(t *testing.T) {
 	in.SKU = &k
 	res = Latency(in)
 	if c := res.Checks[0]; c.Status != reports.NotRun || !strings.Contains(c.Reason, "readLatencyUs") || len(c.Measured) != 4 {
+		t.Fatalf("%+v", c)
+	}
+}
+
+// A rail that failed says why even when the SKU has no ceiling: the
+// probe's diagnosis wins over "no ceiling" (not-run would hide a down link).
+func TestLatencyRailErrorWithoutCeiling(t *testing.T) {
+	cli, srv := latencyOut(t, []string{"write"}, 1, 2.0, func(cli, _ *bw.ProbeOutput) {
+		cli.Rails[0].Runs = nil
+		cli.Rails[0].Error = probeout.Errorf(probeout.KindLinkDown, "mlx5_0/1 is DOWN")
+	})
+	in := latInput(t, []string{"write"}, cli, srv)
+	k := *sku(t, "A100/HDR-200")
+	k.WriteLatencyUs.Value = nil
+	in.SKU = &k
+	if c := Latency(in).Checks[0]; c.Status != reports.Fail || !strings.Contains(c.Diagnosis, "DOWN") {
 		t.Fatalf("%+v", c)
 	}
 }
