@@ -1,7 +1,6 @@
 package reports
 
 import (
-	"bytes"
 	"fmt"
 	"html/template"
 	"io"
@@ -534,13 +533,6 @@ func ticks(lo, hi float64) []float64 {
 		out = append(out, math.Round(t*1000)/1000)
 	}
 	return out
-}
-
-// HTMLString renders to a string (tests, small callers).
-func HTMLString(r Run, diff *DiffResult) (string, error) {
-	var b bytes.Buffer
-	err := HTML(&b, r, diff)
-	return b.String(), err
 }
 
 var htmlTemplate = template.Must(template.New("report").Parse(`<!DOCTYPE html>

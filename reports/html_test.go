@@ -1,6 +1,7 @@
 package reports
 
 import (
+	"bytes"
 	"strings"
 	"testing"
 	"time"
@@ -50,6 +51,13 @@ func htmlFixture() Run {
 				{Label: ".driver-ready absent", From: 1.3, To: 18.8, Clock: "writer"}, {Label: "I/O stalled", From: 1.9, To: 20.9, Clock: "writer"}}},
 	}
 	return r
+}
+
+// htmlString renders the page to a string.
+func htmlString(r Run, diff *DiffResult) (string, error) {
+	var b bytes.Buffer
+	err := HTML(&b, r, diff)
+	return b.String(), err
 }
 
 func parseHTML(t *testing.T, s string) *html.Node {
@@ -115,7 +123,7 @@ func heatRects(t *testing.T, doc *html.Node) map[string][]string {
 }
 
 func TestHTMLIsSelfContained(t *testing.T) {
-	s, err := HTMLString(htmlFixture(), nil)
+	s, err := htmlString(htmlFixture(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -153,7 +161,7 @@ func TestHTMLIsSelfContained(t *testing.T) {
 // Sections come in the order an operator reads after an upgrade: the
 // baseline delta first.
 func TestHTMLSectionOrder(t *testing.T) {
-	s, err := HTMLString(htmlFixture(), nil)
+	s, err := htmlString(htmlFixture(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -171,7 +179,7 @@ func TestHTMLSectionOrder(t *testing.T) {
 // partner direction and the floor; a bandwidth check that measured
 // nothing is a grey cell with its reason, never a blank or a colour.
 func TestHTMLHeatMapAgainstTheFloor(t *testing.T) {
-	s, err := HTMLString(htmlFixture(), nil)
+	s, err := htmlString(htmlFixture(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -197,7 +205,7 @@ func TestHTMLHeatMapAgainstTheFloor(t *testing.T) {
 	// One port measured with two partners: the worse one stands.
 	r := htmlFixture()
 	r.Checks = append(r.Checks, pairBW("bandwidth/write", "shared-dev", "n1", "n3", "mlx5_0/1→mlx5_0/1", 450, 380, Pass))
-	s, _ = HTMLString(r, nil)
+	s, _ = htmlString(r, nil)
 	rects = heatRects(t, parseHTML(t, s))
 	if len(rects[ColorBelowFloor]) != 1 || len(rects[ColorAboveFloor]) != 1 {
 		t.Errorf("n1's port must show its worst partner (red), got %v", rects)
@@ -205,7 +213,7 @@ func TestHTMLHeatMapAgainstTheFloor(t *testing.T) {
 }
 
 func TestHTMLMemlockDoctorNCCLAndStall(t *testing.T) {
-	s, err := HTMLString(htmlFixture(), nil)
+	s, err := htmlString(htmlFixture(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -249,7 +257,7 @@ func TestHTMLMemlockDoctorNCCLAndStall(t *testing.T) {
 // the baseline, whose rows come first.
 func TestHTMLVerdictAndBaselineAgreeWithTheExitCode(t *testing.T) {
 	r := htmlFixture()
-	s, _ := HTMLString(r, nil)
+	s, _ := htmlString(r, nil)
 	if !strings.Contains(s, SummaryText(r)) || !strings.Contains(s, "exit code 1") || !strings.Contains(s, `class="verdict failed"`) {
 		t.Error("a failing run's banner must say NOT PASSED and exit code 1")
 	}
@@ -262,7 +270,7 @@ func TestHTMLVerdictAndBaselineAgreeWithTheExitCode(t *testing.T) {
 	if d.Regressions() != 1 {
 		t.Fatalf("fixture: %d regressions", d.Regressions())
 	}
-	s, _ = HTMLString(pass, &d)
+	s, _ = htmlString(pass, &d)
 	if !strings.Contains(s, "exit code 3") || !strings.Contains(s, `class="verdict failed"`) || !strings.Contains(s, "1 regression(s) against the baseline") {
 		t.Error("a passing run with a regression must read exit code 3, not passed")
 	}
@@ -280,7 +288,7 @@ func TestHTMLVerdictAndBaselineAgreeWithTheExitCode(t *testing.T) {
 	base2, now2 := htmlFixture(), htmlFixture()
 	base2.Checks[0].Measured[0].Value = 420
 	d2 := Diff(base2, now2, 0.05)
-	s2, _ := HTMLString(now2, &d2)
+	s2, _ := htmlString(now2, &d2)
 	changed, folded, _ := strings.Cut(s2, "unchanged</summary>")
 	if !strings.Contains(changed, "420 Gb/s") || strings.Contains(changed, "399 Gb/s") || !strings.Contains(folded, "399 Gb/s") {
 		t.Error("unchanged rows (399 → 399 Gb/s) must be folded under the changed ones (420 → 300 Gb/s)")
