@@ -408,11 +408,6 @@ func TestMain(m *testing.M) {
 	finish(code, "")
 }
 
-func fileExists(p string) bool {
-	_, err := os.Stat(p)
-	return err == nil
-}
-
 // finishRun writes the results, makes the exit code agree with them,
 // publishes them (--pushgateway, --results-configmap), and deletes the run
 // namespace (or keeps it with --keep-on-failure); with --namespace it
@@ -420,20 +415,17 @@ func fileExists(p string) bool {
 func finishRun(started time.Time, server, version string, code int) int {
 	res, code := runner.Reconcile(run.Results(started, server, version), code)
 	written := ""
-	path, err := runner.WriteResults(*flagReportDir, res)
-	switch {
-	case err != nil && path != "" && fileExists(path):
+	if path, err := runner.WriteResults(*flagReportDir, res); err != nil {
+		fmt.Fprintf(os.Stderr, "rdmasuite: writing results: %v\n", err)
+		code = max(code, reports.ExitBroken)
+	} else if page, err := runner.WritePage(filepath.Dir(path), res); err != nil {
 		// The results are safe; only the HTML page failed.
 		written = path
 		fmt.Fprintf(os.Stderr, "rdmasuite: results in %s, but the HTML page: %v\n", path, err)
 		code = max(code, reports.ExitBroken)
-	case err != nil:
-		fmt.Fprintf(os.Stderr, "rdmasuite: writing results: %v\n", err)
-		code = max(code, reports.ExitBroken)
-	default:
+	} else {
 		written = path
-		say("rdmasuite: results in %s (render: rdmasuite report %s), acceptance page %s\n", path, path,
-			filepath.Join(filepath.Dir(path), "report-"+res.RunID+".html"))
+		say("rdmasuite: results in %s (render: rdmasuite report %s), acceptance page %s\n", path, path, page)
 	}
 	if len(res.Checks) > 0 {
 		_ = reports.TableWidth(os.Stdout, res, termwidth.Controlling(os.Stdout))

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"github.com/rdmasuite/rdmasuite/internal/atomicfile"
 	"os"
 	"path/filepath"
 	"strings"
@@ -62,10 +63,7 @@ func (r *Runner) nodeFacts(n corev1.Node) reports.Node {
 }
 
 // WriteResults stores run as dir/results-<run>.json (atomically) and points
-// dir/results.json at it, for scripts and `rdmasuite report`; beside it
-// the acceptance page, dir/report-<run>.html, with dir/report.html
-// pointing at it (reports.HTML, no baseline). A page that cannot be
-// written is an error too, after the results are safe.
+// dir/results.json at it, for scripts and `rdmasuite report`.
 func WriteResults(dir string, run reports.Run) (string, error) {
 	if dir == "" {
 		dir = "rdmasuite-results"
@@ -81,30 +79,24 @@ func WriteResults(dir string, run reports.Run) (string, error) {
 	if err := reports.Write(path, run); err != nil {
 		return path, err
 	}
-	if err := os.Symlink(filepath.Base(path), latest); err != nil {
-		return path, err
-	}
-	return path, writePage(filepath.Dir(path), run)
+	return path, os.Symlink(filepath.Base(path), latest)
 }
 
-// writePage writes dir/report-<run>.html (through a temporary file) and
-// points dir/report.html at it.
-func writePage(dir string, run reports.Run) error {
+// WritePage writes run's acceptance page (reports.HTML, no baseline)
+// beside its results, dir/report-<run>.html, and points dir/report.html
+// at it; it returns the page's path.
+func WritePage(dir string, run reports.Run) (string, error) {
 	var page bytes.Buffer
 	if err := reports.HTML(&page, run, nil); err != nil {
-		return fmt.Errorf("render the HTML report: %w", err)
+		return "", fmt.Errorf("render the HTML report: %w", err)
 	}
-	name := "report-" + run.RunID + ".html"
+	path := filepath.Join(dir, "report-"+run.RunID+".html")
 	latest := filepath.Join(dir, "report.html")
 	_ = os.Remove(latest)
-	tmp := filepath.Join(dir, "."+name+".tmp")
-	if err := os.WriteFile(tmp, page.Bytes(), 0o644); err != nil {
-		return err
+	if err := atomicfile.Write(path, page.Bytes()); err != nil {
+		return path, err
 	}
-	if err := os.Rename(tmp, filepath.Join(dir, name)); err != nil {
-		return err
-	}
-	return os.Symlink(name, latest)
+	return path, os.Symlink(filepath.Base(path), latest)
 }
 
 // Reconcile makes go test's exit code and the run's results tell one

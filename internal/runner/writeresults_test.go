@@ -12,7 +12,7 @@ import (
 // A run leaves its results and its acceptance page side by side, each
 // with a stable name pointing at the latest run: an operator opens
 // report.html without running another command.
-func TestWriteResultsAlsoWritesTheHTMLPage(t *testing.T) {
+func TestResultsAndTheHTMLPageSideBySide(t *testing.T) {
 	dir := t.TempDir()
 	for _, r := range []reports.Run{
 		{RunID: "aaaa1111", Checks: []reports.Check{{ID: "memlock/rlimit", Nodes: []string{"n1"}, Status: reports.Pass}}},
@@ -24,6 +24,9 @@ func TestWriteResultsAlsoWritesTheHTMLPage(t *testing.T) {
 		}
 		if filepath.Base(path) != "results-"+r.RunID+".json" {
 			t.Fatalf("results path %s", path)
+		}
+		if p, err := WritePage(filepath.Dir(path), r); err != nil || p != filepath.Join(dir, "report-"+r.RunID+".html") {
+			t.Fatalf("page %s: %v", p, err)
 		}
 		page, err := os.ReadFile(filepath.Join(dir, "report.html"))
 		if err != nil {
