@@ -367,17 +367,32 @@ func (r *resources) PingPong(p bw.Params, size int, client bool) ([]time.Duratio
 		Timeout: uint64(float64(10*time.Second) / scale)}
 	posts, err := verbs.PingPong(spec)
 	if err != nil {
-		var ve *verbs.Error
-		if errors.Is(err, verbs.ErrCompletion) || errors.As(err, &ve) || errors.Is(err, verbs.ErrPeerSilent) {
-			return nil, bw.Tag(bw.ErrTransport, err)
-		}
-		return nil, err
+		return nil, tagTransport(err)
 	}
-	out := make([]time.Duration, len(posts))
-	for i, c := range posts {
-		out[i] = time.Duration(float64(c-posts[0]) * scale)
+	if len(posts) == 0 {
+		return nil, nil
 	}
-	return out, nil
+	return sinceCycle(posts, posts[0], scale), nil
+}
+
+// tagTransport marks what the verbs loops report of the QP itself (a
+// failed post, poll or completion, a silent peer) as a transport failure:
+// the QP cannot carry the run.
+func tagTransport(err error) error {
+	var ve *verbs.Error
+	if errors.Is(err, verbs.ErrCompletion) || errors.As(err, &ve) || errors.Is(err, verbs.ErrPeerSilent) {
+		return bw.Tag(bw.ErrTransport, err)
+	}
+	return err
+}
+
+// sinceCycle converts cycle stamps to durations since origin.
+func sinceCycle(stamps []uint64, origin uint64, scale float64) []time.Duration {
+	out := make([]time.Duration, len(stamps))
+	for i, c := range stamps {
+		out[i] = time.Duration(float64(c-origin) * scale)
+	}
+	return out
 }
 
 // Loop runs one size in C (verbs.RunLoop) when the cycle counter is
@@ -397,30 +412,15 @@ func (r *resources) Loop(p bw.Params, size int, record bool) (posted, completed 
 	}
 	res, err := verbs.RunLoop(spec)
 	if err != nil {
-		// A failed completion, post or poll: the QP cannot carry the run.
-		var ve *verbs.Error
-		if errors.Is(err, verbs.ErrCompletion) || errors.As(err, &ve) {
-			return nil, nil, res.Done, bw.Tag(bw.ErrTransport, err)
-		}
-		return nil, nil, res.Done, err
+		return nil, nil, res.Done, tagTransport(err)
 	}
 	if !record {
 		return nil, nil, res.Done, nil
 	}
-	origin := res.FirstPost
-	at := func(c uint64) time.Duration { return time.Duration(float64(c-origin) * scale) }
 	if p.Duration > 0 {
-		return []time.Duration{0}, []time.Duration{at(res.LastDone)}, res.Done, nil
+		return []time.Duration{0}, sinceCycle([]uint64{res.LastDone}, res.FirstPost, scale), res.Done, nil
 	}
-	posted = make([]time.Duration, len(res.Posted))
-	for i, c := range res.Posted {
-		posted[i] = at(c)
-	}
-	completed = make([]time.Duration, len(res.Completed))
-	for i, c := range res.Completed {
-		completed[i] = at(c)
-	}
-	return posted, completed, res.Done, nil
+	return sinceCycle(res.Posted, res.FirstPost, scale), sinceCycle(res.Completed, res.FirstPost, scale), res.Done, nil
 }
 
 func (r *resources) Describe() bw.Device { return r.dev }
