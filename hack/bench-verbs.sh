@@ -3,7 +3,7 @@
 # Soft-RoCE devices (rxe1 -> rxe0) in one guest run; prints both and the ratio
 # ours/perftest per op and size, paired per repetition with an interval
 # (hack/tools/benchtable), then message rate (small writes, several QPs) and
-# latency (ib_write_lat / ib_read_lat against rdmaprobe bw --latency). TCG is
+# latency (ib_write_lat / ib_read_lat / ib_send_lat against rdmaprobe bw --latency). TCG is
 # slow: only the ratios mean anything. Knobs (environment): REPS, QPS_LIST,
 # CQMODS, OPS, SIZES (bytes), MR_SIZES, MR_QPS, MR_ITERS, LAT_OPS, LAT_SIZES,
 # LAT_ITERS, ATTEMPTS, OURS_FLAGS (extra rdmaprobe flags, e.g. --go-loop),
@@ -16,9 +16,10 @@ out=$(mktemp -d "${TMPDIR:-/tmp}/rdmasuite-bench.XXXXXX")
 trap 'rm -rf "$out"' EXIT
 make -s rdmaprobe BIN_DIR="$out"
 cp hack/guest-bench.sh "$out/"
-hack/guest/run.sh -t 900 -f "$out/rdmaprobe" -f "$out/guest-bench.sh" -- \
+# About 2.5 min of guest time per repetition of the default cells.
+hack/guest/run.sh -t $((${REPS:-6} * 150 + 300)) -f "$out/rdmaprobe" -f "$out/guest-bench.sh" -- \
   "REPS=${REPS:-6} QPS_LIST='${QPS_LIST:-1}' CQMODS='${CQMODS:-1 100}' OPS='${OPS-write read}' SIZES='${SIZES-65536 1048576}' \
-   MR_SIZES='${MR_SIZES-2 4096}' MR_QPS='${MR_QPS:-4}' MR_ITERS='${MR_ITERS:-5000}' LAT_OPS='${LAT_OPS-write read}' \
+   MR_SIZES='${MR_SIZES-2 4096}' MR_QPS='${MR_QPS:-4}' MR_ITERS='${MR_ITERS:-5000}' LAT_OPS='${LAT_OPS-write read send}' \
    LAT_SIZES='${LAT_SIZES:-2}' LAT_ITERS='${LAT_ITERS:-1000}' ATTEMPTS='${ATTEMPTS:-3}' \
    OURS_FLAGS='${OURS_FLAGS:-}' PERFTEST_FLAGS='${PERFTEST_FLAGS:-}' sh guest-bench.sh" | tee "$out/raw.txt"
 hack/tool.sh benchtable <"$out/raw.txt"

@@ -65,9 +65,9 @@ run_ours() {
 MR_SIZES=${MR_SIZES-"2 4096"}
 MR_QPS=${MR_QPS:-4}
 MR_ITERS=${MR_ITERS:-5000}
-# Latency (ib_write_lat / ib_read_lat against rdmaprobe bw --latency):
+# Latency (ib_write_lat / ib_read_lat / ib_send_lat against rdmaprobe bw --latency):
 # one "LAT tool op bytes rep typical p99 max" line per run, in µs.
-LAT_OPS=${LAT_OPS-"write read"}
+LAT_OPS=${LAT_OPS-"write read send"}
 LAT_SIZES=${LAT_SIZES:-2}
 LAT_ITERS=${LAT_ITERS:-1000}
 

@@ -183,7 +183,7 @@ guest_results=$results/guest
 # The staged 64 KiB memlock and the down rail on rxe-node-2 must make the
 # run fail; every other check must pass (hack/guest-expect.txt says which is
 # which).
-if go test -count=1 -timeout 30m ./suites -args --kubeconfig="$BED_DIR/kubeconfig" --labels suite=rdma,suite=doctor,suite=latency \
+if go test -count=1 -timeout 30m ./suites -args --kubeconfig="$BED_DIR/kubeconfig" --labels suite=rdma,suite=doctor,suite=latency,suite=msgrate \
   --report-dir="$guest_results" "${GUEST_SUITE_ARGS[@]}" >"$results/guest.log" 2>&1; then
   echo "the guest suite passed although rxe-node-2's memlock is 64 KiB and its rail 1 is down: it must fail there"; exit 1
 fi

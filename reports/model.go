@@ -122,6 +122,10 @@ type Measurement struct {
 // UnitMicroseconds is a latency's unit: lower is better, bound or not.
 const UnitMicroseconds = "µs"
 
+// UnitMpps is a message rate's unit (millions of messages per second,
+// perftest's MsgRate[Mpps]): higher is better.
+const UnitMpps = "Mpps"
+
 // Threshold is the bound a measurement must meet and where it comes from.
 type Threshold struct {
 	Op     string  `json:"op"` // >= or <=

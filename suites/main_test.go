@@ -71,6 +71,10 @@ var (
 	flagBWQPs           = flag.Int("bw-qps", 4, "queue pairs per test (several QPs reach line rate on NDR/HDR)")
 	flagBWDuration      = flag.Duration("bw-duration", 5*time.Second, "measurement time per size (perftest -D)")
 	flagBWIters         = flag.Int("bw-iters", 0, "iterations per QP per size instead of --bw-duration")
+	flagLatOps          = flag.String("lat-ops", "write,read,send", "latency feature (suite=latency): ops, measured as ib_write_lat, ib_read_lat and ib_send_lat do")
+	flagMsgRateSizes    = flag.String("msgrate-sizes", "2", "message-rate feature (suite=msgrate): small write sizes; the smallest is judged against the SKU's writeMsgRateMpps")
+	flagMsgRateQPs      = flag.Int("msgrate-qps", 4, "message-rate feature: QPs per rail pair (perftest -q)")
+	flagMsgRateIters    = flag.Int("msgrate-iters", 5000, "message-rate feature: writes per QP (perftest's default)")
 	flagLatSizes        = flag.String("lat-sizes", "2", "latency feature (suite=latency): message sizes; the largest is judged against the SKU's ceiling")
 	flagLatIters        = flag.Int("lat-iters", 1000, "latency feature: iterations per pair, rail and op (perftest's default; it drops the 2 largest samples)")
 	flagPairing         = flag.String("pairing", "ring", "ring (every node as client and server, 2 rounds) or all (every pair)")
@@ -151,6 +155,10 @@ func config() (runner.Config, error) {
 	if err != nil {
 		return runner.Config{}, fmt.Errorf("--bw-sizes: %w", err)
 	}
+	msgRateSizes, err := runner.ParseSizes(*flagMsgRateSizes)
+	if err != nil {
+		return runner.Config{}, fmt.Errorf("--msgrate-sizes: %w", err)
+	}
 	latSizes, err := runner.ParseSizes(*flagLatSizes)
 	if err != nil {
 		return runner.Config{}, fmt.Errorf("--lat-sizes: %w", err)
@@ -167,7 +175,8 @@ func config() (runner.Config, error) {
 		Variants: runner.SplitList(*flagVariants), RDMAResources: runner.SplitList(*flagRDMARes), HostdevRes: *flagHostdevRes,
 		HostdevNet: *flagHostdevNet, HostdevNetdev: *flagHostdevNetdev, Device: *flagDevice, GPUs: *flagGPUs,
 		BWOps: runner.SplitList(*flagBWOps), BWSizes: sizes, BWQPs: *flagBWQPs, BWDuration: *flagBWDuration, BWIters: *flagBWIters,
-		LatSizes: latSizes, LatIters: *flagLatIters,
+		LatOps: runner.SplitList(*flagLatOps), LatSizes: latSizes, LatIters: *flagLatIters,
+		MsgRateSizes: msgRateSizes, MsgRateQPs: *flagMsgRateQPs, MsgRateIters: *flagMsgRateIters,
 		Pairing: *flagPairing, Loopback: *flagLoopback, RailMode: *flagRails, RailParallel: *flagRailParallel,
 		Thresholds: set, SKU: *flagSKU, MemlockRequired: *flagMemlockRequired, MemlockMax: *flagMemlockMax, MemlockIPCLock: *flagMemlockIPCLock,
 		NodeProbe: *flagNodeProbe, NodeProbeHostPath: *flagNodeProbePath, NodeProbeWindow: *flagNodeProbeWin,

@@ -42,9 +42,9 @@ func (k *SKU) BandwidthFloor(metric string) (Bound, error) {
 	return b, nil
 }
 
-// LatencyCeiling is the SKU's bound on the average latency of op (write
-// or read) in µs, as perftest reports it (write half the round trip, read
-// the whole READ); an error names the missing field.
+// LatencyCeiling is the SKU's bound on the average latency of op (write,
+// read or send) in µs, as perftest reports it (write and send half the
+// round trip, read the whole READ); an error names the missing field.
 func (k *SKU) LatencyCeiling(op string) (Bound, error) {
 	var v Value
 	var field string
@@ -53,13 +53,31 @@ func (k *SKU) LatencyCeiling(op string) (Bound, error) {
 		v, field = k.WriteLatencyUs, "writeLatencyUs"
 	case "read":
 		v, field = k.ReadLatencyUs, "readLatencyUs"
+	case "send":
+		v, field = k.SendLatencyUs, "sendLatencyUs"
 	default:
-		return Bound{}, fmt.Errorf("no latency ceiling for op %q (write, read)", op)
+		return Bound{}, fmt.Errorf("no latency ceiling for op %q (write, read, send)", op)
 	}
 	if v.Value == nil {
-		return Bound{}, fmt.Errorf("sku %s has no %s: add one to the thresholds (rdmasuite thresholds list shows the built-ins) to judge %s latency", k.Name, field, op)
+		return Bound{}, k.missingOptional(field, fmt.Sprintf("add one to the thresholds (rdmasuite thresholds list shows the built-ins) to judge %s latency", op))
 	}
 	return Bound{Op: "<=", Value: *v.Value, Source: k.label() + ": " + v.Source}, nil
+}
+
+// MsgRateFloor is the SKU's floor on op's message rate (write only) in
+// Mpps, perftest's MsgRate of one process; an error names the missing
+// field and why the built-in hardware SKUs have none.
+func (k *SKU) MsgRateFloor(op string) (Bound, error) {
+	if op != "write" {
+		return Bound{}, fmt.Errorf("no message-rate floor for op %q (write)", op)
+	}
+	v := k.WriteMsgRateMpps
+	if v.Value == nil {
+		return Bound{}, k.missingOptional("writeMsgRateMpps", "no public per-process message-rate reference exists for it "+
+			"(vendor figures are whole-adapter, many cores); set one from a known-good run of the same command in a thresholds overlay "+
+			"to judge write message rate")
+	}
+	return Bound{Op: ">=", Value: *v.Value, Source: k.label() + ": " + v.Source}, nil
 }
 
 // MinMemlock is the smallest registration that must succeed in a pod.

@@ -292,3 +292,29 @@ func TestLoadSuiteLaysTheFileOverTheBuiltIns(t *testing.T) {
 		t.Fatalf("missing file: %v", err)
 	}
 }
+
+// An overlay SKU that leaves out optional bounds the SKU it replaces had
+// (here the built-in H100's latency ceilings) loads, but the missing
+// ceiling's error says the overlay dropped it and how to keep it; a
+// bound the replaced SKU never had keeps the plain message.
+func TestOverlayDroppingOptionalBoundsSaysSo(t *testing.T) {
+	p := overlayFile(t, skuYAML("H100/NDR-400", "NVIDIA-H100-80GB-HBM3", 400, 380))
+	s, err := LoadWithOverlay("", p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, _ := s.Lookup("H100/NDR-400")
+	if d := k.Dropped(); strings.Join(d, ",") != "writeLatencyUs,readLatencyUs,sendLatencyUs" {
+		t.Fatalf("dropped %v", d)
+	}
+	if _, err := k.LatencyCeiling("send"); err == nil || !strings.Contains(err.Error(), "the overlay "+p+" replaced the SKU whole") {
+		t.Errorf("send ceiling: %v", err)
+	}
+	if _, err := k.MsgRateFloor("write"); err == nil || strings.Contains(err.Error(), "replaced the SKU whole") || !strings.Contains(err.Error(), "no public per-process") {
+		t.Errorf("msgrate floor (never in the built-in): %v", err)
+	}
+	builtin, _ := Load("")
+	if b, _ := builtin.Lookup("H100/NDR-400"); len(b.Dropped()) != 0 {
+		t.Errorf("a built-in SKU drops nothing: %v", b.Dropped())
+	}
+}

@@ -16,6 +16,7 @@ import (
 	"os"
 	"path"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 
@@ -59,9 +60,14 @@ type SKU struct {
 	// are not-run, naming the missing field).
 	WriteLatencyUs Value `yaml:"writeLatencyUs"`
 	ReadLatencyUs  Value `yaml:"readLatencyUs"`
-	line           int
-	file           string // the file that defined it
-	overlay        bool   // it came from an overlay (Set.Overlay)
+	SendLatencyUs  Value `yaml:"sendLatencyUs"`
+	// Message-rate floor in Mpps (optional, as the latency ceilings):
+	// small writes over several QPs, perftest's MsgRate of one process.
+	WriteMsgRateMpps Value `yaml:"writeMsgRateMpps"`
+	line             int
+	file             string   // the file that defined it
+	overlay          bool     // it came from an overlay (Set.Overlay)
+	dropped          []string // optional bounds the SKU it replaced had and the overlay left out
 }
 
 // Value is a number with its source.
@@ -184,7 +190,7 @@ func parse(name string, data []byte, base *Set) (*Set, error) {
 	for i := range s.SKUs {
 		s.SKUs[i].file = name
 	}
-	for _, k := range s.SKUs {
+	for i, k := range s.SKUs {
 		if k.Name == "" {
 			add(k.line, "sku without a name")
 		}
@@ -205,11 +211,17 @@ func parse(name string, data []byte, base *Set) (*Set, error) {
 		checkValue(add, k.Name, "maxNFSStallSec", k.MaxNFSStallSec, k.line, 1, 3600)
 		checkValue(add, k.Name, "minMemlockBytes", k.MinMemlockBytes, k.line, 4096, 1<<50)
 		for _, opt := range []struct {
-			field string
-			v     Value
-		}{{"writeLatencyUs", k.WriteLatencyUs}, {"readLatencyUs", k.ReadLatencyUs}} {
+			field  string
+			v      Value
+			lo, hi float64
+		}{
+			{"writeLatencyUs", k.WriteLatencyUs, 0.01, 1e6}, {"readLatencyUs", k.ReadLatencyUs, 0.01, 1e6}, {"sendLatencyUs", k.SendLatencyUs, 0.01, 1e6},
+			// From an emulated bed's thousands of messages per second to
+			// well past any adapter's headline rate.
+			{"writeMsgRateMpps", k.WriteMsgRateMpps, 1e-6, 1e4},
+		} {
 			if opt.v.line != 0 { // optional, checked when given
-				checkValue(add, k.Name, opt.field, opt.v, k.line, 0.01, 1e6)
+				checkValue(add, k.Name, opt.field, opt.v, k.line, opt.lo, opt.hi)
 			}
 		}
 		link := k.LinkRateGbps.Value
@@ -224,10 +236,17 @@ func parse(name string, data []byte, base *Set) (*Set, error) {
 			add(k.line, "sku %q: every match pattern is already matched by an earlier SKU (%s's %q matches %q): nodes take the first SKU that matches, "+
 				"so none can get this one; move it above %s or narrow %s's patterns", k.Name, by, q, p, by, by)
 		}
-		if base != nil && k.incomplete() {
-			if _, err := base.Lookup(k.Name); err == nil {
-				add(k.line, "sku %q replaces the SKU of that name in %s whole (an overlay is not merged field by field): "+
-					"give every field, copying the ones you keep from there (rdmasuite thresholds list shows them)", k.Name, base.File)
+		if base != nil {
+			if b, err := base.Lookup(k.Name); err == nil {
+				if k.incomplete() {
+					add(k.line, "sku %q replaces the SKU of that name in %s whole (an overlay is not merged field by field): "+
+						"give every field, copying the ones you keep from there (rdmasuite thresholds list shows them)", k.Name, base.File)
+				} else {
+					// Optional bounds the overlay left out are not an error
+					// (their checks become not-run), but every place that
+					// reports them says the overlay dropped them.
+					s.SKUs[i].dropped = k.droppedOptional(b)
+				}
 			}
 		}
 	}
@@ -285,6 +304,37 @@ func covers(q, p string) bool {
 		front = p[:i]
 	}
 	return strings.HasPrefix(front, lit)
+}
+
+// droppedOptional names the optional thresholds base has and k lacks.
+func (k *SKU) droppedOptional(base *SKU) []string {
+	var lost []string
+	for _, f := range []struct {
+		name       string
+		have, want Value
+	}{
+		{"writeLatencyUs", k.WriteLatencyUs, base.WriteLatencyUs}, {"readLatencyUs", k.ReadLatencyUs, base.ReadLatencyUs},
+		{"sendLatencyUs", k.SendLatencyUs, base.SendLatencyUs}, {"writeMsgRateMpps", k.WriteMsgRateMpps, base.WriteMsgRateMpps},
+	} {
+		if f.want.Value != nil && f.have.Value == nil {
+			lost = append(lost, f.name)
+		}
+	}
+	return lost
+}
+
+// Dropped names the optional bounds (writeLatencyUs, …) that the SKU this
+// overlay SKU replaced had and the overlay left out.
+func (k *SKU) Dropped() []string { return k.dropped }
+
+// missingOptional is the error for an optional bound k lacks: when an
+// overlay dropped it, it says so and how to keep it.
+func (k *SKU) missingOptional(field, why string) error {
+	if slices.Contains(k.dropped, field) {
+		return fmt.Errorf("sku %s has no %s: the overlay %s replaced the SKU whole and left out the %s the one it replaced had; "+
+			"copy it into the overlay (rdmasuite thresholds list, without the overlay, shows the built-ins)", k.Name, field, k.file, field)
+	}
+	return fmt.Errorf("sku %s has no %s: %s", k.Name, field, why)
 }
 
 // incomplete says a threshold of k is missing.

@@ -136,7 +136,7 @@ func TestNoReportsImport(t *testing.T) {
 func TestLatencyCeiling(t *testing.T) {
 	s, _ := Load("")
 	k, _ := s.Lookup("H100/NDR-400")
-	for op, want := range map[string]float64{"write": 2.5, "read": 4.5} {
+	for op, want := range map[string]float64{"write": 2.5, "read": 4.5, "send": 2.5} {
 		b, err := k.LatencyCeiling(op)
 		if err != nil || b.Op != "<=" || b.Value != want || !strings.Contains(b.Source, "ngc_multinode_perf") {
 			t.Errorf("%s: %+v %v", op, b, err)
@@ -149,6 +149,24 @@ func TestLatencyCeiling(t *testing.T) {
 	bare.Name = "Y"
 	if _, err := bare.LatencyCeiling("write"); err == nil || !strings.Contains(err.Error(), "writeLatencyUs") {
 		t.Errorf("a SKU without a ceiling: %v", err)
+	}
+	if _, err := bare.LatencyCeiling("send"); err == nil || !strings.Contains(err.Error(), "sendLatencyUs") {
+		t.Errorf("a SKU without a send ceiling: %v", err)
+	}
+	if _, err := k.MsgRateFloor("write"); err == nil || !strings.Contains(err.Error(), "writeMsgRateMpps") || !strings.Contains(err.Error(), "no public per-process") {
+		t.Errorf("a hardware SKU has no message-rate floor and must say why: %v", err)
+	}
+	inM := strings.Replace(good, "minMemlockBytes:", "writeMsgRateMpps: {value: 0.05, source: \"x\"}\n    minMemlockBytes:", 1)
+	if ms, err := Parse("t.yaml", []byte(inM)); err != nil {
+		t.Errorf("a message-rate floor: %v", err)
+	} else if b, err := ms.SKUs[0].MsgRateFloor("write"); err != nil || b.Op != ">=" || b.Value != 0.05 {
+		t.Errorf("message-rate floor %+v %v", b, err)
+	} else if _, err := ms.SKUs[0].MsgRateFloor("read"); err == nil {
+		t.Error("a read message-rate floor does not exist")
+	}
+	in0 := strings.Replace(good, "minMemlockBytes:", "sendLatencyUs: {value: -1, source: \"x\"}\n    minMemlockBytes:", 1)
+	if _, err := Parse("t.yaml", []byte(in0)); err == nil || !strings.Contains(err.Error(), "sendLatencyUs = -1 is out of range") {
+		t.Errorf("a negative send ceiling must be rejected: %v", err)
 	}
 	in := strings.Replace(good, "minMemlockBytes:", "writeLatencyUs: {value: 0, source: \"x\"}\n    minMemlockBytes:", 1)
 	if _, err := Parse("t.yaml", []byte(in)); err == nil || !strings.Contains(err.Error(), "writeLatencyUs = 0 is out of range") {

@@ -198,3 +198,18 @@ func TestMemoryLogFillsEveryPairOfARail(t *testing.T) {
 		t.Fatalf("log line %q", d)
 	}
 }
+
+// SEND is latency only: --op send without --latency names the fix; with it
+// the op list keeps its order.
+func TestOpSendNeedsLatency(t *testing.T) {
+	if _, _, err := parseBWFlags("bw client", []string{"--op", "send", "server"}); err == nil || !strings.Contains(err.Error(), "add --latency") {
+		t.Fatalf("--op send alone: %v", err)
+	}
+	if _, _, err := parseBWFlags("bw client", []string{"--op", "write,atomic", "server"}); err == nil || !strings.Contains(err.Error(), "want write, read, send") {
+		t.Fatalf("--op atomic: %v", err)
+	}
+	f, _, err := parseBWFlags("bw client", []string{"--latency", "--op", "write,send,read", "server"})
+	if err != nil || len(f.ops) != 3 || f.ops[1] != bw.OpSend || f.params.TxDepth != 1 || f.params.MaxInline != -1 {
+		t.Fatalf("--latency --op write,send,read: %+v %v", f, err)
+	}
+}

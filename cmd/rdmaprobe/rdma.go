@@ -116,7 +116,7 @@ func parseBWFlags(name string, args []string) (*bwFlags, *flag.FlagSet, error) {
 	fs.IntVar(&f.dev.Port, "ib-port", 1, "device port, with --device")
 	fs.IntVar(&f.dev.GIDIndex, "gid-index", -1, "source GID index; -1 picks each port's RoCE v2 IPv4 GID")
 	fs.IntVar(&f.port, "port", 18515, "TCP port of the out-of-band exchange (perftest's default)")
-	fs.StringVar(&f.op, "op", "write", "client: write, read, or a list (write,read): measured in order on every rail pair")
+	fs.StringVar(&f.op, "op", "write", "client: write, read, send (with --latency only), or a list (write,read): measured in order on every rail pair")
 	fs.IntVar(&f.sessions, "sessions", 1, "ignored (the server serves until the client sends finish); kept for old callers")
 	fs.StringVar(&f.rails, "rails", bw.RailsSame, "client: rail pairing: same (client rail i ↔ server rail i) or cross (every client rail × every server rail)")
 	fs.BoolVar(&f.railParallel, "rail-parallel", false, "client: measure rails at the same time (default: one after another; ops are always sequential per rail)")
@@ -128,12 +128,13 @@ func parseBWFlags(name string, args []string) (*bwFlags, *flag.FlagSet, error) {
 	fs.IntVar(&f.params.QPs, "qps", f.params.QPs, "queue pairs")
 	fs.IntVar(&f.params.TxDepth, "tx-depth", f.params.TxDepth, "outstanding operations per QP")
 	fs.IntVar(&f.params.CQMod, "cq-mod", f.params.CQMod, "request a completion every N posts")
-	fs.IntVar(&f.params.MaxInline, "inline", 0, "post writes up to this many bytes inline")
+	fs.IntVar(&f.params.MaxInline, "inline", 0, "post writes (and, with --latency, sends) up to this many bytes inline; with --latency the default is what perftest's latency test inlines on the device")
 	fs.StringVar(&f.dev.Memory, "mem", bw.MemoryHost, "where the registered buffer lives: host, cuda (= cuda:auto: on each rail the GPU nearest its NIC), or cuda:N (CUDA ordinal N): GPUDirect RDMA, perftest's --use_cuda; dma-buf first, then nvidia_peermem")
+	fs.StringVar(&f.dev.PostAPI, "post-api", bwverbs.PostAPIAuto, "how the loop posts: auto (as perftest would on the device: ibv_wr_* on mlx5, EFA and HNS, ibv_post_send elsewhere, rxe included), wr (ibv_wr_*) or old (ibv_post_send, perftest's --use_old_post_send)")
 	fs.BoolVar(&f.dev.GoLoop, "go-loop", false, "post and poll from Go, one cgo call per operation (the reference loop; slower on software devices)")
 	fs.BoolVar(&f.bidir, "bidirectional", false, "both sides send (perftest -b)")
 	fs.BoolVar(&f.params.Latency, "latency", false, "measure latency as perftest does instead of bandwidth: write is ib_write_lat's ping-pong (half the round trip), "+
-		"read is ib_read_lat (one READ at a time); one QP, tx depth and cq-mod 1, default size 2 B and 1000 iterations (perftest's)")
+		"send is ib_send_lat's (SENDs into posted receives, half the round trip), read is ib_read_lat (one READ at a time); one QP, tx depth and cq-mod 1, default size 2 B and 1000 iterations (perftest's)")
 	fs.BoolVar(&f.table, "table", false, "also print a perftest-like table per rail and op on stderr")
 	fs.BoolVar(&f.gbit, "report-gbits", true, "table in Gb/s (else MB/s)")
 	fs.DurationVar(&f.timeout, "timeout", 2*time.Minute, "client: how long to keep trying to reach the server; server: how long to wait for a client (none yet, or none since the last session without a finish)")
@@ -142,8 +143,11 @@ func parseBWFlags(name string, args []string) (*bwFlags, *flag.FlagSet, error) {
 	}
 	for _, op := range strings.Split(f.op, ",") {
 		op = strings.TrimSpace(op)
-		if op != string(bw.OpWrite) && op != string(bw.OpRead) {
-			return nil, fs, fmt.Errorf("--op %q: want write, read or a list of them", op)
+		switch {
+		case op != string(bw.OpWrite) && op != string(bw.OpRead) && op != string(bw.OpSend):
+			return nil, fs, fmt.Errorf("--op %q: want write, read, send (with --latency) or a list of them", op)
+		case op == string(bw.OpSend) && !f.params.Latency:
+			return nil, fs, fmt.Errorf("--op send is measured as latency only (ib_send_lat): add --latency, or measure bandwidth with write or read")
 		}
 		f.ops = append(f.ops, bw.Op(op))
 	}
@@ -152,6 +156,9 @@ func parseBWFlags(name string, args []string) (*bwFlags, *flag.FlagSet, error) {
 	}
 	if f.dev.Device != "" && f.dev.Netdev != "" {
 		return nil, fs, errors.New("give --device or --netdev, not both")
+	}
+	if _, err := bwverbs.ParsePostAPI(f.dev.PostAPI); err != nil {
+		return nil, fs, fmt.Errorf("--post-api: %w", err)
 	}
 	mem, err := bwverbs.ParseMemory(f.dev.Memory)
 	if err != nil {
@@ -176,6 +183,11 @@ func parseBWFlags(name string, args []string) (*bwFlags, *flag.FlagSet, error) {
 		}
 		if !set["cq-mod"] {
 			f.params.CQMod = 1
+		}
+		if !set["inline"] {
+			// What perftest's latency test inlines on the device (220 B
+			// writes, 236 B sends on ConnectX; none on rxe).
+			f.params.MaxInline = -1
 		}
 	}
 	if f.sweep {

@@ -289,6 +289,12 @@ func runThresholds(args []string, stdout io.Writer) error {
 		if last != "" {
 			replaced, added := set.OverlayChanges()
 			fmt.Fprintf(stdout, "overlay %s replaces %s; adds %s\n", last, orNone(replaced), orNone(added))
+			for i := range set.SKUs {
+				if d := set.SKUs[i].Dropped(); len(d) > 0 {
+					fmt.Fprintf(stdout, "note: overlay SKU %s leaves out %s, which the SKU it replaces had: those checks will be not-run; copy them to keep them\n",
+						set.SKUs[i].Name, strings.Join(d, ", "))
+				}
+			}
 		}
 		return nil
 	}
@@ -300,8 +306,18 @@ func runThresholds(args []string, stdout io.Writer) error {
 		if k.FromOverlay() {
 			from = "  (overlay " + k.File() + ")"
 		}
-		fmt.Fprintf(stdout, "%-18s link %4g Gb/s × %g ports  write ≥ %g Gb/s  read ≥ %g Gb/s  memlock ≥ %.0f B  NFS stall ≤ %g s%s\n",
-			k.Name, *k.LinkRateGbps.Value, *k.PortsPerNode.Value, w.Value, r.Value, *k.MinMemlockBytes.Value, *k.MaxNFSStallSec.Value, from)
+		// The optional bounds, when the SKU has them.
+		opt := ""
+		for _, op := range []string{"write", "read", "send"} {
+			if b, err := k.LatencyCeiling(op); err == nil {
+				opt += fmt.Sprintf("  %s latency ≤ %g µs", op, b.Value)
+			}
+		}
+		if b, err := k.MsgRateFloor("write"); err == nil {
+			opt += fmt.Sprintf("  write msgrate ≥ %g Mpps", b.Value)
+		}
+		fmt.Fprintf(stdout, "%-18s link %4g Gb/s × %g ports  write ≥ %g Gb/s  read ≥ %g Gb/s  memlock ≥ %.0f B  NFS stall ≤ %g s%s%s\n",
+			k.Name, *k.LinkRateGbps.Value, *k.PortsPerNode.Value, w.Value, r.Value, *k.MinMemlockBytes.Value, *k.MaxNFSStallSec.Value, opt, from)
 	}
 	return nil
 }

@@ -38,7 +38,8 @@ func TestThresholdsOverlay(t *testing.T) {
 		t.Fatalf("check: exit %d: %s", code, errb.String())
 	}
 	builtin, _ := thresholds.Load("")
-	if !strings.Contains(out.String(), fmt.Sprintf("(built in) + %s (overlay): ok, %d SKUs", over, len(builtin.SKUs))) || !strings.Contains(out.String(), "replaces A100/HDR-200; adds none") {
+	if !strings.Contains(out.String(), fmt.Sprintf("(built in) + %s (overlay): ok, %d SKUs", over, len(builtin.SKUs))) || !strings.Contains(out.String(), "replaces A100/HDR-200; adds none") ||
+		!strings.Contains(out.String(), "note: overlay SKU A100/HDR-200 leaves out writeLatencyUs, readLatencyUs, sendLatencyUs") {
 		t.Errorf("check:\n%s", out.String())
 	}
 	out.Reset()
@@ -46,7 +47,8 @@ func TestThresholdsOverlay(t *testing.T) {
 		t.Fatalf("list: exit %d: %s", code, errb.String())
 	}
 	lines := strings.Split(out.String(), "\n")
-	if !strings.HasPrefix(lines[0], "A100/HDR-200") || !strings.Contains(lines[0], "write ≥ 150 Gb/s") || !strings.HasSuffix(lines[0], "(overlay "+over+")") {
+	if !strings.HasPrefix(lines[0], "A100/HDR-200") || !strings.Contains(lines[0], "write ≥ 150 Gb/s") || !strings.HasSuffix(lines[0], "(overlay "+over+")") ||
+		strings.Contains(lines[0], "latency") || !strings.Contains(out.String(), "H100/NDR-400") || !strings.Contains(out.String(), "send latency ≤ 2.5 µs") {
 		t.Errorf("list: the overlay's SKU first, marked:\n%s", out.String())
 	}
 	if strings.Count(out.String(), "A100/HDR-200") != 1 || strings.Count(out.String(), "(overlay ") != 1 {

@@ -30,7 +30,10 @@ shift $((OPTIND - 1))
 if (($# == 0)) || [[ ! $timeout_s =~ ^[0-9]+$ || ! $mem_mb =~ ^[0-9]+$ ]]; then usage; fi
 
 say() { echo "run.sh: $*" >&2; }
-dir=$(bash "$here/build.sh")
+# GUEST_DIR boots another cached guest (a directory with vmlinuz and
+# base.cpio, e.g. an older kernel's, to compare rxe behaviour across kernels)
+# instead of building or reusing the pinned one.
+dir=${GUEST_DIR:-$(bash "$here/build.sh")}
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/rdmasuite-guest.XXXXXX")
 pid=

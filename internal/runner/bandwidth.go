@@ -268,6 +268,10 @@ func (r *Runner) runPair(ctx context.Context, v Variant, p pairing.Pair, in *ver
 		// One operation at a time on one QP (--latency sets depth and
 		// moderation), perftest's iteration count.
 		cliArgs = append(cliArgs, "--iters", strconv.Itoa(r.Cfg.LatIters))
+	case mem.msgrate:
+		// perftest's message-rate run: tx depth 128, a completion every
+		// 100 posts (the probe's defaults), iteration mode.
+		cliArgs = append(cliArgs, "--qps", strconv.Itoa(r.Cfg.MsgRateQPs), "--iters", strconv.Itoa(r.Cfg.MsgRateIters))
 	case r.Cfg.BWIters > 0:
 		cliArgs = append(cliArgs, "--qps", strconv.Itoa(r.Cfg.BWQPs), "--iters", strconv.Itoa(r.Cfg.BWIters))
 	default:

@@ -43,10 +43,18 @@ type Config struct {
 	BWQPs      int
 	BWDuration time.Duration
 	BWIters    int
-	// LatSizes and LatIters are the latency feature's message sizes
-	// (perftest's 2 B) and iterations (1000) per pair, rail and op.
-	LatSizes     []int
-	LatIters     int
+	// LatOps, LatSizes and LatIters are the latency feature's ops
+	// (write, read, send: ib_write_lat, ib_read_lat, ib_send_lat), message
+	// sizes (perftest's 2 B) and iterations (1000) per pair, rail and op.
+	LatOps   []string
+	LatSizes []int
+	LatIters int
+	// MsgRateSizes, MsgRateQPs and MsgRateIters are the message-rate
+	// feature's small write sizes (2 B), QPs (4) and iterations per QP
+	// (perftest's 5000).
+	MsgRateSizes []int
+	MsgRateQPs   int
+	MsgRateIters int
 	Pairing      string // ring or all
 	Loopback     bool
 	RailMode     string // bw.RailsSame or bw.RailsCross
@@ -236,6 +244,26 @@ func (c Config) Validate() error {
 	}
 	if len(c.BWSizes) == 0 {
 		return fmt.Errorf("--bw-sizes is empty: give sizes such as 64K,1M")
+	}
+	if len(c.LatOps) == 0 {
+		return fmt.Errorf("--lat-ops is empty: give write, read, send or a list of them")
+	}
+	for i, op := range c.LatOps {
+		if op != string(bw.OpWrite) && op != string(bw.OpRead) && op != string(bw.OpSend) {
+			return fmt.Errorf("--lat-ops: unknown op %q: write, read or send", op)
+		}
+		if slices.Contains(c.LatOps[:i], op) {
+			return fmt.Errorf("--lat-ops: %s given twice", op)
+		}
+	}
+	if len(c.MsgRateSizes) == 0 {
+		return fmt.Errorf("--msgrate-sizes is empty: give small sizes such as 2 (message rate is a small-message figure)")
+	}
+	if c.MsgRateQPs < 1 || c.MsgRateQPs > 1024 {
+		return fmt.Errorf("--msgrate-qps %d: want 1..1024", c.MsgRateQPs)
+	}
+	if c.MsgRateIters < 1 {
+		return fmt.Errorf("--msgrate-iters %d: want at least 1 (perftest's default is 5000)", c.MsgRateIters)
 	}
 	if len(c.LatSizes) == 0 {
 		return fmt.Errorf("--lat-sizes is empty: give sizes such as 2 (perftest's latency default)")

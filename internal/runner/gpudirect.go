@@ -21,6 +21,7 @@ type bwMemory struct {
 	mem     string // the probe's --mem; "" leaves it out (host memory, and probes older than --mem)
 	gpus    int    // nvidia.com/gpu per pod at least (Cfg.GPUs when higher)
 	latency bool   // the probe measures latency (--latency), the latency feature's pairs
+	msgrate bool   // small writes over --msgrate-qps QPs, the message-rate feature's pairs
 }
 
 // hostMemory is the bandwidth feature's.

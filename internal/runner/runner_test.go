@@ -33,7 +33,8 @@ func testConfig(t *testing.T) Config {
 	}
 	return Config{Image: "img", PodTimeout: time.Second, Concurrency: 2, Variants: []string{VariantSharedDev},
 		RDMAResources: []string{res}, BWOps: []string{"write", "read"}, BWSizes: []int{65536}, Pairing: "ring",
-		RailMode: bw.RailsSame, Thresholds: set, MemlockMax: "1G", LatSizes: []int{2}, LatIters: 1000}
+		RailMode: bw.RailsSame, Thresholds: set, MemlockMax: "1G", LatOps: []string{"write", "read", "send"}, LatSizes: []int{2}, LatIters: 1000,
+		MsgRateSizes: []int{2}, MsgRateQPs: 4, MsgRateIters: 5000}
 }
 
 // Defect: nodes that did not advertise the resource were dropped from
@@ -128,6 +129,12 @@ func TestConfigValidateNamesTheFlag(t *testing.T) {
 	for flagName, edit := range map[string]func(*Config){
 		"--bw-ops":        func(c *Config) { c.BWOps = []string{"send"} },
 		"--bw-sizes":      func(c *Config) { c.BWSizes = nil },
+		"--lat-ops":       func(c *Config) { c.LatOps = []string{"write", "atomic"} },
+		"--lat-ops ":      func(c *Config) { c.LatOps = []string{"send", "send"} },
+		"--lat-ops  ":     func(c *Config) { c.LatOps = nil },
+		"--msgrate-sizes": func(c *Config) { c.MsgRateSizes = nil },
+		"--msgrate-qps":   func(c *Config) { c.MsgRateQPs = 0 },
+		"--msgrate-iters": func(c *Config) { c.MsgRateIters = 0 },
 		"--rails":         func(c *Config) { c.RailMode = "diagonal" },
 		"--pairing":       func(c *Config) { c.Pairing = "star" },
 		"--variants":      func(c *Config) { c.Variants = []string{"sriov"} },
@@ -135,7 +142,7 @@ func TestConfigValidateNamesTheFlag(t *testing.T) {
 	} {
 		c := testConfig(t)
 		edit(&c)
-		if err := c.Validate(); err == nil || !strings.Contains(err.Error(), flagName) {
+		if err := c.Validate(); err == nil || !strings.Contains(err.Error(), strings.TrimSpace(flagName)) {
 			t.Errorf("%s: %v", flagName, err)
 		}
 	}

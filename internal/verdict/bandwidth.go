@@ -20,7 +20,7 @@ type BWInput struct {
 	Resource string // the extended resource the pods requested
 	Network  string // Multus network (hostdev)
 	Ops      []string
-	Sizes    []int  // requested message sizes, bytes; the largest is judged
+	Sizes    []int  // requested message sizes, bytes; the largest is judged (message rate: the smallest)
 	RailMode string // bw.RailsSame or bw.RailsCross
 	// OneRail: the run named one device (--device, --netdev): the pair owes
 	// the rails the probes selected, not every port the pods can see.
@@ -31,6 +31,10 @@ type BWInput struct {
 	// latency/<op>, judged on perftest's average against the SKU's
 	// ceiling (Latency sets it).
 	Latency bool
+	// MsgRate: the pair ran small messages over several QPs; the checks
+	// are msgrate/<op>, judged on perftest's MsgRate (Mpps) against the
+	// SKU's floor (MsgRate sets it).
+	MsgRate bool
 	SKU     *thresholds.SKU
 	SKUErr  error
 
@@ -233,18 +237,24 @@ func demotePasses(cs []reports.Check, reason string) {
 	}
 }
 
-// prefix is the check ids' family: bandwidth/ or latency/.
+// prefix is the check ids' family: bandwidth/, latency/ or msgrate/.
 func (in BWInput) prefix() string {
-	if in.Latency {
+	switch {
+	case in.Latency:
 		return LatencyPrefix
+	case in.MsgRate:
+		return MsgRatePrefix
 	}
 	return "bandwidth/"
 }
 
 func (in BWInput) check(op, rail string) reports.Check {
 	what := "bandwidth"
-	if in.Latency {
+	switch {
+	case in.Latency:
 		what = "latency"
+	case in.MsgRate:
+		what = "message rate"
 	}
 	return reports.Check{ID: in.prefix() + op, Title: fmt.Sprintf("RDMA %s %s %s → %s", op, what, in.Client.Node, in.Server.Node),
 		Nodes: []string{in.Client.Node, in.Server.Node}, Variant: in.Variant, Rail: rail, Evidence: in.evidence()}
@@ -258,13 +268,18 @@ func (in BWInput) judgeRail(c *reports.Check, op string, rr bw.RailResult, srvBy
 			run = &rr.Runs[i]
 		}
 	}
-	// The metric: average bandwidth (Gb/s), or perftest's average latency
-	// (µs) when the pair measured latency; a size without it is missing.
+	// The metric: average bandwidth (Gb/s), perftest's average latency
+	// (µs) when the pair measured latency, or its MsgRate (Mpps) when it
+	// measured message rate; a size without it is missing.
 	measured := map[int]float64{}
 	lats := map[int]*lat.Summary{}
 	if run != nil {
 		for _, r := range run.Results {
 			switch {
+			case in.MsgRate:
+				if r.Local.Iterations > 0 {
+					measured[r.Local.Bytes] = r.Local.MsgRateMpps
+				}
 			case !in.Latency:
 				measured[r.Local.Bytes] = r.Local.AvgGbps
 			case r.Local.Latency != nil:
@@ -273,11 +288,20 @@ func (in BWInput) judgeRail(c *reports.Check, op string, rr bw.RailResult, srvBy
 		}
 	}
 	name, unit := func(size int) string { return fmt.Sprintf("%s_%s_avg", op, SizeName(size)) }, "Gb/s"
-	if in.Latency {
+	switch {
+	case in.Latency:
 		name, unit = func(size int) string { return fmt.Sprintf("%s_%s_lat_avg", op, SizeName(size)) }, reports.UnitMicroseconds
+	case in.MsgRate:
+		name, unit = func(size int) string { return fmt.Sprintf("%s_%s_msgrate", op, SizeName(size)) }, reports.UnitMpps
 	}
 	port := rr.Local.Name()
-	largest := slices.Max(in.Sizes)
+	// The judged size: the largest (bandwidth, latency), or the smallest
+	// for message rate, a small-message figure that larger sizes turn
+	// into a bandwidth one.
+	judgedSize := slices.Max(in.Sizes)
+	if in.MsgRate {
+		judgedSize = slices.Min(in.Sizes)
+	}
 	var missing []string
 	for _, size := range in.Sizes {
 		v, ok := measured[size]
@@ -285,17 +309,21 @@ func (in BWInput) judgeRail(c *reports.Check, op string, rr bw.RailResult, srvBy
 			missing = append(missing, SizeName(size))
 			continue
 		}
-		if size != largest {
+		if size != judgedSize {
 			c.Measured = append(c.Measured, reports.Measurement{Name: name(size), Node: in.Client.Node, Port: port, Value: v, Unit: unit})
 		}
 	}
-	// A bandwidth floor must exist; a latency ceiling is optional (the
-	// check then stays not-run with its values, unless the rail failed).
+	// A bandwidth floor must exist; a latency ceiling and a message-rate
+	// floor are optional (the check then stays not-run with its values,
+	// unless the rail failed).
 	var bound thresholds.Bound
-	var noCeiling error
-	if in.Latency {
-		bound, noCeiling = in.SKU.LatencyCeiling(op)
-	} else {
+	var noBound error
+	switch {
+	case in.Latency:
+		bound, noBound = in.SKU.LatencyCeiling(op)
+	case in.MsgRate:
+		bound, noBound = in.SKU.MsgRateFloor(op)
+	default:
 		var err error
 		if bound, err = in.SKU.BandwidthFloor(op); err != nil {
 			setOutcome(c, reports.Error, err.Error(), "")
@@ -303,23 +331,23 @@ func (in BWInput) judgeRail(c *reports.Check, op string, rr bw.RailResult, srvBy
 		}
 	}
 	var judged *float64
-	if v, ok := measured[largest]; ok {
+	if v, ok := measured[judgedSize]; ok {
 		judged = &v
 	}
-	m, st, why := reports.Judge(name(largest), unit, in.Client.Node, port, judged,
+	m, st, why := reports.Judge(name(judgedSize), unit, in.Client.Node, port, judged,
 		reports.Threshold{Op: bound.Op, Value: bound.Value, Source: bound.Source})
 	if judged != nil {
 		// Nothing measured is said in the diagnosis, never as a 0 value.
-		if noCeiling != nil {
+		if noBound != nil {
 			m.Threshold = nil
 		}
 		c.Measured = append(c.Measured, m)
-		if l := lats[largest]; l != nil {
+		if l := lats[judgedSize]; l != nil {
 			for _, x := range []struct {
 				what string
 				v    float64
 			}{{"typical", l.Typical}, {"p99", l.P99}, {"max", l.Max}} {
-				c.Measured = append(c.Measured, reports.Measurement{Name: fmt.Sprintf("%s_%s_lat_%s", op, SizeName(largest), x.what),
+				c.Measured = append(c.Measured, reports.Measurement{Name: fmt.Sprintf("%s_%s_lat_%s", op, SizeName(judgedSize), x.what),
 					Node: in.Client.Node, Port: port, Value: x.v, Unit: unit})
 			}
 		}
@@ -354,11 +382,14 @@ func (in BWInput) judgeRail(c *reports.Check, op string, rr bw.RailResult, srvBy
 		setOutcome(c, st, "the client measured this rail but the server reported: "+msg, fix)
 	case len(missing) > 0:
 		setOutcome(c, reports.Fail, fmt.Sprintf("requested size(s) %s not measured on %s, and the probe reported no error for them", strings.Join(missing, ", "), c.Rail), "")
-	case noCeiling != nil:
-		// A SKU without a latency ceiling: measured, not judged.
-		setOutcome(c, reports.NotRun, noCeiling.Error(), "")
+	case noBound != nil:
+		// A SKU without a latency ceiling or message-rate floor: measured,
+		// not judged.
+		setOutcome(c, reports.NotRun, noBound.Error(), "")
 	case st == reports.Fail && in.Latency:
 		setOutcome(c, reports.Fail, why, FixSlowLatency)
+	case st == reports.Fail && in.MsgRate:
+		setOutcome(c, reports.Fail, why, FixSlowMsgRate)
 	case st == reports.Fail:
 		msg := why
 		if rr.Local.RateGbps > 0 && in.SKU.LinkRateGbps.Value != nil && rr.Local.RateGbps < *in.SKU.LinkRateGbps.Value {

@@ -1,10 +1,11 @@
 package verdict
 
-// LatencyPrefix is the latency checks' family: latency/write, latency/read.
+// LatencyPrefix is the latency checks' family: latency/write, latency/read,
+// latency/send.
 const LatencyPrefix = "latency/"
 
 // FixSlowLatency is the fix named when a pair's latency is over the ceiling.
-const FixSlowLatency = "compare with ib_write_lat / ib_read_lat (2 B) between the same nodes; check the path between them " +
+const FixSlowLatency = "compare with ib_write_lat / ib_read_lat / ib_send_lat (2 B) between the same nodes; check the path between them " +
 	"(switch hops, other traffic sharing the links, adaptive routing), the port rate (ibstat), CPU power states on both nodes " +
 	"(C-states add wake-up latency to polling loops), and on RoCE PFC/ECN"
 

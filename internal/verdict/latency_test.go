@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/rdmasuite/rdmasuite/reports"
+	"github.com/rdmasuite/rdmasuite/thresholds"
 	"github.com/rdmasuite/rdmasuite/workloads/bw"
 	"github.com/rdmasuite/rdmasuite/workloads/lat"
 	"github.com/rdmasuite/rdmasuite/workloads/probeout"
@@ -20,7 +21,7 @@ func latencyOut(t *testing.T, ops []string, rails int, avg float64, edit func(cl
 				r.Params.Latency = true
 				for k := range r.Results {
 					r.Results[k].Local.Latency = &lat.Summary{Samples: 997, Min: avg * 0.9, Typical: avg, Avg: avg, P99: avg * 1.5, P999: avg * 2, Max: avg * 2,
-						Halved: r.Params.Op == bw.OpWrite}
+						Halved: r.Params.Op.PingPongs()}
 				}
 			}
 		}
@@ -62,6 +63,27 @@ func TestLatencyPassAndFail(t *testing.T) {
 	res = Latency(latInput(t, []string{"write", "read"}, cli, srv))
 	if res.Checks[0].Status != reports.Fail || !strings.Contains(res.Checks[0].Diagnosis, "write_2B_lat_avg = 3 µs, threshold <= 2.5 µs") ||
 		res.Checks[0].Fix != FixSlowLatency || res.Checks[1].Status != reports.Pass {
+		t.Fatalf("%+v", res.Checks)
+	}
+}
+
+// Send latency (ib_send_lat) is judged like write, against the SKU's
+// sendLatencyUs; a SKU without it leaves send not-run while write passes.
+func TestSendLatencyHasItsOwnCeiling(t *testing.T) {
+	cli, srv := latencyOut(t, []string{"write", "send"}, 1, 2.0, nil)
+	in := latInput(t, []string{"write", "send"}, cli, srv)
+	res := Latency(in)
+	if got := statuses(res.Checks); got != "latency/write{mlx5_0/1→mlx5_0/1}=pass latency/send{mlx5_0/1→mlx5_0/1}=pass" {
+		t.Fatalf("statuses: %s", got)
+	}
+	if m := res.Checks[1].Measured[0]; m.Name != "send_2B_lat_avg" || m.Threshold == nil || m.Threshold.Value != 2.5 {
+		t.Fatalf("send measured %+v", res.Checks[1].Measured)
+	}
+	k := *in.SKU
+	k.SendLatencyUs = thresholds.Value{}
+	in.SKU = &k
+	res = Latency(in)
+	if res.Checks[0].Status != reports.Pass || res.Checks[1].Status != reports.NotRun || !strings.Contains(res.Checks[1].Reason, "sendLatencyUs") {
 		t.Fatalf("%+v", res.Checks)
 	}
 }

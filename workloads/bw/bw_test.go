@@ -299,6 +299,47 @@ func TestMeasureWriteLatencyIsAHalvedPingPong(t *testing.T) {
 	}
 }
 
+// Send latency is ib_send_lat's ping-pong: halved like write; a read at
+// the same parameters is no ping-pong.
+func TestMeasureSendLatencyIsAHalvedPingPong(t *testing.T) {
+	us := time.Microsecond
+	ep := &pingEP{posted: []time.Duration{0, 10 * us, 20 * us, 30 * us, 40 * us, 90 * us}}
+	p := Defaults()
+	p.Op, p.Latency, p.Iters, p.TxDepth, p.CQMod, p.Sizes = OpSend, true, 6, 1, 1, []int{2}
+	if err := p.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	f, err := Measure(ep, p, 2, fakeClock(us))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l := f.Latency; l == nil || !l.Halved || l.Typical != 5 || l.Samples != 3 || len(ep.client) != 1 || !ep.client[0] {
+		t.Fatalf("latency %+v, calls %v", f.Latency, ep.client)
+	}
+	if !OpSend.PingPongs() || !OpWrite.PingPongs() || OpRead.PingPongs() {
+		t.Fatal("write and send ping-pong, read does not")
+	}
+}
+
+// SEND is measured as latency only: a bandwidth run of it is refused,
+// naming --latency.
+func TestSendIsLatencyOnly(t *testing.T) {
+	p := Defaults()
+	p.Op = OpSend
+	if err := p.Validate(); err == nil || !strings.Contains(err.Error(), "--latency") {
+		t.Fatalf("send bandwidth: %v", err)
+	}
+	p.Op = "atomic"
+	if err := p.Validate(); err == nil || !strings.Contains(err.Error(), "write, read or send") {
+		t.Fatalf("unknown op: %v", err)
+	}
+	// -1 inline (the device's perftest default) belongs to latency runs.
+	p.Op, p.MaxInline = OpWrite, -1
+	if err := p.Validate(); err == nil || !strings.Contains(err.Error(), "inline -1") {
+		t.Fatalf("inline -1 for bandwidth: %v", err)
+	}
+}
+
 func TestLatencyParamsAreOneOutstandingOperation(t *testing.T) {
 	base := Defaults()
 	base.Latency, base.Iters, base.TxDepth, base.CQMod, base.Sizes = true, 1000, 1, 1, []int{2}

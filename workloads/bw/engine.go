@@ -55,7 +55,7 @@ func RealClock() Clock {
 // post to the completion that covers it. With Params.Duration set it runs
 // for that long instead of Iters and reports no peak, like perftest -D.
 func Measure(ep Endpoint, p Params, size int, clock Clock) (Figures, error) {
-	if p.Latency && p.Op == OpWrite {
+	if p.Latency && p.Op.PingPongs() {
 		return pingPong(ep, p, size)
 	}
 	loop := func(p Params, record bool) ([]time.Duration, []time.Duration, int, error) {
@@ -193,12 +193,12 @@ func allDone(scnt []int, iters int) bool {
 	return true
 }
 
-// pingPong is the client's write latency: the gap between two of its
-// posts is one round trip; perftest reports half of it.
+// pingPong is the client's write or send latency: the gap between two of
+// its posts is one round trip; perftest reports half of it.
 func pingPong(ep Endpoint, p Params, size int) (Figures, error) {
 	pp, ok := ep.(PingPonger)
 	if !ok {
-		return Figures{}, fmt.Errorf("write latency needs the endpoint's ping-pong loop, which this endpoint lacks")
+		return Figures{}, fmt.Errorf("%s latency needs the endpoint's ping-pong loop, which this endpoint lacks", p.Op)
 	}
 	posted, err := pp.PingPong(p, size, true)
 	if err != nil {
@@ -206,7 +206,7 @@ func pingPong(ep Endpoint, p Params, size int) (Figures, error) {
 	}
 	l, err := lat.FromDurations(posted, true)
 	if err != nil {
-		return Figures{}, fmt.Errorf("write latency: %w", err)
+		return Figures{}, fmt.Errorf("%s latency: %w", p.Op, err)
 	}
 	return Figures{Bytes: size, Iterations: len(posted), Latency: &l}, nil
 }

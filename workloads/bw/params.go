@@ -12,7 +12,16 @@ type Op string
 const (
 	OpWrite Op = "write"
 	OpRead  Op = "read"
+	// OpSend is measured as latency only (ib_send_lat's ping-pong): a
+	// SEND bandwidth test needs the receiver to keep up with receives,
+	// which is not what the suite's bandwidth checks are about.
+	OpSend Op = "send"
 )
+
+// PingPongs says whether op's latency is a ping-pong (write, send), whose
+// samples are round trips that perftest halves, rather than one READ at a
+// time.
+func (op Op) PingPongs() bool { return op == OpWrite || op == OpSend }
 
 // Params of one test; the client sends them to the server, so both sides
 // size their resources the same way.
@@ -26,10 +35,11 @@ type Params struct {
 	TxDepth       int           `json:"txDepth"` // outstanding operations per QP
 	CQMod         int           `json:"cqMod"`   // signal one completion every CQMod posts
 	Bidirectional bool          `json:"bidirectional"`
-	MaxInline     int           `json:"maxInline"` // post payloads up to this size inline (write only)
+	MaxInline     int           `json:"maxInline"` // post payloads up to this size inline (write, send); -1 with Latency: perftest's default for the device
 	// Latency measures latency as perftest does instead of bandwidth:
 	// write is ib_write_lat's ping-pong (both sides write in turn, half
-	// the round trip), read is ib_read_lat's one READ at a time. One QP,
+	// the round trip), send is ib_send_lat's (the same with SENDs into
+	// posted receives), read is ib_read_lat's one READ at a time. One QP,
 	// tx depth 1, cq-mod 1, iteration mode.
 	Latency bool `json:"latency,omitempty"`
 }
@@ -61,8 +71,10 @@ func (p Params) MaxSize() int {
 // Validate rejects parameters that would hang or mis-measure, naming the fix.
 func (p Params) Validate() error {
 	switch {
-	case p.Op != OpWrite && p.Op != OpRead:
-		return fmt.Errorf("op %q: want write or read", p.Op)
+	case p.Op != OpWrite && p.Op != OpRead && p.Op != OpSend:
+		return fmt.Errorf("op %q: want write, read or send", p.Op)
+	case p.Op == OpSend && !p.Latency:
+		return fmt.Errorf("op send is measured as latency only (ib_send_lat): add --latency, or measure bandwidth with write or read")
 	case len(p.Sizes) == 0:
 		return fmt.Errorf("no message sizes: give --size or --sweep")
 	case p.QPs < 1 || p.QPs > 1024:
@@ -73,6 +85,8 @@ func (p Params) Validate() error {
 		return fmt.Errorf("cq moderation %d: want 1..tx depth (%d), or the send queue fills before a completion is requested", p.CQMod, p.TxDepth)
 	case p.Duration <= 0 && p.Iters < 1:
 		return fmt.Errorf("iterations %d: want ≥ 1 (or a duration)", p.Iters)
+	case p.MaxInline < -1 || (p.MaxInline == -1 && !p.Latency):
+		return fmt.Errorf("inline %d: want ≥ 0 (-1, the device's perftest default, only for latency)", p.MaxInline)
 	case p.Warmup < 0:
 		return fmt.Errorf("warm-up %d: want ≥ 0", p.Warmup)
 	case p.Latency && (p.QPs != 1 || p.TxDepth != 1 || p.CQMod != 1):

@@ -360,11 +360,12 @@ func (s *server) session(c *conn, hello message) {
 			fail(err)
 			return
 		}
-		if p.Latency && p.Op == OpWrite {
-			// ib_write_lat: the server answers every ping in its own loop.
+		if p.Latency && p.Op.PingPongs() {
+			// ib_write_lat, ib_send_lat: the server answers every ping in
+			// its own loop.
 			pp, ok := res.(PingPonger)
 			if !ok {
-				err := fmt.Errorf("size %d: write latency needs the endpoint's ping-pong loop, which the server's endpoint lacks", m.Size)
+				err := fmt.Errorf("size %d: %s latency needs the endpoint's ping-pong loop, which the server's endpoint lacks", m.Size, p.Op)
 				c.sendErr(err, message{})
 				fail(err)
 				return

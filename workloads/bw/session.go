@@ -45,6 +45,11 @@ type Device struct {
 	RateGbps  float64 `json:"rateGbps"`
 	MTU       int     `json:"mtu"`
 	Netdev    string  `json:"netdev,omitempty"`
+	// PostAPI is how the loop posted, and why (perftest's choice for the
+	// device unless --post-api said otherwise).
+	PostAPI string `json:"postAPI,omitempty"`
+	// InlineBytes is the largest payload posted inline (0: none).
+	InlineBytes int `json:"inlineBytes,omitempty"`
 }
 
 // Factory opens resources sized for p on one rail. It checks the port's

@@ -506,3 +506,22 @@ func TestLatencySessionPingPongsOnBothSides(t *testing.T) {
 		t.Fatalf("ping-pong calls: server %v, client %v; want the server to answer each write size", srvPongs, cliPongs)
 	}
 }
+
+// A send latency run is the same ping-pong on both sides (ib_send_lat).
+func TestSendLatencySessionPingPongsOnBothSides(t *testing.T) {
+	srv, cli := &fakeSide{}, &fakeSide{}
+	p := testParams(2)
+	p.Latency, p.TxDepth, p.CQMod, p.Iters = true, 1, 1, 20
+	c, _ := runBoth(t, testRails("s0"), srv, ClientConfig{Rails: testRails("c0"), Params: p, Ops: []Op{OpSend}}, cli)
+	measured(t, "client", c.out.Rails[0], []Op{OpSend}, 1)
+	if l := c.out.Rails[0].Runs[0].Results[0].Local.Latency; l == nil || !l.Halved || l.Typical != 5 {
+		t.Fatalf("send latency result %+v", c.out.Rails[0].Runs[0].Results[0].Local)
+	}
+	var srvPongs []bool
+	for _, r := range srv.opened {
+		srvPongs = append(srvPongs, r.pongs...)
+	}
+	if len(srvPongs) != 1 || srvPongs[0] {
+		t.Fatalf("server ping-pong calls %v: want the server to answer the send size", srvPongs)
+	}
+}

@@ -29,6 +29,9 @@ type Config struct {
 	// GoLoop posts and polls from Go, one cgo call per verbs call (bw's
 	// reference loop), instead of the C loop; for comparisons and tests.
 	GoLoop bool
+	// PostAPI is how the C loop posts (ParsePostAPI): auto (""), the way
+	// perftest would on the device, wr or old.
+	PostAPI string
 	// Memory is where the registered buffer lives (ParseMemory): "host"
 	// (or ""), "cuda"/"cuda:auto" (the GPU nearest each rail's NIC) or
 	// "cuda:<ordinal>": GPUDirect RDMA, like perftest's --use_cuda.
@@ -113,15 +116,27 @@ type resources struct {
 	wcs     []verbs.Completion
 	portNum int
 	goLoop  bool
+	recvs   int // receives kept posted on each QP (send latency)
 }
+
+// pingPongRecvs is how many receives the send ping-pong keeps posted: it
+// needs one at a time (each message waits for the answer), the rest are
+// slack so a repost never races the peer's next message.
+const pingPongRecvs = 16
 
 func open(cfg Config, p bw.Params, onMemory func(bw.Memory)) (res *resources, err error) {
 	mspec, err := ParseMemory(cfg.Memory)
 	if err != nil {
 		return nil, err
 	}
-	if mspec.Kind == bw.MemoryCUDA && p.Latency && p.Op == bw.OpWrite {
-		return nil, bw.Tag(bw.ErrUsage, fmt.Errorf("write latency with --mem %s: the ping-pong's CPU polls the receive buffer, which must be host memory; measure GPU buffers with bandwidth", mspec))
+	if mspec.Kind == bw.MemoryCUDA && p.Latency && p.Op.PingPongs() {
+		// Write: the CPU polls the receive buffer; send: the loop is
+		// built on host buffers only.
+		return nil, bw.Tag(bw.ErrUsage, fmt.Errorf("%s latency with --mem %s: the ping-pongs run on host memory (write's CPU polls the receive buffer); measure GPU buffers with bandwidth", p.Op, mspec))
+	}
+	api, err := ParsePostAPI(cfg.PostAPI)
+	if err != nil {
+		return nil, bw.Tag(bw.ErrUsage, err)
 	}
 	if mspec.Kind == bw.MemoryCUDA && p.Op == bw.OpWrite && p.MaxInline > 0 {
 		return nil, bw.Tag(bw.ErrUsage, fmt.Errorf("inline %d with --mem %s: an inline post copies the payload with the CPU, which must not touch GPU memory; use inline 0", p.MaxInline, mspec))
@@ -202,15 +217,25 @@ func open(cfg Config, p bw.Params, onMemory func(bw.Memory)) (res *resources, er
 		}
 		onMemory(bw.Memory{Kind: bw.MemoryHost})
 	}
-	cqDepth := min(p.TxDepth*p.QPs+p.QPs, dattr.MaxCQE)
+	if p.Op == bw.OpSend {
+		r.recvs = pingPongRecvs
+	}
+	cqDepth := min(p.TxDepth*p.QPs+p.QPs+r.recvs*p.QPs, dattr.MaxCQE)
 	if r.cq, err = r.ctx.CreateCQ(cqDepth); err != nil {
 		return nil, err
 	}
-	if p.Op == bw.OpWrite {
+	driver := deviceDriver(cfg.SysfsRoot, r.ctx.Name)
+	switch {
+	case p.MaxInline < 0:
+		// --latency without --inline: what perftest's latency test inlines
+		// on this device.
+		r.inline = perftestLatencyInline(driver, p.Op, mspec.Kind == bw.MemoryCUDA)
+	case p.Op == bw.OpWrite || p.Op == bw.OpSend:
 		r.inline = p.MaxInline
 	}
+	wr, postAPI := usesWR(api, driver)
 	for i := 0; i < p.QPs; i++ {
-		qp, err := r.pd.CreateRCQP(r.cq, verbs.QPCaps{SendDepth: p.TxDepth, RecvDepth: 1, MaxInline: r.inline}, rand.Uint32())
+		qp, err := r.pd.CreateRCQP(r.cq, verbs.QPCaps{SendDepth: p.TxDepth, RecvDepth: max(r.recvs, 1), MaxInline: r.inline, Plain: !wr}, rand.Uint32())
 		if err != nil {
 			return nil, err
 		}
@@ -222,7 +247,10 @@ func open(cfg Config, p bw.Params, onMemory func(bw.Memory)) (res *resources, er
 	r.wcs = make([]verbs.Completion, 16)
 	r.dev = bw.Device{Name: r.ctx.Name, Port: cfg.Port, GIDIndex: r.gid.Index, GID: r.gid.Addr,
 		LinkLayer: r.port.LinkLayer, RateGbps: r.port.RateGbps, MTU: r.port.ActiveMTU,
-		Netdev: netdevOf(r.ctx.Name, cfg.Port, r.gid.Index)}
+		Netdev: netdevOf(r.ctx.Name, cfg.Port, r.gid.Index), PostAPI: postAPI, InlineBytes: r.inline}
+	if wr && len(r.qps) > 0 && !r.qps[0].Extended() {
+		r.dev.PostAPI = "ibv_post_send (the provider has no extended QPs for ibv_wr_*)"
+	}
 	return r, nil
 }
 
@@ -316,6 +344,14 @@ func (r *resources) Connect(remote []bw.QPInfo) error {
 		if err := qp.ToRTS(r.rdAtom); err != nil {
 			return err
 		}
+		// The send ping-pong's receives, before the peer can send: our
+		// Connect precedes the first message of either side (the server
+		// connects before it reads "start", the client before it sends it).
+		for k := 0; k < r.recvs; k++ {
+			if err := qp.PostRecv(r.mr, 0, r.slot, verbs.PingPongRecvID); err != nil {
+				return err
+			}
+		}
 	}
 	r.remote = remote
 	return nil
@@ -334,8 +370,10 @@ func verbsOp(op bw.Op) verbs.Op {
 }
 
 // inlined says whether a post of size bytes carries its payload inline
-// (writes up to the QP's inline limit).
-func (r *resources) inlined(op bw.Op, size int) bool { return op == bw.OpWrite && size <= r.inline }
+// (writes and sends up to the QP's inline limit).
+func (r *resources) inlined(op bw.Op, size int) bool {
+	return (op == bw.OpWrite || op == bw.OpSend) && size <= r.inline
+}
 
 func (r *resources) Poll(wcs []bw.Completion) (int, error) {
 	n, err := r.cq.Poll(r.wcs[:min(len(wcs), len(r.wcs))])
@@ -351,19 +389,24 @@ func (r *resources) Poll(wcs []bw.Completion) (int, error) {
 	return n, nil
 }
 
-// PingPong is ib_write_lat's loop for one size (verbs.PingPong): the peer
-// writes into our first slot (what Local advertises), we write from the
-// second. A peer silent for 10 s stops it.
+// PingPong is ib_write_lat's or ib_send_lat's loop for one size
+// (verbs.PingPong): the peer writes (or its sends land) into our first
+// slot (what Local advertises), we write or send from the second. A peer
+// silent for 10 s stops it.
 func (r *resources) PingPong(p bw.Params, size int, client bool) ([]time.Duration, error) {
 	scale := calibrate()
 	if scale <= 0 {
-		return nil, errors.New("write latency needs the CPU's cycle counter, which could not be calibrated here")
+		return nil, fmt.Errorf("%s latency needs the CPU's cycle counter, which could not be calibrated here", p.Op)
 	}
 	if len(r.qps) != 1 || len(r.remote) != 1 {
-		return nil, fmt.Errorf("write latency runs on one connected QP, have %d", len(r.qps))
+		return nil, fmt.Errorf("%s latency runs on one connected QP, have %d", p.Op, len(r.qps))
 	}
-	spec := verbs.PingPongSpec{QP: r.qps[0], CQ: r.cq, MR: r.mr, Target: verbs.LoopTarget{Addr: r.remote[0].Addr, RKey: r.remote[0].RKey},
-		RecvOff: 0, SendOff: r.slot, Size: size, Inline: r.inlined(bw.OpWrite, size), Client: client, Iters: p.Iters,
+	op := verbs.OpWrite
+	if p.Op == bw.OpSend {
+		op = verbs.OpSend
+	}
+	spec := verbs.PingPongSpec{QP: r.qps[0], CQ: r.cq, MR: r.mr, Op: op, Target: verbs.LoopTarget{Addr: r.remote[0].Addr, RKey: r.remote[0].RKey},
+		RecvOff: 0, RecvLen: r.slot, SendOff: r.slot, Size: size, Inline: r.inlined(p.Op, size), Client: client, Iters: p.Iters,
 		Timeout: uint64(float64(10*time.Second) / scale)}
 	posts, err := verbs.PingPong(spec)
 	if err != nil {

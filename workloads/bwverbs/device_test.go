@@ -132,6 +132,27 @@ func TestCLoopMatchesGoLoop(t *testing.T) {
 	}
 }
 
+// On rxe the loop posts as perftest does there (ibv_post_send: rxe is not
+// on perftest's ibv_wr_* list), says so in the report, and --post-api wr
+// still works: both post APIs move every operation of a READ and a WRITE.
+func TestPostAPIOnRxe(t *testing.T) {
+	for _, api := range []string{PostAPIAuto, PostAPIWR, PostAPIOld} {
+		for _, op := range []bw.Op{bw.OpRead, bw.OpWrite} {
+			p := params(op, 1, 65536)
+			p.Iters, p.CQMod = 200, 1
+			rep := runPairWith(t, "rxe0", Config{Device: "rxe1", Port: 1, GIDIndex: -1, PostAPI: api}, p)
+			want := "ibv_post_send"
+			if api == PostAPIWR {
+				want = "ibv_wr_*"
+			}
+			if !strings.HasPrefix(rep.Device.PostAPI, want) || rep.Results[0].Local.Iterations != 200 {
+				t.Fatalf("%s %s: posted with %q, %d operations", api, op, rep.Device.PostAPI, rep.Results[0].Local.Iterations)
+			}
+			t.Logf("%s %s: %s, %.1f MB/s at 64 KiB", api, op, rep.Device.PostAPI, rep.Results[0].Local.AvgMBps)
+		}
+	}
+}
+
 // Duration mode in the C loop: whole moderation groups, no peak.
 func TestCLoopDuration(t *testing.T) {
 	p := params(bw.OpRead, 2, 65536)
@@ -297,23 +318,43 @@ func TestGPUMemoryPathWithHostStandIn(t *testing.T) {
 // larger size would stop it), read is one READ at a time. Every size has
 // perftest's figures, ordered min ≤ typical ≤ p99 ≤ max.
 func TestLatencyAcrossDevices(t *testing.T) {
-	for _, op := range []bw.Op{bw.OpWrite, bw.OpRead} {
-		p := bw.Defaults()
-		p.Op, p.Latency, p.TxDepth, p.CQMod, p.Iters, p.Sizes = op, true, 1, 1, 300, []int{4096, 64, 2}
-		cli, srv, cerr, serr := pairRun(t, "rxe0", Config{Device: "rxe1", Port: 1, GIDIndex: -1}, p)
-		if cerr != nil || serr != nil {
-			t.Fatalf("%s: client %v, server %v", op, cerr, serr)
+	// auto posts with ibv_post_send on rxe (as perftest); wr takes the
+	// ping-pongs' ibv_wr_* path, which perftest uses on ConnectX.
+	for _, api := range []string{PostAPIAuto, PostAPIWR} {
+		for _, op := range []bw.Op{bw.OpWrite, bw.OpRead, bw.OpSend} {
+			latencyAcrossDevices(t, api, op, -1)
 		}
-		if miss := append(cli.Incomplete(), srv.Incomplete()...); len(miss) > 0 {
-			t.Fatalf("%s: incomplete: %v", op, miss)
+	}
+	// Inline payloads through both post paths (perftest inlines 220 B
+	// writes and 236 B sends on ConnectX).
+	for _, api := range []string{PostAPIOld, PostAPIWR} {
+		for _, op := range []bw.Op{bw.OpWrite, bw.OpSend} {
+			latencyAcrossDevices(t, api, op, 64)
 		}
-		for _, r := range cli.Rails[0].Runs[0].Results {
-			l := r.Local.Latency
-			if l == nil || l.Samples != p.Iters-1-2 || l.Halved != (op == bw.OpWrite) ||
-				!(0 < l.Min && l.Min <= l.Typical && l.Typical <= l.P99 && l.P99 <= l.P999 && l.P999 <= l.Max) {
-				t.Fatalf("%s %d B: latency %+v", op, r.Local.Bytes, l)
-			}
-			t.Logf("%s latency %d B: typical %.1f µs, p99 %.1f µs, max %.1f µs", op, r.Local.Bytes, l.Typical, l.P99, l.Max)
+	}
+}
+
+// latencyAcrossDevices measures op latency rxe1 → rxe0 posting with api,
+// inlining up to inline bytes (-1: perftest's default, none on rxe).
+func latencyAcrossDevices(t *testing.T, api string, op bw.Op, inline int) {
+	p := bw.Defaults()
+	p.Op, p.Latency, p.TxDepth, p.CQMod, p.Iters, p.Sizes, p.MaxInline = op, true, 1, 1, 300, []int{4096, 64, 2}, inline
+	cli, srv, cerr, serr := pairRun(t, "rxe0", Config{Device: "rxe1", Port: 1, GIDIndex: -1, PostAPI: api}, p)
+	if cerr != nil || serr != nil {
+		t.Fatalf("%s %s: client %v, server %v", api, op, cerr, serr)
+	}
+	if d := cli.Rails[0].Runs[0].Device; d.InlineBytes != max(inline, 0) || !strings.HasPrefix(d.PostAPI, map[string]string{PostAPIAuto: "ibv_post_send", PostAPIOld: "ibv_post_send", PostAPIWR: "ibv_wr_*"}[api]) {
+		t.Fatalf("%s %s inline %d (rxe is no device perftest inlines on): device %+v", api, op, inline, d)
+	}
+	if miss := append(cli.Incomplete(), srv.Incomplete()...); len(miss) > 0 {
+		t.Fatalf("%s: incomplete: %v", op, miss)
+	}
+	for _, r := range cli.Rails[0].Runs[0].Results {
+		l := r.Local.Latency
+		if l == nil || l.Samples != p.Iters-1-2 || l.Halved != op.PingPongs() ||
+			!(0 < l.Min && l.Min <= l.Typical && l.Typical <= l.P99 && l.P99 <= l.P999 && l.P999 <= l.Max) {
+			t.Fatalf("%s %d B: latency %+v", op, r.Local.Bytes, l)
 		}
+		t.Logf("%s %s latency %d B: typical %.1f µs, p99 %.1f µs, max %.1f µs", api, op, r.Local.Bytes, l.Typical, l.P99, l.Max)
 	}
 }

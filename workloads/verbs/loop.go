@@ -7,6 +7,10 @@ package verbs
 
 #include "cycles.h"
 
+// The wr_id of every receive the send ping-pong posts (sends carry their
+// sequence number, far below it).
+#define RS_RECV_WR_ID UINT64_MAX
+
 struct rs_loop_params {
 	struct ibv_cq *cq;
 	int nqp, opcode, inl, tx_depth, cq_mod, ex;
@@ -126,6 +130,43 @@ static int rs_loop(struct ibv_qp **qps, uint64_t *raddr, uint32_t *rkey, int64_t
 	return 0;
 }
 
+// rs_stamp_post is the latency loops' post: perftest's tposted[scnt] =
+// get_cycles() right before it, then (write ping-pong) the next count into
+// mark, the last byte of the send area, then the post with wr_id scnt,
+// through ibv_wr_* on an extended QP (ex) as perftest does on the devices
+// it lists, else ibv_post_send. 0, or -1 with o filled.
+static int rs_stamp_post(struct ibv_qp *qp, int ex, struct ibv_send_wr *wr, volatile uint8_t *mark, uint64_t *posted, int64_t scnt, struct rs_loop_out *o) {
+	uint64_t t = rs_cycles();
+	posted[scnt] = t;
+	if (scnt == 0) o->first_post = t;
+	if (mark) *mark = (uint8_t)(scnt + 1);
+	wr->wr_id = (uint64_t)scnt;
+	int rc;
+	if (ex) {
+		struct ibv_qp_ex *qx = ibv_qp_to_qp_ex(qp);
+		ibv_wr_start(qx);
+		qx->wr_id = wr->wr_id;
+		qx->wr_flags = wr->send_flags;
+		if (wr->opcode == IBV_WR_SEND)
+			ibv_wr_send(qx);
+		else
+			ibv_wr_rdma_write(qx, wr->wr.rdma.rkey, wr->wr.rdma.remote_addr);
+		if (wr->send_flags & IBV_SEND_INLINE)
+			ibv_wr_set_inline_data(qx, (void *)(uintptr_t)wr->sg_list->addr, wr->sg_list->length);
+		else
+			ibv_wr_set_sge(qx, wr->sg_list->lkey, wr->sg_list->addr, wr->sg_list->length);
+		rc = ibv_wr_complete(qx);
+	} else {
+		struct ibv_send_wr *bad = NULL;
+		rc = ibv_post_send(qp, wr, &bad);
+	}
+	if (rc) {
+		o->err_kind = 1; o->err_code = rc; o->err_seq = scnt; o->done = scnt;
+		return -1;
+	}
+	return 0;
+}
+
 // rs_pingpong is perftest's run_iter_lat_write: a memory-polling ping-pong
 // of RDMA WRITEs on one QP. Each side waits until the last byte of its
 // receive area holds the next count (the client skips the wait before its
@@ -138,7 +179,7 @@ struct rs_pp_params {
 	struct ibv_cq *cq;
 	uint32_t lkey, rkey, size;
 	uint64_t send_addr, recv_addr, raddr;
-	int inl, client;
+	int inl, client, ex;
 	int64_t iters;
 	uint64_t timeout;
 };
@@ -147,7 +188,7 @@ static int rs_pingpong(const struct rs_pp_params *p, uint64_t *posted, struct rs
 	volatile uint8_t *recv_last = (volatile uint8_t *)(uintptr_t)(p->recv_addr + p->size - 1);
 	volatile uint8_t *send_last = (volatile uint8_t *)(uintptr_t)(p->send_addr + p->size - 1);
 	struct ibv_sge sge = { .addr = p->send_addr, .length = p->size, .lkey = p->lkey };
-	struct ibv_send_wr wr, *bad = NULL;
+	struct ibv_send_wr wr;
 	struct ibv_wc wc;
 	memset(&wr, 0, sizeof(wr));
 	wr.sg_list = &sge;
@@ -170,16 +211,7 @@ static int rs_pingpong(const struct rs_pp_params *p, uint64_t *posted, struct rs
 			}
 		}
 		if (scnt < p->iters) {
-			uint64_t t = rs_cycles();
-			posted[scnt] = t;
-			if (scnt == 0) o->first_post = t;
-			*send_last = (uint8_t)(scnt + 1);
-			wr.wr_id = (uint64_t)scnt;
-			int rc = ibv_post_send(p->qp, &wr, &bad);
-			if (rc) {
-				o->err_kind = 1; o->err_code = rc; o->err_seq = scnt; o->done = scnt;
-				return -1;
-			}
+			if (rs_stamp_post(p->qp, p->ex, &wr, send_last, posted, scnt, o)) return -1;
 			scnt++;
 			int n;
 			uint64_t t1 = rs_cycles();
@@ -197,6 +229,102 @@ static int rs_pingpong(const struct rs_pp_params *p, uint64_t *posted, struct rs
 				o->err_kind = 3; o->err_code = wc.status; o->err_seq = (int64_t)wc.wr_id; o->done = scnt;
 				return -1;
 			}
+			o->last_done = rs_cycles();
+		}
+	}
+	o->done = scnt;
+	return 0;
+}
+
+// rs_sendpong is perftest's run_iter_lat_send: a ping-pong of SENDs on one
+// QP. Each side waits for the peer's next message (the client skips the
+// wait before its first post), stamps the post, sends, signaled, and waits
+// for that completion. Send and receive completions share one CQ, so each
+// poll takes one completion of either kind; every receive that completes
+// is posted again at once, so the caller's receives (p->rx_len bytes at
+// recv_addr, posted before the peers connected) never run out and the
+// peer never meets an empty receive queue. A wait longer than p->timeout
+// cycles stops the loop (err_kind 5); a failed repost is err_kind 6.
+struct rs_sp_params {
+	struct ibv_qp *qp;
+	struct ibv_cq *cq;
+	uint32_t lkey, size, rx_len;
+	uint64_t send_addr, recv_addr;
+	int inl, client, ex;
+	int64_t iters;
+	uint64_t timeout;
+};
+
+// rs_sp_poll takes at most one completion: 1 when it took one, 0 when the
+// CQ was empty, -1 on an error (recorded in o).
+static int rs_sp_poll(const struct rs_sp_params *p, int64_t *arrived, int64_t *sent, int64_t scnt, struct rs_loop_out *o) {
+	struct ibv_wc wc;
+	int n = ibv_poll_cq(p->cq, 1, &wc);
+	if (n == 0) return 0;
+	if (n < 0) {
+		o->err_kind = 2; o->err_code = n; o->done = scnt;
+		return -1;
+	}
+	int recv = wc.wr_id == RS_RECV_WR_ID;
+	if (wc.status != IBV_WC_SUCCESS) {
+		o->err_kind = 3; o->err_code = wc.status; o->err_seq = recv ? *arrived + 1 : (int64_t)wc.wr_id; o->done = scnt;
+		return -1;
+	}
+	if (!recv) {
+		(*sent)++;
+		return 1;
+	}
+	(*arrived)++;
+	struct ibv_sge sge = { .addr = p->recv_addr, .length = p->rx_len, .lkey = p->lkey };
+	struct ibv_recv_wr wr, *bad = NULL;
+	memset(&wr, 0, sizeof(wr));
+	wr.wr_id = RS_RECV_WR_ID;
+	wr.sg_list = &sge;
+	wr.num_sge = 1;
+	int rc = ibv_post_recv(p->qp, &wr, &bad);
+	if (rc) {
+		o->err_kind = 6; o->err_code = rc; o->err_seq = *arrived; o->done = scnt;
+		return -1;
+	}
+	return 1;
+}
+
+// rs_sp_wait polls until *count (arrived or sent, which rs_sp_poll
+// advances) reaches want; a peer silent for p->timeout cycles is err_kind
+// 5 naming message seq. 0, or -1 with o filled.
+static int rs_sp_wait(const struct rs_sp_params *p, int64_t *arrived, int64_t *sent, const int64_t *count, int64_t want,
+                      int64_t seq, int64_t scnt, struct rs_loop_out *o) {
+	uint64_t t0 = rs_cycles();
+	while (*count < want) {
+		int r = rs_sp_poll(p, arrived, sent, scnt, o);
+		if (r < 0) return -1;
+		if (r == 0 && rs_cycles() - t0 > p->timeout) {
+			o->err_kind = 5; o->err_seq = seq; o->done = scnt;
+			return -1;
+		}
+	}
+	return 0;
+}
+
+static int rs_sendpong(const struct rs_sp_params *p, uint64_t *posted, struct rs_loop_out *o) {
+	struct ibv_sge sge = { .addr = p->send_addr, .length = p->size, .lkey = p->lkey };
+	struct ibv_send_wr wr;
+	memset(&wr, 0, sizeof(wr));
+	wr.sg_list = &sge;
+	wr.num_sge = 1;
+	wr.opcode = IBV_WR_SEND;
+	wr.send_flags = IBV_SEND_SIGNALED | (p->inl ? IBV_SEND_INLINE : 0);
+	int64_t scnt = 0, rcnt = 0, arrived = 0, sent = 0;
+	memset(o, 0, sizeof(*o));
+	while (scnt < p->iters || rcnt < p->iters) {
+		if (rcnt < p->iters && !(p->client && scnt == 0)) {
+			rcnt++;
+			if (rs_sp_wait(p, &arrived, &sent, &arrived, rcnt, rcnt, scnt, o)) return -1;
+		}
+		if (scnt < p->iters) {
+			if (rs_stamp_post(p->qp, p->ex, &wr, NULL, posted, scnt, o)) return -1;
+			scnt++;
+			if (rs_sp_wait(p, &arrived, &sent, &sent, scnt, scnt, scnt, o)) return -1;
 			o->last_done = rs_cycles();
 		}
 	}
@@ -331,15 +459,21 @@ func allEx(qps []*QP) bool {
 	return true
 }
 
-// PingPongSpec is one size of a write ping-pong (ib_write_lat) on one QP:
-// the peer writes into [RecvOff, RecvOff+Size) of MR, we write from
-// [SendOff, SendOff+Size) into Target.
+// PingPongSpec is one size of a ping-pong on one QP. Op OpWrite (the zero
+// value) is ib_write_lat's: the peer writes into [RecvOff, RecvOff+Size) of
+// MR, we write from [SendOff, SendOff+Size) into Target. Op OpSend is
+// ib_send_lat's: we send from SendOff; the peer's messages land in the
+// receives the caller posted before the peers connected (PostRecv with
+// PingPongRecvID, RecvLen bytes at RecvOff), which the loop posts again
+// as they complete.
 type PingPongSpec struct {
 	QP      *QP
 	CQ      *CQ
 	MR      *MR
+	Op      Op
 	Target  LoopTarget
 	RecvOff int
+	RecvLen int // OpSend: the length of each posted receive (≥ Size)
 	SendOff int
 	Size    int
 	Inline  bool
@@ -347,6 +481,9 @@ type PingPongSpec struct {
 	Iters   int    // messages each side sends
 	Timeout uint64 // cycles to wait for the peer (one message, or one completion)
 }
+
+// PingPongRecvID is the wr_id of the receives a send ping-pong consumes.
+const PingPongRecvID = uint64(C.RS_RECV_WR_ID)
 
 // ErrPeerSilent is a ping-pong whose peer stopped answering.
 var ErrPeerSilent = errors.New("the peer stopped answering the ping-pong")
@@ -359,6 +496,12 @@ func PingPong(s PingPongSpec) ([]uint64, error) {
 	}
 	if s.MR.External() || s.MR.buf == nil {
 		return nil, errors.New("verbs ping-pong: the CPU polls the receive area, so the MR must be host memory this package allocated")
+	}
+	if s.Op != OpWrite && s.Op != OpSend {
+		return nil, fmt.Errorf("verbs ping-pong: op %d: want write or send", int(s.Op))
+	}
+	if s.Op == OpSend {
+		return sendPingPong(s)
 	}
 	if s.RecvOff+s.Size > s.MR.Size || s.SendOff+s.Size > s.MR.Size || (s.RecvOff < s.SendOff+s.Size && s.SendOff < s.RecvOff+s.Size) {
 		return nil, fmt.Errorf("verbs ping-pong: receive [%d,+%d) and send [%d,+%d) areas must be apart inside the %d B MR", s.RecvOff, s.Size, s.SendOff, s.Size, s.MR.Size)
@@ -374,9 +517,29 @@ func PingPong(s PingPongSpec) ([]uint64, error) {
 	posted := make([]uint64, s.Iters)
 	p := C.struct_rs_pp_params{qp: s.QP.qp, cq: s.CQ.cq, lkey: s.MR.mr.lkey, rkey: C.uint32_t(s.Target.RKey), size: C.uint32_t(s.Size),
 		send_addr: C.uint64_t(uint64(s.MR.addr) + uint64(s.SendOff)), recv_addr: C.uint64_t(uint64(s.MR.addr) + uint64(s.RecvOff)),
-		raddr: C.uint64_t(s.Target.Addr), inl: cbool(s.Inline), client: cbool(s.Client), iters: C.int64_t(s.Iters), timeout: C.uint64_t(s.Timeout)}
+		raddr: C.uint64_t(s.Target.Addr), inl: cbool(s.Inline), client: cbool(s.Client), ex: cbool(s.QP.ex), iters: C.int64_t(s.Iters), timeout: C.uint64_t(s.Timeout)}
 	var o C.struct_rs_loop_out
 	rc := C.rs_pingpong(&p, (*C.uint64_t)(unsafe.Pointer(&posted[0])), &o)
+	return pingPongResult(s, posted, rc, &o)
+}
+
+// sendPingPong is PingPong for OpSend (rs_sendpong).
+func sendPingPong(s PingPongSpec) ([]uint64, error) {
+	if s.RecvLen < s.Size || s.RecvOff+s.RecvLen > s.MR.Size || s.SendOff+s.Size > s.MR.Size {
+		return nil, fmt.Errorf("verbs send ping-pong: %d B messages need receives of at least that length (%d B posted at %d) and a send area inside the %d B MR", s.Size, s.RecvLen, s.RecvOff, s.MR.Size)
+	}
+	posted := make([]uint64, s.Iters)
+	p := C.struct_rs_sp_params{qp: s.QP.qp, cq: s.CQ.cq, lkey: s.MR.mr.lkey, size: C.uint32_t(s.Size), rx_len: C.uint32_t(s.RecvLen),
+		send_addr: C.uint64_t(uint64(s.MR.addr) + uint64(s.SendOff)), recv_addr: C.uint64_t(uint64(s.MR.addr) + uint64(s.RecvOff)),
+		inl: cbool(s.Inline), client: cbool(s.Client), ex: cbool(s.QP.ex), iters: C.int64_t(s.Iters), timeout: C.uint64_t(s.Timeout)}
+	var o C.struct_rs_loop_out
+	rc := C.rs_sendpong(&p, (*C.uint64_t)(unsafe.Pointer(&posted[0])), &o)
+	return pingPongResult(s, posted, rc, &o)
+}
+
+// pingPongResult turns a ping-pong's outcome into the posts it made and
+// an error naming what stopped it.
+func pingPongResult(s PingPongSpec, posted []uint64, rc C.int, o *C.struct_rs_loop_out) ([]uint64, error) {
 	done := int(o.done)
 	if rc == 0 {
 		return posted[:done], nil
@@ -388,6 +551,8 @@ func PingPong(s PingPongSpec) ([]uint64, error) {
 		return posted[:done], &Error{Call: "ibv_poll_cq", Errno: syscall.EIO}
 	case 3:
 		return posted[:done], &CompletionError{QPIndex: 0, Seq: int64(o.err_seq), Status: int(o.err_code)}
+	case 6:
+		return posted[:done], &Error{Call: fmt.Sprintf("ibv_post_recv(QP %d, after message %d)", s.QP.QPN(), int64(o.err_seq)), Errno: syscall.Errno(o.err_code)}
 	default:
 		return posted[:done], fmt.Errorf("%w: message %d never arrived (or its completion), after %d sent", ErrPeerSilent, int64(o.err_seq), done)
 	}

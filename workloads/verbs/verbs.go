@@ -80,7 +80,8 @@ static int rs_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *a, int mask) {
 #include "cycles.h"
 
 // rs_create_rc_qp_ex creates an RC QP that can also be posted to through
-// the extended-QP API (ibv_wr_*), which perftest 6.x uses by default.
+// the extended-QP API (ibv_wr_*), which perftest 6.x uses on the devices
+// it lists (mlx5, EFA, HNS, ...).
 static struct ibv_qp *rs_create_rc_qp_ex(struct ibv_context *ctx, struct ibv_pd *pd, struct ibv_cq *cq,
                                          uint32_t send_wr, uint32_t recv_wr, uint32_t inl) {
 	struct ibv_qp_init_attr_ex a;
@@ -665,6 +666,10 @@ func StatusString(status int) string {
 type QPCaps struct {
 	SendDepth, RecvDepth int
 	MaxInline            int
+	// Plain creates the QP with ibv_create_qp, so it is posted to with
+	// ibv_post_send (perftest's --use_old_post_send, and what perftest
+	// does by itself on devices outside its list, rxe included).
+	Plain bool
 }
 
 // QP is a reliable-connected queue pair.
@@ -689,9 +694,12 @@ func (p *PD) CreateRCQP(cq *CQ, caps QPCaps, psn uint32) (*QP, error) {
 	// Only signalled WRs generate completions: the CQ-moderation scheme
 	// perftest uses, so the CQ is not the bottleneck.
 	a.sq_sig_all = 0
-	// The extended QP first; a provider without it gets a plain one.
-	if qp := C.rs_create_rc_qp_ex(p.ctx.ctx, p.pd, cq.cq, a.cap.max_send_wr, a.cap.max_recv_wr, a.cap.max_inline_data); qp != nil {
-		return &QP{qp: qp, pd: p, PSN: psn & 0xffffff, ex: true}, nil
+	// The extended QP first unless a plain one was asked for; a provider
+	// without it gets a plain one.
+	if !caps.Plain {
+		if qp := C.rs_create_rc_qp_ex(p.ctx.ctx, p.pd, cq.cq, a.cap.max_send_wr, a.cap.max_recv_wr, a.cap.max_inline_data); qp != nil {
+			return &QP{qp: qp, pd: p, PSN: psn & 0xffffff, ex: true}, nil
+		}
 	}
 	qp, err := C.ibv_create_qp(p.pd, &a)
 	if qp == nil {

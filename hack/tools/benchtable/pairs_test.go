@@ -86,6 +86,30 @@ func TestVerdicts(t *testing.T) {
 	}
 }
 
+// The A/A interval is perftest against itself over the same clean pairs: a
+// reference that never varies gives [1, 1]; one that swings ±10 % gives a
+// wide interval, and a too-wide verdict then says the width is the bed's.
+func TestSelfRatiosShowTheBedsNoise(t *testing.T) {
+	mk := func(refs, ratios []float64) *cell {
+		c := &cell{}
+		for i := range refs {
+			c.pairs = append(c.pairs, pair{rep: i + 1, ref: run{mbps: refs[i], ok: true, hasRetries: true}, ours: run{mbps: refs[i] * ratios[i], ok: true, hasRetries: true}})
+		}
+		return c
+	}
+	steady := summarize(mk([]float64{100, 100, 100, 100, 100, 100}, []float64{1, 1.01, 0.99, 1, 1.02, 0.98}), 0.99)
+	if steady.aaLo != 1 || steady.aaHi != 1 || steady.aaMedian != 1 {
+		t.Fatalf("steady reference: A/A %.3f [%.3f, %.3f]", steady.aaMedian, steady.aaLo, steady.aaHi)
+	}
+	noisy := summarize(mk([]float64{100, 90, 110, 95, 105, 100}, []float64{0.9, 1.1, 0.95, 1.05, 0.92, 1.08}), 0.99)
+	if noisy.verdict != verdictWide || noisy.aaHi-noisy.aaLo < 0.1 || !strings.Contains(noisy.text, "the bed's noise alone") {
+		t.Fatalf("noisy reference: %s, A/A [%.3f, %.3f]: %s", noisy.verdict, noisy.aaLo, noisy.aaHi, noisy.text)
+	}
+	if strings.Contains(steady.text, "the bed's noise") {
+		t.Fatalf("a steady reference must not be blamed: %s", steady.text)
+	}
+}
+
 // A failed run (no figure) is recorded and retried by guest-bench.sh; the
 // retry that succeeded makes the pair, and the table still renders.
 func TestFailedRunsAreCountedNotFatal(t *testing.T) {
