@@ -74,7 +74,13 @@ compgen -G "$BED_DIR/images/*.tar" >/dev/null || die "no images in $BED_DIR/imag
 
 mkdir -p "$GN_ROOT"
 exec 9>"$GN_ROOT/.lock"
-flock -w 60 9 || die "another guest-node operation holds $GN_ROOT/.lock"
+# Up to 20 minutes: a guest node coming up beside another waits here while
+# that one builds the shared image, CNIs and CoreDNS, minutes on a cold
+# cache (a 60 s wait failed the second guest of a cold make test).
+if ! flock -n 9; then
+  log "$name: waiting for another guest-node operation (holds $GN_ROOT/.lock; on a cold cache it is building the shared image)"
+  flock -w 1200 9 || die "another guest-node operation held $GN_ROOT/.lock for 20 minutes"
+fi
 d=$GN_ROOT/$name
 if pid_alive "$d/qemu.pid"; then
   die "guest node $name is already running (qemu pid $(cat "$d/qemu.pid")); hack/guestnode/down.sh $name first"
