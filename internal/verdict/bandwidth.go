@@ -27,16 +27,12 @@ type BWInput struct {
 	OneRail bool
 	Client  Side
 	Server  Side
-	// Latency: the pair ran rdmaprobe bw --latency; the checks are
-	// latency/<op>, judged on perftest's average against the SKU's
-	// ceiling (Latency sets it).
-	Latency bool
-	// MsgRate: the pair ran small messages over several QPs; the checks
-	// are msgrate/<op>, judged on perftest's MsgRate (Mpps) against the
-	// SKU's floor (MsgRate sets it).
-	MsgRate bool
 	SKU     *thresholds.SKU
 	SKUErr  error
+
+	// What the pair measured and how it is judged: bandwidth unless
+	// Latency or MsgRate set it (nil reads as bandwidth).
+	metric *metric
 
 	// What each side's probe saw (set by Bandwidth from the outputs).
 	clientView, serverView *bw.PodView
@@ -237,26 +233,76 @@ func demotePasses(cs []reports.Check, reason string) {
 	}
 }
 
-// prefix is the check ids' family: bandwidth/, latency/ or msgrate/.
-func (in BWInput) prefix() string {
-	switch {
-	case in.Latency:
-		return LatencyPrefix
-	case in.MsgRate:
-		return MsgRatePrefix
-	}
-	return "bandwidth/"
+// metric is what a pair feature measures on each (rail pair, op) and how
+// it is judged: the one thing the bandwidth, latency and message-rate
+// verdicts do not share. Chosen once per pair, so no two can mix.
+type metric struct {
+	prefix string // the check ids' family
+	what   string // the titles' word
+	unit   string
+	suffix string // measurement names: <op>_<size>_<suffix>
+	// read takes the metric from one size's figures; false: not measured.
+	read func(bw.Figures) (float64, bool)
+	// smallest: the judged size is the smallest requested (message rate,
+	// a small-message figure that larger sizes turn into a bandwidth one);
+	// otherwise the largest.
+	smallest bool
+	// bound is the SKU's bar for op. optionalMissing: the SKU has none and
+	// that is allowed (the check stays not-run with its values); err: the
+	// SKU must have one and has not.
+	bound func(sku *thresholds.SKU, op string) (b thresholds.Bound, optionalMissing, err error)
+	fix   string // named when the bar is missed
+	// linkRateNote: a miss also checks the port's trained link rate.
+	linkRateNote bool
+	// latencyStats: the judged size's typical, p99 and max latency are
+	// recorded beside the average. Only for latency: a bandwidth READ run
+	// at one QP and depth 1 carries a latency summary too.
+	latencyStats bool
 }
 
-func (in BWInput) check(op, rail string) reports.Check {
-	what := "bandwidth"
-	switch {
-	case in.Latency:
-		what = "latency"
-	case in.MsgRate:
-		what = "message rate"
+var (
+	bandwidthMetric = metric{prefix: "bandwidth/", what: "bandwidth", unit: "Gb/s", suffix: "avg",
+		read: func(f bw.Figures) (float64, bool) { return f.AvgGbps, true },
+		bound: func(sku *thresholds.SKU, op string) (thresholds.Bound, error, error) {
+			b, err := sku.BandwidthFloor(op)
+			return b, nil, err
+		},
+		fix: FixSlow, linkRateNote: true}
+	latencyMetric = metric{prefix: LatencyPrefix, what: "latency", unit: reports.UnitMicroseconds, suffix: "lat_avg",
+		read: func(f bw.Figures) (float64, bool) {
+			if f.Latency == nil {
+				return 0, false
+			}
+			return f.Latency.Avg, true
+		},
+		bound: func(sku *thresholds.SKU, op string) (thresholds.Bound, error, error) {
+			b, missing := sku.LatencyCeiling(op)
+			return b, missing, nil
+		},
+		fix: FixSlowLatency, latencyStats: true}
+	msgRateMetric = metric{prefix: MsgRatePrefix, what: "message rate", unit: reports.UnitMpps, suffix: "msgrate",
+		read:     func(f bw.Figures) (float64, bool) { return f.MsgRateMpps, f.Iterations > 0 },
+		smallest: true,
+		bound: func(sku *thresholds.SKU, op string) (thresholds.Bound, error, error) {
+			b, missing := sku.MsgRateFloor(op)
+			return b, missing, nil
+		},
+		fix: FixSlowMsgRate}
+)
+
+// measures is the pair's metric, bandwidth by default.
+func (in BWInput) measures() *metric {
+	if in.metric == nil {
+		return &bandwidthMetric
 	}
-	return reports.Check{ID: in.prefix() + op, Title: fmt.Sprintf("RDMA %s %s %s → %s", op, what, in.Client.Node, in.Server.Node),
+	return in.metric
+}
+
+// prefix is the check ids' family: bandwidth/, latency/ or msgrate/.
+func (in BWInput) prefix() string { return in.measures().prefix }
+
+func (in BWInput) check(op, rail string) reports.Check {
+	return reports.Check{ID: in.prefix() + op, Title: fmt.Sprintf("RDMA %s %s %s → %s", op, in.measures().what, in.Client.Node, in.Server.Node),
 		Nodes: []string{in.Client.Node, in.Server.Node}, Variant: in.Variant, Rail: rail, Evidence: in.evidence()}
 }
 
@@ -268,38 +314,26 @@ func (in BWInput) judgeRail(c *reports.Check, op string, rr bw.RailResult, srvBy
 			run = &rr.Runs[i]
 		}
 	}
-	// The metric: average bandwidth (Gb/s), perftest's average latency
-	// (µs) when the pair measured latency, or its MsgRate (Mpps) when it
-	// measured message rate; a size without it is missing.
+	// The metric of each size the run completed (average bandwidth,
+	// perftest's average latency or its MsgRate); a size without it is
+	// missing. A latency run's summary is kept for its typical/p99/max.
+	m := in.measures()
 	measured := map[int]float64{}
 	lats := map[int]*lat.Summary{}
 	if run != nil {
 		for _, r := range run.Results {
-			switch {
-			case in.MsgRate:
-				if r.Local.Iterations > 0 {
-					measured[r.Local.Bytes] = r.Local.MsgRateMpps
-				}
-			case !in.Latency:
-				measured[r.Local.Bytes] = r.Local.AvgGbps
-			case r.Local.Latency != nil:
-				measured[r.Local.Bytes], lats[r.Local.Bytes] = r.Local.Latency.Avg, r.Local.Latency
+			if v, ok := m.read(r.Local); ok {
+				measured[r.Local.Bytes] = v
+			}
+			if m.latencyStats && r.Local.Latency != nil {
+				lats[r.Local.Bytes] = r.Local.Latency
 			}
 		}
 	}
-	name, unit := func(size int) string { return fmt.Sprintf("%s_%s_avg", op, SizeName(size)) }, "Gb/s"
-	switch {
-	case in.Latency:
-		name, unit = func(size int) string { return fmt.Sprintf("%s_%s_lat_avg", op, SizeName(size)) }, reports.UnitMicroseconds
-	case in.MsgRate:
-		name, unit = func(size int) string { return fmt.Sprintf("%s_%s_msgrate", op, SizeName(size)) }, reports.UnitMpps
-	}
+	name, unit := func(size int) string { return fmt.Sprintf("%s_%s_%s", op, SizeName(size), m.suffix) }, m.unit
 	port := rr.Local.Name()
-	// The judged size: the largest (bandwidth, latency), or the smallest
-	// for message rate, a small-message figure that larger sizes turn
-	// into a bandwidth one.
 	judgedSize := slices.Max(in.Sizes)
-	if in.MsgRate {
+	if m.smallest {
 		judgedSize = slices.Min(in.Sizes)
 	}
 	var missing []string
@@ -316,32 +350,23 @@ func (in BWInput) judgeRail(c *reports.Check, op string, rr bw.RailResult, srvBy
 	// A bandwidth floor must exist; a latency ceiling and a message-rate
 	// floor are optional (the check then stays not-run with its values,
 	// unless the rail failed).
-	var bound thresholds.Bound
-	var noBound error
-	switch {
-	case in.Latency:
-		bound, noBound = in.SKU.LatencyCeiling(op)
-	case in.MsgRate:
-		bound, noBound = in.SKU.MsgRateFloor(op)
-	default:
-		var err error
-		if bound, err = in.SKU.BandwidthFloor(op); err != nil {
-			setOutcome(c, reports.Error, err.Error(), "")
-			return
-		}
+	bound, noBound, err := m.bound(in.SKU, op)
+	if err != nil {
+		setOutcome(c, reports.Error, err.Error(), "")
+		return
 	}
 	var judged *float64
 	if v, ok := measured[judgedSize]; ok {
 		judged = &v
 	}
-	m, st, why := reports.Judge(name(judgedSize), unit, in.Client.Node, port, judged,
+	jm, st, why := reports.Judge(name(judgedSize), unit, in.Client.Node, port, judged,
 		reports.Threshold{Op: bound.Op, Value: bound.Value, Source: bound.Source})
 	if judged != nil {
 		// Nothing measured is said in the diagnosis, never as a 0 value.
 		if noBound != nil {
-			m.Threshold = nil
+			jm.Threshold = nil
 		}
-		c.Measured = append(c.Measured, m)
+		c.Measured = append(c.Measured, jm)
 		if l := lats[judgedSize]; l != nil {
 			for _, x := range []struct {
 				what string
@@ -386,17 +411,13 @@ func (in BWInput) judgeRail(c *reports.Check, op string, rr bw.RailResult, srvBy
 		// A SKU without a latency ceiling or message-rate floor: measured,
 		// not judged.
 		setOutcome(c, reports.NotRun, noBound.Error(), "")
-	case st == reports.Fail && in.Latency:
-		setOutcome(c, reports.Fail, why, FixSlowLatency)
-	case st == reports.Fail && in.MsgRate:
-		setOutcome(c, reports.Fail, why, FixSlowMsgRate)
 	case st == reports.Fail:
 		msg := why
-		if rr.Local.RateGbps > 0 && in.SKU.LinkRateGbps.Value != nil && rr.Local.RateGbps < *in.SKU.LinkRateGbps.Value {
+		if m.linkRateNote && rr.Local.RateGbps > 0 && in.SKU.LinkRateGbps.Value != nil && rr.Local.RateGbps < *in.SKU.LinkRateGbps.Value {
 			msg += fmt.Sprintf("; port %s runs at %g Gb/s, the SKU expects %g Gb/s (link trained down: cable or switch port)",
 				port, rr.Local.RateGbps, *in.SKU.LinkRateGbps.Value)
 		}
-		setOutcome(c, reports.Fail, msg, FixSlow)
+		setOutcome(c, reports.Fail, msg, m.fix)
 	default:
 		c.Status = st
 	}

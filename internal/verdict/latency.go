@@ -17,6 +17,6 @@ const FixSlowLatency = "compare with ib_write_lat / ib_read_lat / ib_send_lat (2
 // A SKU without a ceiling leaves the measured check not-run, naming the
 // missing field.
 func Latency(in BWInput) BWResult {
-	in.Latency = true
+	in.metric = &latencyMetric
 	return Bandwidth(in)
 }

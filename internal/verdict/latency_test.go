@@ -33,7 +33,7 @@ func latencyOut(t *testing.T, ops []string, rails int, avg float64, edit func(cl
 
 func latInput(t *testing.T, ops []string, cli, srv string) BWInput {
 	in := bwInput(t, ops, []int{2}, cli, srv)
-	in.Latency = true
+	in.metric = &latencyMetric
 	in.SKU = sku(t, "H100/NDR-400")
 	return in
 }
@@ -123,5 +123,31 @@ func TestLatencyRailErrorWithoutCeiling(t *testing.T) {
 	in.SKU = &k
 	if c := Latency(in).Checks[0]; c.Status != reports.Fail || !strings.Contains(c.Diagnosis, "DOWN") {
 		t.Fatalf("%+v", c)
+	}
+}
+
+// A bandwidth READ run at one QP and depth 1 carries a latency summary
+// (ib_read_lat's loop): the bandwidth check still records Gb/s only, never
+// latency figures under its name.
+func TestBandwidthIgnoresALatencySummary(t *testing.T) {
+	cli, srv := latencyOut(t, []string{"read"}, 1, 2.0, func(cli, _ *bw.ProbeOutput) {
+		for i := range cli.Rails[0].Runs[0].Results {
+			cli.Rails[0].Runs[0].Results[i].Local.AvgGbps = 390
+			cli.Rails[0].Runs[0].Results[i].Local.Iterations = 1000
+		}
+	})
+	in := bwInput(t, []string{"read"}, []int{2}, cli, srv)
+	in.SKU = sku(t, "H100/NDR-400")
+	res := Bandwidth(in)
+	if len(res.Checks) == 0 || res.Checks[0].ID != "bandwidth/read" {
+		t.Fatalf("checks %+v", res.Checks)
+	}
+	for _, m := range res.Checks[0].Measured {
+		if m.Unit != "Gb/s" || strings.Contains(m.Name, "lat") {
+			t.Errorf("bandwidth check records %s in %s", m.Name, m.Unit)
+		}
+	}
+	if len(res.Checks[0].Measured) != 1 || res.Checks[0].Measured[0].Value != 390 {
+		t.Fatalf("measured %+v", res.Checks[0].Measured)
 	}
 }

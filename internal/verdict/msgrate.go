@@ -12,11 +12,11 @@ const FixSlowMsgRate = "compare with ib_write_bw -s 2 -q <same QPs> (perftest's 
 // MsgRate judges one pair that ran small RDMA writes over several QPs
 // (perftest's message-rate runs): the bandwidth verdict's rules for pods,
 // rails and errors, with msgrate/<op> checks judged on the client's
-// MsgRate (Mpps) of the largest requested size against the SKU's floor.
+// MsgRate (Mpps) of the smallest requested size against the SKU's floor.
 // No public per-process reference exists for hardware SKUs (vendor figures
 // are whole-adapter, many cores), so a SKU without the floor leaves the
 // measured check not-run, naming the field to set from a known-good run.
 func MsgRate(in BWInput) BWResult {
-	in.MsgRate = true
+	in.metric = &msgRateMetric
 	return Bandwidth(in)
 }
