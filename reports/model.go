@@ -13,6 +13,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/rdmasuite/rdmasuite/internal/atomicfile"
 )
 
 // Schema identifies the JSON layout; bump it when a field changes meaning.
@@ -283,8 +285,8 @@ func (r *Run) Sort() {
 	sort.Slice(r.Nodes, func(i, j int) bool { return r.Nodes[i].Name < r.Nodes[j].Name })
 }
 
-// Write stores the run as indented JSON, atomically (temp file + rename), so
-// a crash never leaves half a report for a nightly job to read.
+// Write stores the run as indented JSON, replaced whole (atomicfile), so a
+// crash never leaves half a report for a nightly job to read.
 func Write(path string, r Run) error {
 	r.Schema = Schema
 	if err := r.Validate(); err != nil {
@@ -298,20 +300,7 @@ func Write(path string, r Run) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".results-*.json")
-	if err != nil {
-		return err
-	}
-	if _, err := tmp.Write(append(b, '\n')); err != nil {
-		tmp.Close()
-		os.Remove(tmp.Name())
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		os.Remove(tmp.Name())
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
+	return atomicfile.Write(path, append(b, '\n'))
 }
 
 // Read loads a results file and checks its schema and contents (Validate):

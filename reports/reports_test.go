@@ -3,6 +3,7 @@ package reports
 import (
 	"bytes"
 	"encoding/xml"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -37,6 +38,35 @@ func TestWriteReadRoundTrip(t *testing.T) {
 	}
 	if r.Passed() {
 		t.Fatal("a run with a not-run check must not read as passed")
+	}
+}
+
+// A run that fails validation leaves the results already there untouched,
+// and a rewrite leaves no temp file beside them.
+func TestWriteReplacesWholeOrNotAtAll(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "results.json")
+	if err := Write(path, sampleRun(190, Pass)); err != nil {
+		t.Fatal(err)
+	}
+	before, _ := os.ReadFile(path)
+	bad := sampleRun(150, Fail)
+	bad.Checks[0].Status = ""
+	if err := Write(path, bad); err == nil {
+		t.Fatal("an invalid run was written")
+	}
+	if after, _ := os.ReadFile(path); !bytes.Equal(before, after) {
+		t.Fatal("a refused write changed the results on disk")
+	}
+	if err := Write(path, sampleRun(150, Fail)); err != nil {
+		t.Fatal(err)
+	}
+	if r, err := Read(path); err != nil || r.Checks[0].Measured[0].Value != 150 {
+		t.Fatalf("rewrite: %v %+v", err, r.Checks)
+	}
+	entries, _ := os.ReadDir(dir)
+	if len(entries) != 1 {
+		t.Fatalf("files beside the results: %v", entries)
 	}
 }
 
