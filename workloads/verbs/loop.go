@@ -29,12 +29,41 @@ struct rs_loop_out {
 	int64_t err_seq;
 };
 
+// rs_post posts wr (one SGE; RDMA WRITE, RDMA READ or SEND) through the
+// extended-QP API (ibv_wr_*) when ex, as perftest does on the devices it
+// lists, else through ibv_post_send. Every loop posts through here.
+static inline int rs_post(struct ibv_qp *qp, int ex, struct ibv_send_wr *wr) {
+	if (!ex) {
+		struct ibv_send_wr *bad = NULL;
+		return ibv_post_send(qp, wr, &bad);
+	}
+	struct ibv_qp_ex *qx = ibv_qp_to_qp_ex(qp);
+	ibv_wr_start(qx);
+	qx->wr_id = wr->wr_id;
+	qx->wr_flags = wr->send_flags;
+	switch (wr->opcode) {
+	case IBV_WR_SEND:
+		ibv_wr_send(qx);
+		break;
+	case IBV_WR_RDMA_READ:
+		ibv_wr_rdma_read(qx, wr->wr.rdma.rkey, wr->wr.rdma.remote_addr);
+		break;
+	default:
+		ibv_wr_rdma_write(qx, wr->wr.rdma.rkey, wr->wr.rdma.remote_addr);
+	}
+	if (wr->send_flags & IBV_SEND_INLINE)
+		ibv_wr_set_inline_data(qx, (void *)(uintptr_t)wr->sg_list->addr, wr->sg_list->length);
+	else
+		ibv_wr_set_sge(qx, wr->sg_list->lkey, wr->sg_list->addr, wr->sg_list->length);
+	return ibv_wr_complete(qx);
+}
+
 // rs_loop is perftest's run_iter_bw, op for op, with bw.RunLoop's rules (the
 // Go reference in workloads/bw/engine.go, which the unit tests pin down):
 // keep up to tx_depth operations outstanding per QP, signal every cq_mod-th
 // post and the last, poll 16 completions at a time, stamp each post and each
-// completion with the cycle counter. Posts go through the extended-QP API
-// (ibv_wr_*) when the QPs have it, as perftest 6.x's do by default. It is in C because a cgo call per post
+// completion with the cycle counter. Posts go through rs_post (ibv_wr_*
+// on extended QPs, which the caller creates where perftest would). It is in C because a cgo call per post
 // costs more than the post itself on a software device: the Go runtime takes
 // the P away from a thread that stays in a C call longer than 20 µs and has
 // to get it back afterwards, once per operation.
@@ -42,7 +71,7 @@ static int rs_loop(struct ibv_qp **qps, uint64_t *raddr, uint32_t *rkey, int64_t
                    uint64_t *posted, uint64_t *completed, const struct rs_loop_params *p, struct rs_loop_out *o) {
 	struct ibv_wc wc[16];
 	struct ibv_sge sge = { .length = p->size, .lkey = p->lkey };
-	struct ibv_send_wr wr, *bad = NULL;
+	struct ibv_send_wr wr;
 	memset(&wr, 0, sizeof(wr));
 	wr.sg_list = &sge;
 	wr.num_sge = 1;
@@ -67,25 +96,7 @@ static int rs_loop(struct ibv_qp **qps, uint64_t *raddr, uint32_t *rkey, int64_t
 				wr.wr.rdma.remote_addr = raddr[q];
 				wr.wr.rdma.rkey = rkey[q];
 				uint64_t t = rs_cycles();
-				int rc;
-				if (p->ex) {
-					// The extended-QP API, perftest 6.x's default.
-					struct ibv_qp_ex *qx = ibv_qp_to_qp_ex(qps[q]);
-					ibv_wr_start(qx);
-					qx->wr_id = wr.wr_id;
-					qx->wr_flags = wr.send_flags;
-					if (p->opcode == IBV_WR_RDMA_READ)
-						ibv_wr_rdma_read(qx, rkey[q], raddr[q]);
-					else
-						ibv_wr_rdma_write(qx, rkey[q], raddr[q]);
-					if (p->inl)
-						ibv_wr_set_inline_data(qx, (void *)(uintptr_t)sge.addr, sge.length);
-					else
-						ibv_wr_set_sge(qx, sge.lkey, sge.addr, sge.length);
-					rc = ibv_wr_complete(qx);
-				} else {
-					rc = ibv_post_send(qps[q], &wr, &bad);
-				}
+				int rc = rs_post(qps[q], p->ex, &wr);
 				if (rc) {
 					o->err_kind = 1; o->err_code = rc; o->err_qp = q; o->err_seq = scnt[q]; o->done = done;
 					return -1;
@@ -132,34 +143,15 @@ static int rs_loop(struct ibv_qp **qps, uint64_t *raddr, uint32_t *rkey, int64_t
 
 // rs_stamp_post is the latency loops' post: perftest's tposted[scnt] =
 // get_cycles() right before it, then (write ping-pong) the next count into
-// mark, the last byte of the send area, then the post with wr_id scnt,
-// through ibv_wr_* on an extended QP (ex) as perftest does on the devices
-// it lists, else ibv_post_send. 0, or -1 with o filled.
+// mark, the last byte of the send area, then the post with wr_id scnt
+// (rs_post). 0, or -1 with o filled.
 static int rs_stamp_post(struct ibv_qp *qp, int ex, struct ibv_send_wr *wr, volatile uint8_t *mark, uint64_t *posted, int64_t scnt, struct rs_loop_out *o) {
 	uint64_t t = rs_cycles();
 	posted[scnt] = t;
 	if (scnt == 0) o->first_post = t;
 	if (mark) *mark = (uint8_t)(scnt + 1);
 	wr->wr_id = (uint64_t)scnt;
-	int rc;
-	if (ex) {
-		struct ibv_qp_ex *qx = ibv_qp_to_qp_ex(qp);
-		ibv_wr_start(qx);
-		qx->wr_id = wr->wr_id;
-		qx->wr_flags = wr->send_flags;
-		if (wr->opcode == IBV_WR_SEND)
-			ibv_wr_send(qx);
-		else
-			ibv_wr_rdma_write(qx, wr->wr.rdma.rkey, wr->wr.rdma.remote_addr);
-		if (wr->send_flags & IBV_SEND_INLINE)
-			ibv_wr_set_inline_data(qx, (void *)(uintptr_t)wr->sg_list->addr, wr->sg_list->length);
-		else
-			ibv_wr_set_sge(qx, wr->sg_list->lkey, wr->sg_list->addr, wr->sg_list->length);
-		rc = ibv_wr_complete(qx);
-	} else {
-		struct ibv_send_wr *bad = NULL;
-		rc = ibv_post_send(qp, wr, &bad);
-	}
+	int rc = rs_post(qp, ex, wr);
 	if (rc) {
 		o->err_kind = 1; o->err_code = rc; o->err_seq = scnt; o->done = scnt;
 		return -1;
