@@ -234,27 +234,14 @@ func ParseByteSize(s string) (int64, error) {
 
 // Validate names the first bad setting and how to fix it.
 func (c Config) Validate() error {
-	if len(c.BWOps) == 0 {
-		return fmt.Errorf("--bw-ops is empty: give write, read or write,read")
-	}
-	for _, op := range c.BWOps {
-		if op != string(bw.OpWrite) && op != string(bw.OpRead) {
-			return fmt.Errorf("--bw-ops: unknown op %q: write or read", op)
-		}
+	if err := checkOps("--bw-ops", c.BWOps, bw.OpWrite, bw.OpRead); err != nil {
+		return err
 	}
 	if len(c.BWSizes) == 0 {
 		return fmt.Errorf("--bw-sizes is empty: give sizes such as 64K,1M")
 	}
-	if len(c.LatOps) == 0 {
-		return fmt.Errorf("--lat-ops is empty: give write, read, send or a list of them")
-	}
-	for i, op := range c.LatOps {
-		if op != string(bw.OpWrite) && op != string(bw.OpRead) && op != string(bw.OpSend) {
-			return fmt.Errorf("--lat-ops: unknown op %q: write, read or send", op)
-		}
-		if slices.Contains(c.LatOps[:i], op) {
-			return fmt.Errorf("--lat-ops: %s given twice", op)
-		}
+	if err := checkOps("--lat-ops", c.LatOps, bw.OpWrite, bw.OpRead, bw.OpSend); err != nil {
+		return err
 	}
 	if len(c.MsgRateSizes) == 0 {
 		return fmt.Errorf("--msgrate-sizes is empty: give small sizes such as 2 (message rate is a small-message figure)")
@@ -293,11 +280,6 @@ func (c Config) Validate() error {
 	}
 	if slices.Contains(c.Variants, VariantHostdev) && c.HostdevRes == "" {
 		return fmt.Errorf("--hostdev-resource is empty but the hostdev variant was asked for: name the SR-IOV device plugin's resource, e.g. nvidia.com/hostdev")
-	}
-	for i, op := range c.BWOps {
-		if slices.Contains(c.BWOps[:i], op) {
-			return fmt.Errorf("--bw-ops: %s given twice", op)
-		}
 	}
 	for _, a := range c.AllowNotRun {
 		if !strings.Contains(a, "/") {
@@ -346,3 +328,25 @@ func ParseSizes(s string) ([]int, error) {
 
 // SplitList splits a comma-separated flag value (units.SplitList).
 func SplitList(s string) []string { return units.SplitList(s) }
+
+// checkOps checks an op-list flag: not empty, every op one of allowed,
+// none given twice.
+func checkOps(flagName string, ops []string, allowed ...bw.Op) error {
+	names := make([]string, len(allowed))
+	for i, op := range allowed {
+		names[i] = string(op)
+	}
+	want := strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
+	if len(ops) == 0 {
+		return fmt.Errorf("%s is empty: give %s, or a list of them", flagName, want)
+	}
+	for i, op := range ops {
+		if !slices.Contains(names, op) {
+			return fmt.Errorf("%s: unknown op %q: %s", flagName, op, want)
+		}
+		if slices.Contains(ops[:i], op) {
+			return fmt.Errorf("%s: %s given twice", flagName, op)
+		}
+	}
+	return nil
+}
