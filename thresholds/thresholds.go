@@ -210,16 +210,7 @@ func parse(name string, data []byte, base *Set) (*Set, error) {
 		checkValue(add, k.Name, "portsPerNode", k.PortsPerNode, k.line, 1, 64)
 		checkValue(add, k.Name, "maxNFSStallSec", k.MaxNFSStallSec, k.line, 1, 3600)
 		checkValue(add, k.Name, "minMemlockBytes", k.MinMemlockBytes, k.line, 4096, 1<<50)
-		for _, opt := range []struct {
-			field  string
-			v      Value
-			lo, hi float64
-		}{
-			{"writeLatencyUs", k.WriteLatencyUs, 0.01, 1e6}, {"readLatencyUs", k.ReadLatencyUs, 0.01, 1e6}, {"sendLatencyUs", k.SendLatencyUs, 0.01, 1e6},
-			// From an emulated bed's thousands of messages per second to
-			// well past any adapter's headline rate.
-			{"writeMsgRateMpps", k.WriteMsgRateMpps, 1e-6, 1e4},
-		} {
+		for _, opt := range k.optionalBounds() {
 			if opt.v.line != 0 { // optional, checked when given
 				checkValue(add, k.Name, opt.field, opt.v, k.line, opt.lo, opt.hi)
 			}
@@ -306,18 +297,32 @@ func covers(q, p string) bool {
 	return strings.HasPrefix(front, lit)
 }
 
+// optionalBound is one of a SKU's optional thresholds (its checks are
+// not-run without it) and the range a given value must lie in.
+type optionalBound struct {
+	field  string
+	v      Value
+	lo, hi float64
+}
+
+// optionalBounds lists k's optional thresholds, in the file's order: the
+// one list that validation and overlay comparison both read.
+func (k *SKU) optionalBounds() []optionalBound {
+	return []optionalBound{
+		{"writeLatencyUs", k.WriteLatencyUs, 0.01, 1e6}, {"readLatencyUs", k.ReadLatencyUs, 0.01, 1e6}, {"sendLatencyUs", k.SendLatencyUs, 0.01, 1e6},
+		// From an emulated bed's thousands of messages per second to
+		// well past any adapter's headline rate.
+		{"writeMsgRateMpps", k.WriteMsgRateMpps, 1e-6, 1e4},
+	}
+}
+
 // droppedOptional names the optional thresholds base has and k lacks.
 func (k *SKU) droppedOptional(base *SKU) []string {
 	var lost []string
-	for _, f := range []struct {
-		name       string
-		have, want Value
-	}{
-		{"writeLatencyUs", k.WriteLatencyUs, base.WriteLatencyUs}, {"readLatencyUs", k.ReadLatencyUs, base.ReadLatencyUs},
-		{"sendLatencyUs", k.SendLatencyUs, base.SendLatencyUs}, {"writeMsgRateMpps", k.WriteMsgRateMpps, base.WriteMsgRateMpps},
-	} {
-		if f.want.Value != nil && f.have.Value == nil {
-			lost = append(lost, f.name)
+	want := base.optionalBounds()
+	for i, have := range k.optionalBounds() {
+		if want[i].v.Value != nil && have.v.Value == nil {
+			lost = append(lost, have.field)
 		}
 	}
 	return lost
