@@ -2,9 +2,10 @@ package suites
 
 import (
 	"testing"
+
+	"github.com/rdmasuite/rdmasuite/internal/runner"
 )
 
 func TestBandwidth(t *testing.T) {
-	testenv.Test(t, variantFeatures("rdma", "RDMA bandwidth between paired pods", "bandwidth",
-		"every rail of every node reaches its SKU's floor for every op, at the largest requested size", run.Bandwidth)...)
+	testenv.Test(t, pairedFeatures(runner.PairedBandwidth)...)
 }

@@ -326,6 +326,9 @@ func TestMain(m *testing.M) {
 	if err != nil {
 		fatal(err)
 	}
+	// The paired features the run selected share their pods (the plan
+	// line of each variant says how).
+	rcfg.PairedPlan = pairedPlan(cfg, rcfg.VariantList())
 	runID := cluster.NewRunID()
 	run = runner.New(kube, rcfg, runID)
 	ns := run.Namespace()

@@ -2,7 +2,6 @@ package suites
 
 import (
 	"context"
-	"fmt"
 	"testing"
 
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
@@ -19,7 +18,7 @@ import (
 func variantFeatures(suite, title, check, assess string, do func(context.Context, runner.Variant) []reports.Check) []features.Feature {
 	var feats []features.Feature
 	for _, v := range run.Cfg.VariantList() {
-		feats = append(feats, features.New(fmt.Sprintf("%s (%s, %s)", title, v.Name, v.Resource)).
+		feats = append(feats, features.New(featureName(title, v)).
 			WithLabel("suite", suite).WithLabel("check", check).WithLabel("variant", v.Name).
 			Assess(assess, func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
 				defer run.Begin(check, v.Label)()

@@ -85,8 +85,17 @@ func run(args []string) int {
 		return 0
 	}
 	fmt.Fprintf(os.Stderr, "rdmaprobe %s: %v\n", args[0], err)
-	if errors.Is(err, errCheckFailed) {
-		return 3 // the probe ran and its check failed; 1 means it could not run
+	return exitCode(err)
+}
+
+// exitCode is the process status for a subcommand's error: 0 none (or
+// help), 3 the probe ran and its check failed, 1 it could not run.
+func exitCode(err error) int {
+	switch {
+	case err == nil, errors.Is(err, flag.ErrHelp):
+		return 0
+	case errors.Is(err, errCheckFailed):
+		return 3
 	}
 	return 1
 }

@@ -117,6 +117,7 @@ func parseBWFlags(name string, args []string) (*bwFlags, *flag.FlagSet, error) {
 	fs.IntVar(&f.dev.GIDIndex, "gid-index", -1, "source GID index; -1 picks each port's RoCE v2 IPv4 GID")
 	fs.IntVar(&f.port, "port", 18515, "TCP port of the out-of-band exchange (perftest's default)")
 	fs.StringVar(&f.op, "op", "write", "client: write, read, send (with --latency only), or a list (write,read): measured in order on every rail pair")
+	fs.String("run-name", "", "names this run on the frame lines of a multi-run invocation (runs joined by --then; the suite's shared pair pods)")
 	fs.IntVar(&f.sessions, "sessions", 1, "ignored (the server serves until the client sends finish); kept for old callers")
 	fs.StringVar(&f.rails, "rails", bw.RailsSame, "client: rail pairing: same (client rail i ↔ server rail i) or cross (every client rail × every server rail)")
 	fs.BoolVar(&f.railParallel, "rail-parallel", false, "client: measure rails at the same time (default: one after another; ops are always sequential per rail)")
@@ -213,15 +214,69 @@ func signalContext() (context.Context, context.CancelFunc) {
 // device, bad flags, no peer). The exit status is 0 only when every
 // requested rail × op × size was measured.
 func runBW(args []string) error {
-	usageLine := "usage: rdmaprobe bw server [flags] | rdmaprobe bw client [flags] HOST"
 	if len(args) == 0 || (args[0] != "server" && args[0] != "client") {
-		perr := probeout.Errorf(probeout.KindUsage, "%s", usageLine)
+		perr := probeout.Errorf(probeout.KindUsage, "%s", bwUsage)
 		_ = probeout.WriteError(os.Stdout, bw.ProbeName, bw.ProbeOutput{Rails: []bw.RailResult{}}, perr)
 		return perr
 	}
 	role := args[0]
+	runs := splitThen(args[1:])
+	if len(runs) == 1 {
+		return runBWOnce(role, runs[0])
+	}
+	// Several runs in one process (the suite's shared pair pods): each is
+	// framed with its own exit status, in order; the server serves them in
+	// the same order, one client finish each. The process fails with the
+	// first run that failed, after every run had its turn.
+	var first error
+	for k, run := range runs {
+		name := runName(run, k+1)
+		_ = probeout.WriteRunBegin(os.Stdout, k+1, len(runs), name)
+		err := runBWOnce(role, run)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "rdmaprobe bw %s: run %d/%d (%s): %v\n", role, k+1, len(runs), name, err)
+		}
+		_ = probeout.WriteRunEnd(os.Stdout, k+1, len(runs), name, exitCode(err))
+		if err != nil && first == nil && !errors.Is(err, flag.ErrHelp) {
+			first = fmt.Errorf("run %d/%d (%s): %w", k+1, len(runs), name, err)
+		}
+	}
+	return first
+}
+
+const bwUsage = "usage: rdmaprobe bw server [flags] [--then [flags]]... | rdmaprobe bw client [flags] HOST [--then [flags] HOST]..."
+
+// splitThen cuts bw's arguments into runs at each --then.
+func splitThen(args []string) [][]string {
+	runs := [][]string{{}}
+	for _, a := range args {
+		if a == "--then" {
+			runs = append(runs, []string{})
+			continue
+		}
+		runs[len(runs)-1] = append(runs[len(runs)-1], a)
+	}
+	return runs
+}
+
+// runName is a run's --run-name (what its frame lines say), or run-K.
+func runName(args []string, k int) string {
+	for i, a := range args {
+		switch {
+		case (a == "--run-name" || a == "-run-name") && i+1 < len(args):
+			return args[i+1]
+		case strings.HasPrefix(a, "--run-name="), strings.HasPrefix(a, "-run-name="):
+			return a[strings.Index(a, "=")+1:]
+		}
+	}
+	return fmt.Sprintf("run-%d", k)
+}
+
+// runBWOnce is one bw run: one envelope on stdout, its error returned.
+func runBWOnce(role string, args []string) error {
+	usageLine := bwUsage
 	out := bw.ProbeOutput{Role: role, Found: []bw.Rail{}, Rails: []bw.RailResult{}}
-	f, fs, err := parseBWFlags("bw "+role, args[1:])
+	f, fs, err := parseBWFlags("bw "+role, args)
 	if errors.Is(err, flag.ErrHelp) {
 		return err // the flags went to stderr; help is no probe run
 	}

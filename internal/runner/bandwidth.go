@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -12,7 +11,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/rdmasuite/rdmasuite/internal/pairing"
-	"github.com/rdmasuite/rdmasuite/internal/podrun"
 	"github.com/rdmasuite/rdmasuite/internal/verdict"
 	"github.com/rdmasuite/rdmasuite/reports"
 	"github.com/rdmasuite/rdmasuite/thresholds"
@@ -31,40 +29,7 @@ const BWPort = 18515
 // the hostdev variant also a bandwidth/isolation row saying whether its
 // pods saw only their own RDMA device.
 func (r *Runner) Bandwidth(ctx context.Context, v Variant) []reports.Check {
-	var ids []string
-	for _, op := range r.Cfg.BWOps {
-		ids = append(ids, "bandwidth/"+op)
-	}
-	with, rounds, out, done := r.pairedNodes(ctx, v, ids, r.Cfg.Loopback)
-	if done {
-		return out
-	}
-	names := nodeNames(with)
-	byName := map[string]corev1.Node{}
-	for _, n := range with {
-		byName[n.Name] = n
-	}
-	seen := newRailsSeen()
-	for _, round := range rounds {
-		out = append(out, r.Collect(len(round), func(i int) []reports.Check {
-			p := round[i]
-			return r.pair(ctx, v, p, byName[p.Client], &seen)
-		})...)
-	}
-	if r.Cfg.Loopback {
-		out = append(out, r.Collect(len(names), func(i int) []reports.Check {
-			n := names[i]
-			cs := r.pair(ctx, v, pairing.Pair{Server: n, Client: n}, byName[n], &seen)
-			for j := range cs {
-				cs[j].ID += "/loopback"
-			}
-			return cs
-		})...)
-	}
-	for _, n := range with {
-		out = append(out, r.nodeRows(v, n, &seen)...)
-	}
-	return out
+	return r.Paired(ctx, v, PairedBandwidth)
 }
 
 // pairedNodes selects the variant's nodes for a pair feature whose checks
@@ -226,84 +191,6 @@ func (r *Runner) portsCheck(v Variant, n corev1.Node, rails []bw.Rail, ok bool) 
 	}
 	c.Status = reports.Pass
 	return c
-}
-
-// pair runs one server pod and one client pod, judges them, and deletes
-// both before it returns.
-func (r *Runner) pair(ctx context.Context, v Variant, p pairing.Pair, client corev1.Node, seen *railsSeen) []reports.Check {
-	in := verdict.BWInput{Variant: v.Label, Resource: v.Resource, Network: v.Network, Ops: r.Cfg.BWOps,
-		Sizes: r.Cfg.BWSizes, RailMode: r.Cfg.RailMode, OneRail: r.Cfg.Device != "" || v.Netdev != ""}
-	in.SKU, in.SKUErr = r.Cfg.Thresholds.ForNode(p.Client, client.Labels, r.Cfg.SKU)
-	r.runPair(ctx, v, p, &in, hostMemory)
-	res := verdict.Bandwidth(in)
-	seen.record(p, res)
-	return res.Checks
-}
-
-// runPair runs one pair with its buffers in mem (host memory for the
-// bandwidth feature, GPU memory for gpudirect) and fills in's sides.
-func (r *Runner) runPair(ctx context.Context, v Variant, p pairing.Pair, in *verdict.BWInput, mem bwMemory) {
-	srvArgs := append(append([]string{"bw", "server", "--port", strconv.Itoa(BWPort), "--timeout", "2m"}, r.DeviceArgs(v)...), mem.args()...)
-	srvSpec := mem.spec(r.Spec(v, r.Object(mem.prefix+"-"+v.Name+"-s", p.Server, p.Client, v.Resource), p.Server, srvArgs, v.NeedsCaps))
-	in.Server = verdict.Side{Node: p.Server, Pod: srvSpec.Name, Command: "rdmaprobe " + strings.Join(srvArgs, " ")}
-	in.Client = verdict.Side{Node: p.Client, Pod: r.Object(mem.prefix+"-"+v.Name+"-c", p.Client, p.Server, v.Resource)}
-
-	srv, srvStart, err := podrun.Start(ctx, r.Kube, srvSpec, r.Cfg.PodTimeout)
-	if srv != nil && !srvSpec.Keep {
-		defer podrun.Delete(r.Kube, srvSpec.Namespace, srvSpec.Name)
-	}
-	if err != nil {
-		in.Server.PodErr = err
-		return
-	}
-	r.AddPhase(PhasePodStart, srvStart)
-	cliArgs := append(append([]string{"bw", "client", "--port", strconv.Itoa(BWPort), "--op", strings.Join(in.Ops, ","),
-		"--size", sizesArg(in.Sizes)}, r.DeviceArgs(v)...), mem.args()...)
-	cliArgs = append(cliArgs, "--rails", r.Cfg.RailMode, "--timeout", "1m")
-	if r.Cfg.RailParallel {
-		cliArgs = append(cliArgs, "--rail-parallel")
-	}
-	switch {
-	case mem.latency:
-		// One operation at a time on one QP (--latency sets depth and
-		// moderation), perftest's iteration count.
-		cliArgs = append(cliArgs, "--iters", strconv.Itoa(r.Cfg.LatIters))
-	case mem.msgrate:
-		// perftest's message-rate run: tx depth 128, a completion every
-		// 100 posts (the probe's defaults), iteration mode.
-		cliArgs = append(cliArgs, "--qps", strconv.Itoa(r.Cfg.MsgRateQPs), "--iters", strconv.Itoa(r.Cfg.MsgRateIters))
-	case r.Cfg.BWIters > 0:
-		cliArgs = append(cliArgs, "--qps", strconv.Itoa(r.Cfg.BWQPs), "--iters", strconv.Itoa(r.Cfg.BWIters))
-	default:
-		cliArgs = append(cliArgs, "--qps", strconv.Itoa(r.Cfg.BWQPs), "--duration", r.Cfg.BWDuration.String())
-	}
-	cliArgs = append(cliArgs, srv.Status.PodIP)
-	in.Client.Command = "rdmaprobe " + strings.Join(cliArgs, " ")
-	cres, err := podrun.Run(ctx, r.Kube, mem.spec(r.Spec(v, in.Client.Pod, p.Client, cliArgs, v.NeedsCaps)), r.clientBudget(in.SKU, len(in.Ops)))
-	in.Client.Logs, in.Client.Exit = cres.Logs, cres.ExitCode
-	if err != nil {
-		in.Client.PodErr = err
-	}
-	r.AddPhase(PhasePodStart, cres.StartLatency)
-	r.AddPhase(PhaseCollection, cres.Collect)
-	// A client that measured sent the server its finish: the server ends
-	// at once. One that failed may not have: give the server a short while
-	// to write what it saw, and judge the client's output either way.
-	serverWait := time.Minute
-	if cres.ExitCode != 0 || err != nil {
-		serverWait = 15 * time.Second
-	}
-	collectStart := time.Now()
-	sres, err := podrun.Wait(ctx, r.Kube, srv, serverWait)
-	in.Server.Logs, in.Server.Exit = sres.Logs, sres.ExitCode
-	if err != nil {
-		in.Server.WaitErr = err
-		if in.Server.Logs == "" {
-			in.Server.Logs, _ = podrun.Logs(context.WithoutCancel(ctx), r.Kube, r.Namespace(), srvSpec.Name)
-		}
-	}
-	r.AddPhase(PhaseCollection, time.Since(collectStart))
-	r.recordBWPhases(in.Client.Logs)
 }
 
 // clientBudget bounds the client pod: pod start plus, per expected rail

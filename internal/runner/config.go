@@ -113,6 +113,12 @@ type Config struct {
 	// memory on both sides (gpudirect.go).
 	GPUDirectOps []string // write (default), read
 	GPUDirectMem string   // the probe's --mem: cuda:auto (default), cuda, cuda:N
+
+	// PairedPlan lists, per variant label, the paired features (names of
+	// PairedFeatures) this run selected: they share one server/client pod
+	// pair per node pair (Paired). A paired feature not listed runs in
+	// pods of its own.
+	PairedPlan map[string][]string
 }
 
 // Defaults of the GPU features (the flags' defaults too). The sweep is

@@ -2,13 +2,8 @@ package runner
 
 import (
 	"context"
-	"fmt"
 
-	corev1 "k8s.io/api/core/v1"
-
-	"github.com/rdmasuite/rdmasuite/internal/pairing"
 	"github.com/rdmasuite/rdmasuite/internal/podrun"
-	"github.com/rdmasuite/rdmasuite/internal/verdict"
 	"github.com/rdmasuite/rdmasuite/reports"
 )
 
@@ -62,40 +57,5 @@ func gpuMemory(cfg Config) bwMemory {
 // a failing row for a GPU node without the RDMA resource, not-run when
 // fewer than 2 usable nodes remain.
 func (r *Runner) GPUDirect(ctx context.Context, v Variant) []reports.Check {
-	cfg := r.Cfg.ncclSettings()
-	var ids []string
-	for _, op := range cfg.GPUDirectOps {
-		ids = append(ids, verdict.GPUDirectPrefix+op)
-	}
-	usable, out, done := r.gpuNodes(ctx, v, ids)
-	if done {
-		return out
-	}
-	byName := map[string]corev1.Node{}
-	for _, n := range usable {
-		byName[n.Name] = n
-	}
-	nodes := nodeNames(usable)
-	rounds, err := pairing.Schedule(nodes, r.Cfg.Pairing)
-	if len(nodes) < 2 {
-		err = fmt.Errorf("a GPUDirect pair needs at least 2 GPU nodes, have %d", len(nodes))
-	}
-	if err != nil {
-		for _, id := range ids {
-			out = append(out, NotRun(id, v.Label, fmt.Sprintf("%v: GPU nodes that advertise %s: %v", err, v.Resource, nodes), nodes...))
-		}
-		return out
-	}
-	mem := gpuMemory(cfg)
-	for _, round := range rounds {
-		out = append(out, r.Collect(len(round), func(i int) []reports.Check {
-			p := round[i]
-			in := verdict.BWInput{Variant: v.Label, Resource: v.Resource, Network: v.Network, Ops: cfg.GPUDirectOps,
-				Sizes: r.Cfg.BWSizes, RailMode: r.Cfg.RailMode, OneRail: r.Cfg.Device != "" || v.Netdev != ""}
-			in.SKU, in.SKUErr = r.Cfg.Thresholds.ForNode(p.Client, byName[p.Client].Labels, r.Cfg.SKU)
-			r.runPair(ctx, v, p, &in, mem)
-			return verdict.GPUDirect(in).Checks
-		})...)
-	}
-	return out
+	return r.Paired(ctx, v, PairedGPUDirect)
 }

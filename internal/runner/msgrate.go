@@ -3,7 +3,6 @@ package runner
 import (
 	"context"
 
-	"github.com/rdmasuite/rdmasuite/internal/verdict"
 	"github.com/rdmasuite/rdmasuite/reports"
 )
 
@@ -18,5 +17,5 @@ var msgRateMemory = bwMemory{prefix: "mps", msgrate: true}
 // perftest's MsgRate against the SKU's writeMsgRateMpps. Every selected
 // node ends with rows, as in bandwidth.
 func (r *Runner) MsgRate(ctx context.Context, v Variant) []reports.Check {
-	return r.pairedChecks(ctx, v, verdict.MsgRatePrefix, []string{"write"}, r.Cfg.MsgRateSizes, msgRateMemory, verdict.MsgRate)
+	return r.Paired(ctx, v, PairedMsgRate)
 }

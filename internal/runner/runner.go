@@ -41,6 +41,8 @@ type Runner struct {
 	phases  map[string]reports.Phase
 	running map[int]runningFeature
 	nextRun int
+	// sessions are the variants' paired features run together (Paired).
+	sessions map[string]*pairSession
 }
 
 // runningFeature is a feature that started and has not recorded its

@@ -1,0 +1,471 @@
+package runner
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/rdmasuite/rdmasuite/internal/pairing"
+	"github.com/rdmasuite/rdmasuite/internal/podrun"
+	"github.com/rdmasuite/rdmasuite/internal/verdict"
+	"github.com/rdmasuite/rdmasuite/reports"
+	"github.com/rdmasuite/rdmasuite/workloads/probeout"
+)
+
+// The paired features: each measures between a server pod and a client pod
+// per node pair. Selected together, they share those pods (one server and
+// one client pod per node pair and variant run every selected feature in
+// turn, rdmaprobe bw … --then …): on a real cluster, and more so under
+// TCG, a pod start costs more than the measurement, so starts per pair are
+// the suite's overhead at 256 nodes as on the bed.
+const (
+	PairedBandwidth = "bandwidth"
+	PairedLatency   = "latency"
+	PairedMsgRate   = "msgrate"
+	PairedGPUDirect = "gpudirect"
+)
+
+// PairedFeatures lists the paired features in the order a shared pod runs
+// them.
+var PairedFeatures = []string{PairedBandwidth, PairedLatency, PairedMsgRate, PairedGPUDirect}
+
+// pairedFeature is what one paired feature puts into a pair's pods, and
+// how its checks are judged.
+type pairedFeature struct {
+	name  string
+	ids   []string // its check ids, one per op
+	ops   []string
+	sizes []int
+	mem   bwMemory
+	judge func(verdict.BWInput) verdict.BWResult
+}
+
+func (r *Runner) pairedFeature(name string) pairedFeature {
+	f := pairedFeature{name: name}
+	prefix := ""
+	switch name {
+	case PairedLatency:
+		prefix, f.ops, f.sizes, f.mem, f.judge = verdict.LatencyPrefix, r.Cfg.LatOps, r.Cfg.LatSizes, latencyMemory, verdict.Latency
+	case PairedMsgRate:
+		prefix, f.ops, f.sizes, f.mem, f.judge = verdict.MsgRatePrefix, []string{"write"}, r.Cfg.MsgRateSizes, msgRateMemory, verdict.MsgRate
+	case PairedGPUDirect:
+		cfg := r.Cfg.ncclSettings()
+		prefix, f.ops, f.sizes, f.mem, f.judge = verdict.GPUDirectPrefix, cfg.GPUDirectOps, r.Cfg.BWSizes, gpuMemory(cfg), verdict.GPUDirect
+	default:
+		prefix, f.ops, f.sizes, f.mem, f.judge = "bandwidth/", r.Cfg.BWOps, r.Cfg.BWSizes, hostMemory, verdict.Bandwidth
+	}
+	for _, op := range f.ops {
+		f.ids = append(f.ids, prefix+op)
+	}
+	return f
+}
+
+// pairedNodesOf selects a feature's nodes and pairs: the bandwidth
+// feature's selection (with its same-node pairs under --loopback) for the
+// host-memory features, GPU nodes only for gpudirect.
+func (r *Runner) pairedNodesOf(ctx context.Context, v Variant, f pairedFeature) (with []corev1.Node, rounds [][]pairing.Pair, rows []reports.Check, done bool) {
+	if f.name != PairedGPUDirect {
+		return r.pairedNodes(ctx, v, f.ids, f.name == PairedBandwidth && r.Cfg.Loopback)
+	}
+	usable, rows, done := r.gpuNodes(ctx, v, f.ids)
+	if done {
+		return nil, nil, rows, true
+	}
+	nodes := nodeNames(usable)
+	rounds, err := pairing.Schedule(nodes, r.Cfg.Pairing)
+	if len(nodes) < 2 {
+		err = fmt.Errorf("a GPUDirect pair needs at least 2 GPU nodes, have %d", len(nodes))
+	}
+	if err != nil {
+		for _, id := range f.ids {
+			rows = append(rows, NotRun(id, v.Label, fmt.Sprintf("%v: GPU nodes that advertise %s: %v", err, v.Resource, nodes), nodes...))
+		}
+		return usable, nil, rows, true
+	}
+	return usable, rounds, rows, false
+}
+
+// pairSession is one variant's paired features run together: the first
+// feature to ask runs them all, the others read their checks.
+type pairSession struct {
+	once   sync.Once
+	checks map[string][]reports.Check
+}
+
+// Paired returns the checks of paired feature name for the variant. When
+// the run selected name together with other paired features
+// (Cfg.PairedPlan), the first of them to ask runs all of them in one
+// server/client pod pair per node pair; otherwise name runs in pods of
+// its own.
+func (r *Runner) Paired(ctx context.Context, v Variant, name string) []reports.Check {
+	plan := []string{name}
+	if selected := r.Cfg.PairedPlan[v.Label]; slices.Contains(selected, name) {
+		plan = nil
+		for _, f := range PairedFeatures {
+			if slices.Contains(selected, f) {
+				plan = append(plan, f)
+			}
+		}
+	}
+	key := v.Label + "|" + strings.Join(plan, ",")
+	r.mu.Lock()
+	if r.sessions == nil {
+		r.sessions = map[string]*pairSession{}
+	}
+	s := r.sessions[key]
+	if s == nil {
+		s = &pairSession{}
+		r.sessions[key] = s
+	}
+	r.mu.Unlock()
+	s.once.Do(func() { s.checks = r.runPaired(ctx, v, plan) })
+	return s.checks[name]
+}
+
+// sharedPair is one node pair's pods and the features that ride in them.
+type sharedPair struct {
+	p        pairing.Pair
+	feats    []string
+	loopback bool // a same-node pair (bandwidth --loopback): its checks get /loopback
+}
+
+// pairGroups merges the features' rounds: a node pair that several
+// features pair up is one sharedPair carrying them all. Groups run one
+// after another, the pairs of a group at the same time (a feature's
+// rounds keep their order; pairs only one feature has, such as gpudirect's
+// on a subset of the nodes, come in groups of their own after the shared
+// ones, so no group holds two pairs that the features' own rounds kept
+// apart). Same-node pairs are the last group.
+func pairGroups(order []string, rounds map[string][][]pairing.Pair, loopback []string) [][]sharedPair {
+	var groups [][]sharedPair
+	where := map[pairing.Pair][2]int{}
+	for _, name := range order {
+		var extra [][]sharedPair
+		for _, round := range rounds[name] {
+			var g []sharedPair
+			for _, p := range round {
+				if at, ok := where[p]; ok {
+					sp := &groups[at[0]][at[1]]
+					sp.feats = append(sp.feats, name)
+					continue
+				}
+				g = append(g, sharedPair{p: p, feats: []string{name}})
+			}
+			if len(g) > 0 {
+				extra = append(extra, g)
+			}
+		}
+		for _, g := range extra {
+			for i, sp := range g {
+				where[sp.p] = [2]int{len(groups), i}
+			}
+			groups = append(groups, g)
+		}
+	}
+	if len(loopback) > 0 {
+		var g []sharedPair
+		for _, n := range loopback {
+			g = append(g, sharedPair{p: pairing.Pair{Server: n, Client: n}, feats: []string{PairedBandwidth}, loopback: true})
+		}
+		groups = append(groups, g)
+	}
+	return groups
+}
+
+// PlanLine says how the paired features of a variant share their pods:
+// what rides together, how many pods start, and how many separate pods
+// per feature would have started.
+func PlanLine(variant string, groups [][]sharedPair) string {
+	pairs, pods, separate := 0, 0, 0
+	var riding []string
+	for _, g := range groups {
+		for _, sp := range g {
+			pairs++
+			pods += 2
+			separate += 2 * len(sp.feats)
+			for _, f := range sp.feats {
+				if !slices.Contains(riding, f) {
+					riding = append(riding, f)
+				}
+			}
+		}
+	}
+	if len(riding) < 2 {
+		return fmt.Sprintf("plan [%s]: %s in its own pods: %d pair(s), %d pod starts", variant, strings.Join(riding, ", "), pairs, pods)
+	}
+	return fmt.Sprintf("plan [%s]: %s share one server/client pod pair per node pair: %d pair(s), %d pod starts (%d with a pod pair per feature)",
+		variant, strings.Join(riding, ", "), pairs, pods, separate)
+}
+
+// runPaired runs the features of plan for the variant and returns each
+// one's checks: its own rows (nodes without the resource, no pair), every
+// pair's judged checks, and for bandwidth the same-node pairs and the
+// per-node ports/isolation rows.
+func (r *Runner) runPaired(ctx context.Context, v Variant, plan []string) map[string][]reports.Check {
+	feats := map[string]pairedFeature{}
+	out := map[string][]reports.Check{}
+	rounds := map[string][][]pairing.Pair{}
+	byName := map[string]corev1.Node{}
+	var order, loopback []string
+	var bwNodes []corev1.Node
+	for _, name := range plan {
+		f := r.pairedFeature(name)
+		feats[name] = f
+		with, rs, rows, done := r.pairedNodesOf(ctx, v, f)
+		out[name] = rows
+		for _, n := range with {
+			byName[n.Name] = n
+		}
+		if name == PairedBandwidth {
+			// The ports and isolation rows are every node's, measured
+			// or not; a feature whose nodes could not be listed has none.
+			if !done {
+				bwNodes = with
+				if r.Cfg.Loopback {
+					loopback = nodeNames(with)
+				}
+			}
+		}
+		if done {
+			continue
+		}
+		rounds[name] = rs
+		order = append(order, name)
+	}
+	groups := pairGroups(order, rounds, loopback)
+	if r.Progress != nil && len(groups) > 0 {
+		r.Progress(PlanLine(v.Label, groups))
+	}
+	seen := newRailsSeen()
+	for _, g := range groups {
+		per := make([]map[string][]reports.Check, len(g))
+		r.Collect(len(g), func(i int) []reports.Check {
+			start := time.Now()
+			sp := g[i]
+			runs := make([]pairRun, len(sp.feats))
+			for j, name := range sp.feats {
+				f := feats[name]
+				in := &verdict.BWInput{Variant: v.Label, Resource: v.Resource, Network: v.Network, Ops: f.ops,
+					Sizes: f.sizes, RailMode: r.Cfg.RailMode, OneRail: r.Cfg.Device != "" || v.Netdev != ""}
+				in.SKU, in.SKUErr = r.Cfg.Thresholds.ForNode(sp.p.Client, byName[sp.p.Client].Labels, r.Cfg.SKU)
+				runs[j] = pairRun{feature: f, in: in}
+			}
+			r.runPair(ctx, v, sp.p, runs)
+			per[i] = map[string][]reports.Check{}
+			var all []reports.Check
+			for _, run := range runs {
+				res := run.feature.judge(*run.in)
+				if run.feature.name == PairedBandwidth {
+					seen.record(sp.p, res)
+				}
+				cs := res.Checks
+				for k := range cs {
+					if sp.loopback {
+						cs[k].ID += "/loopback"
+					}
+					cs[k].Duration = time.Since(start).Seconds()
+				}
+				per[i][run.feature.name] = cs
+				all = append(all, cs...)
+			}
+			return all
+		})
+		for i := range g {
+			for _, name := range g[i].feats {
+				out[name] = append(out[name], per[i][name]...)
+			}
+		}
+	}
+	for _, n := range bwNodes {
+		out[PairedBandwidth] = append(out[PairedBandwidth], r.nodeRows(v, n, &seen)...)
+	}
+	return out
+}
+
+// pairRun is one feature's run in a pair's pods, and the input its
+// verdict reads.
+type pairRun struct {
+	feature pairedFeature
+	in      *verdict.BWInput
+}
+
+// runPair runs one server pod and one client pod for the pair, every run
+// of runs in turn inside them (one run: the probe's plain invocation; more:
+// joined by --then, each framed with its own exit status), fills each
+// run's input with its part of both outputs, and deletes both pods before
+// it returns.
+func (r *Runner) runPair(ctx context.Context, v Variant, p pairing.Pair, runs []pairRun) {
+	multi := len(runs) > 1
+	prefix, mem := runs[0].feature.mem.prefix, runs[0].feature.mem
+	if multi {
+		prefix = "pair"
+	}
+	for _, run := range runs[1:] {
+		mem.gpus = max(mem.gpus, run.feature.mem.gpus)
+	}
+	srvArgs := []string{"bw", "server"}
+	cliArgs := []string{"bw", "client"}
+	var srvRuns, cliRuns [][]string
+	var names []string
+	for k, run := range runs {
+		m := run.feature.mem
+		sa := append(append([]string{"--port", strconv.Itoa(BWPort), "--timeout", "2m"}, r.DeviceArgs(v)...), m.args()...)
+		if multi {
+			sa = append(sa, "--run-name", run.feature.name)
+			if k > 0 {
+				srvArgs = append(srvArgs, "--then")
+			}
+		}
+		srvArgs = append(srvArgs, sa...)
+		srvRuns = append(srvRuns, sa)
+		names = append(names, run.feature.name)
+		run.in.Server = verdict.Side{Node: p.Server, Pod: r.Object(prefix+"-"+v.Name+"-s", p.Server, p.Client, v.Resource)}
+		run.in.Client = verdict.Side{Node: p.Client, Pod: r.Object(prefix+"-"+v.Name+"-c", p.Client, p.Server, v.Resource)}
+		run.in.Server.Command = "rdmaprobe bw server " + strings.Join(sa, " ")
+	}
+	srvSpec := mem.spec(r.Spec(v, runs[0].in.Server.Pod, p.Server, srvArgs, v.NeedsCaps))
+	all := func(set func(in *verdict.BWInput)) {
+		for _, run := range runs {
+			set(run.in)
+		}
+	}
+
+	srv, srvStart, err := podrun.Start(ctx, r.Kube, srvSpec, r.Cfg.PodTimeout)
+	if srv != nil && !srvSpec.Keep {
+		defer podrun.Delete(r.Kube, srvSpec.Namespace, srvSpec.Name)
+	}
+	if err != nil {
+		all(func(in *verdict.BWInput) { in.Server.PodErr = err })
+		return
+	}
+	r.AddPhase(PhasePodStart, srvStart)
+	budget := r.Cfg.PodTimeout
+	for k, run := range runs {
+		ca := r.clientRunArgs(v, run)
+		if multi {
+			ca = append(ca, "--run-name", run.feature.name)
+			if k > 0 {
+				cliArgs = append(cliArgs, "--then")
+			}
+		}
+		ca = append(ca, srv.Status.PodIP)
+		cliArgs = append(cliArgs, ca...)
+		cliRuns = append(cliRuns, ca)
+		run.in.Client.Command = "rdmaprobe bw client " + strings.Join(ca, " ")
+		budget += r.clientBudget(run.in.SKU, len(run.in.Ops)) - r.Cfg.PodTimeout
+	}
+	cres, cerr := podrun.Run(ctx, r.Kube, mem.spec(r.Spec(v, runs[0].in.Client.Pod, p.Client, cliArgs, v.NeedsCaps)), budget)
+	r.AddPhase(PhasePodStart, cres.StartLatency)
+	r.AddPhase(PhaseCollection, cres.Collect)
+	// A client that measured sent the server its finish: the server ends
+	// at once. One that failed may not have: give the server a short while
+	// to write what it saw, and judge the client's output either way.
+	serverWait := time.Minute
+	if cres.ExitCode != 0 || cerr != nil {
+		serverWait = 15 * time.Second
+	}
+	collectStart := time.Now()
+	sres, werr := podrun.Wait(ctx, r.Kube, srv, serverWait)
+	if werr != nil && sres.Logs == "" {
+		sres.Logs, _ = podrun.Logs(context.WithoutCancel(ctx), r.Kube, r.Namespace(), srvSpec.Name)
+	}
+	r.AddPhase(PhaseCollection, time.Since(collectStart))
+
+	if !multi {
+		in := runs[0].in
+		in.Client.Logs, in.Client.Exit, in.Client.PodErr = cres.Logs, cres.ExitCode, cerr
+		in.Server.Logs, in.Server.Exit, in.Server.WaitErr = sres.Logs, sres.ExitCode, werr
+		r.recordBWPhases(in.Client.Logs)
+		return
+	}
+	cli := splitSide(cres.Logs, cres.ExitCode, cerr, names)
+	srvOut := splitSide(sres.Logs, sres.ExitCode, werr, names)
+	for k, run := range runs {
+		run.in.Client.Logs, run.in.Client.Exit, run.in.Client.PodErr = cli[k].logs, cli[k].exit, cli[k].err
+		run.in.Server.Logs, run.in.Server.Exit, run.in.Server.WaitErr = srvOut[k].logs, srvOut[k].exit, srvOut[k].err
+		r.recordBWPhases(run.in.Client.Logs)
+	}
+}
+
+// clientRunArgs are one feature's client flags (without the server's
+// address).
+func (r *Runner) clientRunArgs(v Variant, run pairRun) []string {
+	m := run.feature.mem
+	a := append(append([]string{"--port", strconv.Itoa(BWPort), "--op", strings.Join(run.in.Ops, ","),
+		"--size", sizesArg(run.in.Sizes)}, r.DeviceArgs(v)...), m.args()...)
+	a = append(a, "--rails", r.Cfg.RailMode, "--timeout", "1m")
+	if r.Cfg.RailParallel {
+		a = append(a, "--rail-parallel")
+	}
+	switch {
+	case m.latency:
+		// One operation at a time on one QP (--latency sets depth and
+		// moderation), perftest's iteration count.
+		a = append(a, "--iters", strconv.Itoa(r.Cfg.LatIters))
+	case m.msgrate:
+		// perftest's message-rate run: tx depth 128, a completion every
+		// 100 posts (the probe's defaults), iteration mode.
+		a = append(a, "--qps", strconv.Itoa(r.Cfg.MsgRateQPs), "--iters", strconv.Itoa(r.Cfg.MsgRateIters))
+	case r.Cfg.BWIters > 0:
+		a = append(a, "--qps", strconv.Itoa(r.Cfg.BWQPs), "--iters", strconv.Itoa(r.Cfg.BWIters))
+	default:
+		a = append(a, "--qps", strconv.Itoa(r.Cfg.BWQPs), "--duration", r.Cfg.BWDuration.String())
+	}
+	return a
+}
+
+// runSide is one run's part of one pod's output.
+type runSide struct {
+	logs string
+	exit int32
+	err  error
+}
+
+// splitSide attributes a multi-run pod's output to its runs. A run that
+// ended has its own exit status and is judged on its own lines; the pod's
+// error (a timeout, the run's deadline) belongs to the runs that did not
+// end. A pod that failed although every run that ended says 0 carries
+// something no run explains: every run gets the pod's status, so none
+// can pass on it. An output whose frames cannot be read is nobody's: every
+// run gets the pod's status and an error saying so.
+func splitSide(logs string, podExit int32, podErr error, names []string) []runSide {
+	out := make([]runSide, len(names))
+	parts, err := probeout.SplitRuns(logs, names)
+	if err != nil {
+		for k := range out {
+			out[k] = runSide{exit: podExit, err: fmt.Errorf("the pod's output could not be attributed to its %d runs (%s): %v",
+				len(names), strings.Join(names, ", "), err)}
+		}
+		return out
+	}
+	explained := false
+	for k, part := range parts {
+		out[k].logs = part.Logs
+		switch {
+		case part.Exit != nil:
+			out[k].exit = int32(*part.Exit)
+			explained = explained || *part.Exit != 0
+		case podErr != nil:
+			out[k].exit, out[k].err = podExit, podErr
+			explained = true
+		case !part.Began:
+			out[k].exit, out[k].err = podExit, fmt.Errorf("run %d of %d (%s) never began: the probe stopped before it (pod exit %d)", k+1, len(names), part.Name, podExit)
+			explained = true
+		default:
+			out[k].exit, out[k].err = podExit, fmt.Errorf("run %d of %d (%s) began and never ended: the probe stopped in it (pod exit %d)", k+1, len(names), part.Name, podExit)
+			explained = true
+		}
+	}
+	if podExit != 0 && !explained {
+		for k := range out {
+			out[k].exit = podExit
+		}
+	}
+	return out
+}
