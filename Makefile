@@ -89,9 +89,13 @@ lint:
 	@echo "runner builds without cgo:" && CGO_ENABLED=0 go build ./internal/... ./suites/... ./reports/... ./thresholds/... ./cmd/rdmasuite
 
 # Unit tests: everything but the suites package, which needs a cluster.
+# VET=off skips go test's own vet pass (make test runs the whole of go vet
+# in lint just before).
+VET ?=
+VET_FLAG = $(if $(VET),-vet=$(VET))
 unit:
-	go test -count=1 $$(go list ./... | grep -v '/suites$$')
-	cd hack && go test -count=1 ./...
+	go test -count=1 $(VET_FLAG) $$(go list ./... | grep -v '/suites$$')
+	cd hack && go test -count=1 $(VET_FLAG) ./...
 
 # The smoke features against the running bed.
 e2e:

@@ -9,6 +9,8 @@ pkgs=(
   # Bed 2/3: Soft-RoCE in a qemu guest; the guest gets its kernel, busybox and
   # rdma-core user space unpacked from these packages (dpkg -x, nothing runs on the host).
   qemu-system-x86 busybox-static cpio
+  # The guest nodes' OCI runtime (hack/guestnode/up.sh says why not runc).
+  crun
   libibverbs-dev ibverbs-providers rdma-core ibverbs-utils perftest
   # The guest nodes' NFS user space (hack/guestnode/build.sh unpacks
   # nfs-kernel-server and nfs-common with dpkg -x) links these libraries.

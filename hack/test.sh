@@ -24,7 +24,9 @@ step "lint (gofmt, go vet)"
 make -s lint
 
 step "unit tests"
-make -s unit
+# go vet ran in full above: go test's own vet pass would type-check every
+# package a second time.
+make -s unit VET=off
 
 step "verbs tests on a real verbs device (Soft-RoCE guest)"
 t=$SECONDS
@@ -35,7 +37,9 @@ step "Kubernetes binaries ($K8S_VERSION, etcd $ETCD_VERSION)"
 t=$SECONDS
 out=$(hack/build-k8s.sh 2>&1) || { echo "$out"; exit 1; }
 build_s=$((SECONDS - t))
-if grep -q 'building' <<<"$out"; then build_note="built in ${build_s} s (cold)"; else build_note="cached in $RDMASUITE_CACHE"; fi
+# A run that builds Kubernetes started from an empty bed cache: it is
+# judged against the cold budget, any other against the warm one.
+if grep -q 'building' <<<"$out"; then build_note="built in ${build_s} s (cold)"; run_kind=cold; else build_note="cached in $RDMASUITE_CACHE"; run_kind=warm; fi
 echo "binaries: $build_note"
 
 cleanup() {
@@ -55,6 +59,15 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
+# One compiled suite for every stage (hack/*-test.sh take it as
+# SUITE_BIN): `go test ./suites` links the suite anew on every call, ten
+# seconds each on a loaded 2-core machine.
+results=$(mktemp -d "${TMPDIR:-/tmp}/rdmasuite-results.XXXXXX")
+go test -c -o "$results/suites.test" ./suites
+export SUITE_BIN=$results/suites.test
+# suite ARGS...: the compiled suite, run from suites/ as go test would.
+suite() { (cd suites && exec "$SUITE_BIN" "$@"); }
+
 step "bed up"
 t=$SECONDS
 hack/bed.sh up
@@ -71,9 +84,8 @@ make -s e2e
 e2e_s=$((SECONDS - t))
 
 step "suite against the bed: bandwidth + memlock (must report the bed's real state)"
-results=$(mktemp -d "${TMPDIR:-/tmp}/rdmasuite-results.XXXXXX")
 t=$SECONDS
-if go test -count=1 ./suites -args --kubeconfig="$BED_DIR/kubeconfig" --labels suite=rdma \
+if suite -test.timeout=10m --kubeconfig="$BED_DIR/kubeconfig" --labels suite=rdma \
   --report-dir="$results" --bw-duration=2s >"$results/suite.log" 2>&1; then
   cat "$results/suite.log"
   echo "the rdma suite passed on a bed without RDMA devices: it must fail there"; exit 1
@@ -100,7 +112,6 @@ hack/doctor-test.sh
 doctor_s=$((SECONDS - t))
 
 step "SIGINT deletes everything the suite created"
-go test -c -o "$results/suites.test" ./suites
 # The suite's --help: its own flags first, exit 0, no panic from a framework flag.
 (cd suites && "$results/suites.test" --help) >"$results/suite-help.txt" 2>&1 ||
   { tail -5 "$results/suite-help.txt"; echo "the suite's --help did not exit 0"; exit 1; }
@@ -183,7 +194,7 @@ guest_results=$results/guest
 # The staged 64 KiB memlock and the down rail on rxe-node-2 must make the
 # run fail; every other check must pass (hack/guest-expect.txt says which is
 # which).
-if go test -count=1 -timeout 30m ./suites -args --kubeconfig="$BED_DIR/kubeconfig" --labels suite=rdma,suite=doctor,suite=latency,suite=msgrate \
+if suite -test.timeout=30m --kubeconfig="$BED_DIR/kubeconfig" --labels suite=rdma,suite=doctor,suite=latency,suite=msgrate \
   --report-dir="$guest_results" "${GUEST_SUITE_ARGS[@]}" >"$results/guest.log" 2>&1; then
   echo "the guest suite passed although rxe-node-2's memlock is 64 KiB and its rail 1 is down: it must fail there"; exit 1
 fi
@@ -204,7 +215,7 @@ for g in rxe-node-1 rxe-node-2; do hack/guestnode/rdma-netns.sh "$g" exclusive; 
 # Cross-node pairs only (--loopback=false): same-node pairs add nothing to
 # what this stage proves (what each pod sees in exclusive mode) and cost a
 # pod pair per node and variant.
-if go test -count=1 -timeout 30m ./suites -args --kubeconfig="$BED_DIR/kubeconfig" --labels suite=rdma \
+if suite -test.timeout=30m --kubeconfig="$BED_DIR/kubeconfig" --labels suite=rdma \
   --report-dir="$results/exclusive" "${GUEST_SUITE_ARGS[@]}" --loopback=false >"$results/exclusive.log" 2>&1; then
   echo "the exclusive-mode run passed although shared-dev cannot work there: it must fail"; exit 1
 fi
@@ -246,6 +257,9 @@ step "GPU features (suite=gpu) on fake-GPU guest nodes: NCCL worlds and GPUDirec
 t=$SECONDS
 hack/gpu-test.sh "$results/gpu"
 gpu_s=$((SECONDS - t))
+
+step "where a pod start went inside the guest nodes (containerd's CRI log, every pod since the guests booted)"
+hack/tool.sh podstarts containerd "$BED_DIR"/guestnodes/*/containerd.log || true
 hack/bed.sh down
 hack/bed.sh leftovers
 trap - EXIT
@@ -273,3 +287,15 @@ doctor seed stages  : ${doctor_s} s
 in-cluster runs     : ${incluster_s} s
 make test total     : $((SECONDS - t_start)) s
 SUMMARY
+# The budget (issue 26): cold under 45 minutes, warm under 30, on a 2-core
+# machine; the day's average pod start beside it, so a fast day cannot
+# hide what the stages cost (the suite's own pod-start phase, every guest
+# run of this make test).
+total_s=$((SECONDS - t_start))
+limit_s=1800
+[[ $run_kind == cold ]] && limit_s=2700
+verdict=inside
+((total_s < limit_s)) || verdict=OVER
+starts=$(hack/tool.sh podstarts results "$guest_results/results.json" "$results/exclusive/results.json" \
+  "$results/gpu/two-gpu-nodes/results.json" 2>&1) || starts="pod starts unknown: $starts"
+echo "make test budget: $run_kind $total_s s of $limit_s s: $verdict the budget; $starts"

@@ -263,6 +263,11 @@ version = 2
       runtime_type = "io.containerd.runc.v2"
       [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
         SystemdCgroup = false
+        # crun, not runc, under the same shim: under TCG every start of a Go
+        # program costs seconds, and runc is one started three times per
+        # container (create, its init, start): StartContainer took 6-9 s of
+        # a 19 s pod start with runc (hack/README, "Where a pod start goes").
+        BinaryName = "/usr/bin/crun"
   [plugins."io.containerd.grpc.v1.cri".cni]
     bin_dir = "/opt/cni/bin"
     conf_dir = "/etc/cni/net.d"
