@@ -69,13 +69,13 @@ func fromResults(files []string) error {
 // containerd 1.6's CRI lines (level=info): the start and return of each
 // call, with the pod's name in the sandbox metadata.
 var (
-	lineTime  = regexp.MustCompile(`^time="([^"]+)"`)
-	sbBegin   = regexp.MustCompile(`msg="RunPodSandbox for &PodSandboxMetadata\{Name:([^,]+),.*Namespace:([^,]+),`)
-	sbEnd     = regexp.MustCompile(`msg="RunPodSandbox for &PodSandboxMetadata\{Name:([^,]+),.*Namespace:([^,]+),.*returns sandbox id \\"([0-9a-f]+)\\"`)
-	ctrBegin  = regexp.MustCompile(`msg="CreateContainer within sandbox \\"([0-9a-f]+)\\" for container`)
-	ctrEnd    = regexp.MustCompile(`msg="CreateContainer within sandbox \\"([0-9a-f]+)\\" for &ContainerMetadata.*returns container id \\"([0-9a-f]+)\\"`)
-	runBegin  = regexp.MustCompile(`msg="StartContainer for \\"([0-9a-f]+)\\""`)
-	runEnd    = regexp.MustCompile(`msg="StartContainer for \\"([0-9a-f]+)\\" returns successfully"`)
+	lineTime = regexp.MustCompile(`^time="([^"]+)"`)
+	sbBegin  = regexp.MustCompile(`msg="RunPodSandbox for &PodSandboxMetadata\{Name:([^,]+),.*Namespace:([^,]+),`)
+	sbEnd    = regexp.MustCompile(`msg="RunPodSandbox for &PodSandboxMetadata\{Name:([^,]+),.*Namespace:([^,]+),.*returns sandbox id \\"([0-9a-f]+)\\"`)
+	ctrBegin = regexp.MustCompile(`msg="CreateContainer within sandbox \\"([0-9a-f]+)\\" for container`)
+	ctrEnd   = regexp.MustCompile(`msg="CreateContainer within sandbox \\"([0-9a-f]+)\\" for &ContainerMetadata.*returns container id \\"([0-9a-f]+)\\"`)
+	runBegin = regexp.MustCompile(`msg="StartContainer for \\"([0-9a-f]+)\\""`)
+	runEnd   = regexp.MustCompile(`msg="StartContainer for \\"([0-9a-f]+)\\" returns successfully"`)
 )
 
 // podStart is one pod's CRI timeline on its node.
@@ -216,4 +216,3 @@ func parseContainerd(file string) ([]*podStart, error) {
 	}
 	return pods, sc.Err()
 }
-
