@@ -189,6 +189,9 @@ func parseContainerd(file string) ([]*podStart, error) {
 				bySB[x[3]] = p
 				delete(open, x[2]+"/"+x[1])
 			}
+		case strings.Contains(line, "failed"):
+			// A failed call: the kubelet retries it, and the retry's
+			// begin line starts the pod's clock again.
 		case sbBegin.MatchString(line):
 			x := sbBegin.FindStringSubmatch(line)
 			p := &podStart{node: node, pod: x[1], sbBegin: t}
