@@ -41,6 +41,14 @@ build_s=$((SECONDS - t))
 # judged against the cold budget, any other against the warm one.
 if grep -q 'building' <<<"$out"; then build_note="built in ${build_s} s (cold)"; run_kind=cold; else build_note="cached in $RDMASUITE_CACHE"; run_kind=warm; fi
 echo "binaries: $build_note"
+# The guest nodes' image, their upstream CNIs and CoreDNS (cached by
+# version; minutes on a cold cache, nothing on a warm one) build in the
+# background while the host-node stages below wait on pods; the guest
+# bring-up waits for them.
+prebuild_log=$(mktemp "${TMPDIR:-/tmp}/rdmasuite-prebuild.XXXXXX")
+(hack/guestnode/build.sh && hack/guestnode/upstream.sh && hack/guestnode/coredns.sh) >"$prebuild_log" 2>&1 &
+prebuild_pid=$!
+t_prebuild=$SECONDS
 
 cleanup() {
   rc=$?
@@ -163,6 +171,8 @@ hack/bed.sh down
 hack/bed.sh leftovers
 
 step "warm bed up with two guest nodes (real Soft-RoCE devices, device plugin): the success path"
+wait "$prebuild_pid" || { cat "$prebuild_log"; echo "building the guest nodes' image, CNIs or CoreDNS failed"; exit 1; }
+echo "guest-node image, CNIs and CoreDNS ready in the background, $((SECONDS - t_prebuild)) s after they started"
 . hack/guest-suite-args.sh
 trap cleanup EXIT
 # The guest node table with rxe-node-2's containers at seed 002's 64 KiB
