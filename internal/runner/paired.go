@@ -124,7 +124,17 @@ func (r *Runner) Paired(ctx context.Context, v Variant, name string) []reports.C
 		r.sessions[key] = s
 	}
 	r.mu.Unlock()
-	s.once.Do(func() { s.checks = r.runPaired(ctx, v, plan) })
+	s.once.Do(func() {
+		// The features that ride along are running too (name's caller
+		// marked name): a run stopped now must say their checks were
+		// never judged, not leave them out.
+		for _, f := range plan {
+			if f != name {
+				defer r.Begin(f, v.Label)()
+			}
+		}
+		s.checks = r.runPaired(ctx, v, plan)
+	})
 	return s.checks[name]
 }
 

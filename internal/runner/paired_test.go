@@ -201,3 +201,41 @@ func TestSplitSideAttributesExitAndErrorsPerRun(t *testing.T) {
 		}
 	}
 }
+
+// A run stopped while the shared pods run (the first feature's call) says
+// that the features riding along were never judged: none of them may
+// vanish from the results.
+func TestStopDuringSharedPairsNamesTheRidingFeatures(t *testing.T) {
+	kube := fake.NewClientset(testNode("a", 8), testNode("b", 8))
+	started, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	kube.PrependReactor("create", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		once.Do(func() { close(started) })
+		<-release
+		return false, nil, nil
+	})
+	cfg := testConfig(t)
+	cfg.PairedPlan = map[string][]string{VariantSharedDev: {PairedBandwidth, PairedLatency, PairedMsgRate}}
+	r := New(kube, cfg, "t-stop")
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		r.Bandwidth(context.Background(), r.Cfg.VariantList()[0])
+	}()
+	<-started
+	if n := r.RecordUnfinished("interrupt"); n != 2 {
+		t.Errorf("%d unfinished features recorded, want latency and msgrate", n)
+	}
+	ids := map[string]bool{}
+	for _, c := range r.Checks() {
+		ids[c.ID] = c.Status == reports.Error
+	}
+	if !ids["latency"] || !ids["msgrate"] {
+		t.Errorf("unfinished rows: %v", ids)
+	}
+	close(release)
+	<-done
+	if n := r.RecordUnfinished("after"); n != 0 {
+		t.Errorf("%d features still marked running after the session", n)
+	}
+}
