@@ -321,7 +321,6 @@ func (r *Runner) runPair(ctx context.Context, v Variant, p pairing.Pair, runs []
 	}
 	srvArgs := []string{"bw", "server"}
 	cliArgs := []string{"bw", "client"}
-	var srvRuns, cliRuns [][]string
 	var names []string
 	for k, run := range runs {
 		m := run.feature.mem
@@ -333,7 +332,6 @@ func (r *Runner) runPair(ctx context.Context, v Variant, p pairing.Pair, runs []
 			}
 		}
 		srvArgs = append(srvArgs, sa...)
-		srvRuns = append(srvRuns, sa)
 		names = append(names, run.feature.name)
 		run.in.Server = verdict.Side{Node: p.Server, Pod: r.Object(prefix+"-"+v.Name+"-s", p.Server, p.Client, v.Resource)}
 		run.in.Client = verdict.Side{Node: p.Client, Pod: r.Object(prefix+"-"+v.Name+"-c", p.Client, p.Server, v.Resource)}
@@ -366,7 +364,6 @@ func (r *Runner) runPair(ctx context.Context, v Variant, p pairing.Pair, runs []
 		}
 		ca = append(ca, srv.Status.PodIP)
 		cliArgs = append(cliArgs, ca...)
-		cliRuns = append(cliRuns, ca)
 		run.in.Client.Command = "rdmaprobe bw client " + strings.Join(ca, " ")
 		budget += r.clientBudget(run.in.SKU, len(run.in.Ops)) - r.Cfg.PodTimeout
 	}

@@ -80,7 +80,7 @@ var (
 
 // podStart is one pod's CRI timeline on its node.
 type podStart struct {
-	node, pod                      string
+	pod                            string
 	sbBegin, sbEnd                 time.Time
 	ctrBegin, ctrEnd, runB, runEnd time.Time
 	sandbox                        string
@@ -164,7 +164,6 @@ func parseContainerd(file string) ([]*podStart, error) {
 		return nil, err
 	}
 	defer f.Close()
-	node := file
 	var pods []*podStart
 	open := map[string]*podStart{}  // pod name → its start before the sandbox returned
 	bySB := map[string]*podStart{}  // sandbox id
@@ -194,7 +193,7 @@ func parseContainerd(file string) ([]*podStart, error) {
 			// begin line starts the pod's clock again.
 		case sbBegin.MatchString(line):
 			x := sbBegin.FindStringSubmatch(line)
-			p := &podStart{node: node, pod: x[1], sbBegin: t}
+			p := &podStart{pod: x[1], sbBegin: t}
 			open[x[2]+"/"+x[1]] = p // a retried sandbox starts the pod's clock again
 			pods = append(pods, p)
 		case ctrEnd.MatchString(line):
