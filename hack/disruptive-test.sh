@@ -5,7 +5,10 @@
 #   1. UNLOAD_STORAGE_MODULES=true: the suite restarts rxe-node-2's MOFED
 #      stand-in under fsync writers; the restart completes, the stall is
 #      measured (> 2 s, within maxNFSStallSec) and every record verifies
-#      (hack/disruptive-expect.txt);
+#      (hack/disruptive-expect.txt); if the guest kernel instead fails a
+#      write on the hard mount as the device goes (it does, rarely), the run
+#      must report just that (hack/disruptive-expect-ioerror.txt) and the
+#      round runs once more;
 #   2. UNLOAD_STORAGE_MODULES unset, rpcrdma loaded: the new driver container
 #      refuses to start; the check fails naming it, the next node is not
 #      disrupted (hack/disruptive-expect-refused.txt), and the doctor names
@@ -56,18 +59,37 @@ kc config view --raw --minify >"$sa_kc"
 "$K8S_BIN_DIR/kubectl" --kubeconfig "$sa_kc" config set-context --current --user=rdmasuite-runner >/dev/null
 [[ $("$K8S_BIN_DIR/kubectl" --kubeconfig "$sa_kc" auth whoami -o 'jsonpath={.status.userInfo.username}') == "$sa" ]] ||
   { echo "the ServiceAccount kubeconfig does not authenticate as $sa"; exit 1; }
-(cd suites && exec "$out/suites.test" -test.timeout=20m --kubeconfig="$sa_kc" --namespace=rdmasuite \
-  --node-selector rdmasuite.io/guest-node=true --labels suite=disruptive --allow-disruptive --disrupt-nodes rxe-node-2 \
-  --stall-peer rxe-node-1 --report-dir="$out/restart") >"$out/restart.log" 2>&1 ||
-  { tail -40 "$out/restart.log"; echo "the restart run failed"; exit 1; }
-hack/tool.sh expectresults -results "$out/restart/results.json" -expect hack/disruptive-expect.txt
+# restart DIR: the round under the ServiceAccount, results in $out/DIR.
+restart() {
+  (cd suites && exec "$out/suites.test" -test.timeout=20m --kubeconfig="$sa_kc" --namespace=rdmasuite \
+    --node-selector rdmasuite.io/guest-node=true --labels suite=disruptive --allow-disruptive --disrupt-nodes rxe-node-2 \
+    --stall-peer rxe-node-1 --report-dir="$out/$1") >"$out/$1.log" 2>&1
+}
+rdir=restart
+if ! restart restart; then
+  # One failure is the guest kernel's, not the suite's (CI of 2026-11-27):
+  # an fsync in flight on the hard mount returned EINVAL as the rxe device
+  # went away. The run must then report exactly that and nothing else
+  # (hack/disruptive-expect-ioerror.txt, no second finding, the fix naming
+  # the hard mount); the round is then run once more for the pass path.
+  if hack/tool.sh expectresults -results "$out/restart/results.json" -expect hack/disruptive-expect-ioerror.txt &&
+    ! grep -q '; also:' "$out/restart/results.json" && grep -q 'the mount is hard' "$out/restart/results.json"; then
+    grep -o 'the writer on rxe-node-2 got [^:]*: [^)]*)' "$out/restart/results.json" | head -1
+    echo "restart run: the guest kernel failed a write on the hard mount while the device was removed, reported as such (FAIL, exit 1); the round once more"
+    rdir=restart-2
+    restart "$rdir" || { tail -40 "$out/$rdir.log"; echo "the second restart run failed"; exit 1; }
+  else
+    tail -40 "$out/restart.log"; echo "the restart run failed"; exit 1
+  fi
+fi
+hack/tool.sh expectresults -results "$out/$rdir/results.json" -expect hack/disruptive-expect.txt
 # The timeline reaches the Markdown report and JUnit of a passing run.
-bin/rdmasuite report "$out/restart/results.json" --format markdown -o "$out/restart/report.md"
-bin/rdmasuite report "$out/restart/results.json" --format junit -o "$out/restart/junit.xml"
-grep -q 'timeline (rxe-node-2): MOFED pod .* deleted at T=.*Ready at T+.*I/O stalled' "$out/restart/report.md" ||
-  { cat "$out/restart/report.md"; echo "the Markdown report lacks the timeline"; exit 1; }
-grep -q 'I/O stalled' "$out/restart/junit.xml" || { echo "the JUnit report lacks the timeline"; exit 1; }
-grep -o 'timeline (rxe-node-2)[^"]*' "$out/restart/results.json" | head -1
+bin/rdmasuite report "$out/$rdir/results.json" --format markdown -o "$out/$rdir/report.md"
+bin/rdmasuite report "$out/$rdir/results.json" --format junit -o "$out/$rdir/junit.xml"
+grep -q 'timeline (rxe-node-2): MOFED pod .* deleted at T=.*Ready at T+.*I/O stalled' "$out/$rdir/report.md" ||
+  { cat "$out/$rdir/report.md"; echo "the Markdown report lacks the timeline"; exit 1; }
+grep -q 'I/O stalled' "$out/$rdir/junit.xml" || { echo "the JUnit report lacks the timeline"; exit 1; }
+grep -o 'timeline (rxe-node-2)[^"]*' "$out/$rdir/results.json" | head -1
 # The injected downtime, for comparison with the stall: the new stand-in's
 # log says when it re-created the rxe devices (the old one deleted them on
 # SIGTERM, at the deletion).

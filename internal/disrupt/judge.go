@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/rdmasuite/rdmasuite/reports"
+	"github.com/rdmasuite/rdmasuite/workloads/stall"
 )
 
 // Round is everything one target's disruption left: the pure input of
@@ -161,7 +162,7 @@ func judgeWriter(r Round, w Writer, node string, fails []finding, errs []string)
 			first = fmt.Sprintf(" (first at %s, record %d, %s: %s)", rel(r, e.At), e.Seq, e.Op, oneLine(e.Error, 200))
 		}
 		fails = append(fails, finding{diag: fmt.Sprintf("the writer on %s got %d I/O errors%s: applications on this volume saw failed writes", node, n, first),
-			fix: "a soft NFS mount returns EIO once timeo × retrans run out: mount hard (the default) so writers wait for the transport instead of failing"})
+			fix: ioErrorFix(fsOf(res), node)})
 	}
 	if g := res.LongestGap; g != nil && (g.Ongoing || res.StallOngoing) {
 		fails = append(fails, finding{diag: fmt.Sprintf("NFS I/O on %s was still stalled when the writer stopped: record %d in flight since %s (%.1f s, writer clock)", node, g.InFlightSeq, rel(r, g.Start), g.Ms/1000),
@@ -214,6 +215,46 @@ func judgeCross(r Round, fails []finding, errs []string) ([]finding, []string) {
 			fix: "read the verify pod's output"})
 	}
 	return fails, errs
+}
+
+// ioErrorFix names the remedy for failed writes by what the mount is: a
+// soft mount fails writes by design once timeo × retrans run out; a hard
+// mount retries timeouts for ever, so an error there is one the NFS client
+// does not retry, which on the Soft-RoCE bed the kernel returned (fsync
+// EINVAL) when the device was removed under an in-flight write.
+func ioErrorFix(fs stall.FSInfo, node string) string {
+	switch mountRetry(fs) {
+	case "soft":
+		return "a soft NFS mount returns EIO once timeo × retrans run out: mount hard (the default) so writers wait for the transport instead of failing"
+	case "hard":
+		return fmt.Sprintf("the mount is hard, so these are errors the NFS client does not retry: the RPC-over-RDMA transport failed writes in flight when the device went away under them "+
+			"(check dmesg on %s for xprtrdma/rpcrdma and nfs messages); applications such as databases treat a failed fsync as fatal, so stop or drain the NFS-over-RDMA writers on a node "+
+			"before its MOFED driver restarts (the Network Operator's upgrade policy can drain)", node)
+	}
+	return fmt.Sprintf("the writer did not report the mount's options: if the mount is soft, mount hard so writers wait for the transport; if it is hard, the RPC-over-RDMA transport failed writes in flight "+
+		"(check dmesg on %s for xprtrdma/rpcrdma): drain NFS-over-RDMA writers before a MOFED driver restart", node)
+}
+
+// mountRetry is "soft", "hard" or "" (unknown) from the kernel's mount
+// options, else the PV's; NFS mounts are hard unless told soft or softerr.
+func mountRetry(fs stall.FSInfo) string {
+	opts := fs.Options
+	if opts == "" {
+		opts = fs.MountOptions
+	}
+	if opts == "" {
+		return ""
+	}
+	retry := "hard"
+	for _, o := range strings.Split(opts, ",") {
+		switch strings.TrimSpace(o) {
+		case "soft", "softerr":
+			retry = "soft"
+		case "hard":
+			retry = "hard"
+		}
+	}
+	return retry
 }
 
 func ioErrors(res *Result) int64 { return int64(max(res.IOErrorCount, len(res.IOErrors))) }

@@ -145,9 +145,22 @@ func TestJudgeFailures(t *testing.T) {
 			r.Writer.Result.Stalls[0].Ongoing = true
 		}, reports.Fail, "NFS I/O on node-a was still stalled when the writer stopped: record 2345 in flight since T+3.0 s", "remount"},
 		{"I/O errors on a soft mount", func(r *Round) {
+			r.Writer.Result.FS.Options = "rw,vers=4.1,soft,proto=rdma,port=20049,timeo=600,retrans=2"
 			r.Writer.Result.IOErrorCount = 2
 			r.Writer.Result.IOErrors = []stall.IOError{{At: at(20), Seq: 2500, Op: "fsync", Error: "input/output error"}}
 		}, reports.Fail, "the writer on node-a got 2 I/O errors (first at T+20.0 s, record 2500, fsync: input/output error)", "mount hard"},
+		// CI of 2026-11-27: a hard mount whose fsync returned EINVAL while
+		// the rxe device was removed under it. Telling that operator to
+		// "mount hard" would be a lie about their own mount.
+		{"I/O errors on a hard mount", func(r *Round) {
+			r.Writer.Result.FS.Options = "rw,vers=4.2,rsize=262144,wsize=262144,namlen=255,hard,fatal_neterrors=none,proto=rdma,port=20049,timeo=600,retrans=2,sec=sys"
+			r.Writer.Result.IOErrorCount = 1
+			r.Writer.Result.IOErrors = []stall.IOError{{At: at(2.9), Seq: 581, Op: "fsync", Error: "sync /data/node-a.rec: invalid argument"}}
+		}, reports.Fail, "the writer on node-a got 1 I/O errors (first at T+2.9 s, record 581, fsync: sync /data/node-a.rec: invalid argument)", "the mount is hard, so these are errors the NFS client does not retry"},
+		{"I/O errors on a mount whose options are unknown", func(r *Round) {
+			r.Writer.Result.FS.Options = ""
+			r.Writer.Result.IOErrorCount = 1
+		}, reports.Fail, "the writer on node-a got 1 I/O errors", "did not report the mount's options"},
 		{"the writer's mount is not NFS", func(r *Round) {
 			r.Writer.Result.FS = &stall.FSInfo{Type: "ext4", Magic: "0xef53", MagicName: "ext4", Source: "/dev/sda1"}
 		}, reports.Fail, "the writer on node-a wrote to ext4 (/dev/sda1), not NFS", ""},
@@ -317,5 +330,25 @@ func TestJudgeFilesLine(t *testing.T) {
 	res.RemoveError = "permission denied"
 	if ev := evidence(Judge(r)[0]); !strings.Contains(ev, "removing them failed: permission denied") {
 		t.Errorf("evidence:\n%s", ev)
+	}
+}
+
+// The remedy for failed writes follows the mount the writer reported: a
+// hard mount is never told to mount hard, a soft one always is.
+func TestIOErrorFixFollowsTheMount(t *testing.T) {
+	for _, tc := range []struct {
+		opts, pvOpts, want, never string
+	}{
+		{"rw,vers=4.2,hard,proto=rdma", "", "the mount is hard", "mount hard (the default)"},
+		{"rw,vers=4.2,proto=rdma", "", "the mount is hard", "mount hard (the default)"}, // hard is NFS's default
+		{"rw,vers=4.2,soft,proto=rdma", "", "mount hard (the default)", "the mount is hard"},
+		{"rw,softerr,proto=rdma", "", "mount hard (the default)", "the mount is hard"},
+		{"", "nfsvers=4.2,proto=rdma,soft", "mount hard (the default)", "the mount is hard"},
+		{"", "", "did not report the mount's options", "the mount is hard"},
+	} {
+		fix := ioErrorFix(stall.FSInfo{Options: tc.opts, MountOptions: tc.pvOpts}, "node-a")
+		if !strings.Contains(fix, tc.want) || strings.Contains(fix, tc.never) {
+			t.Errorf("options %q / %q: fix %q: want %q, never %q", tc.opts, tc.pvOpts, fix, tc.want, tc.never)
+		}
 	}
 }

@@ -307,26 +307,45 @@ func stopAndCollect(ctx context.Context, env Env, o Options, ws []*Writer) {
 	}
 	for _, w := range ws {
 		var last *corev1.Pod
+		stopped := env.clock().Now()
+		// A writer whose I/O is hung prints its result (the stall still
+		// open) and then cannot exit: the kernel holds the process in the
+		// hung NFS call, for as long as the mount is hung. Its result is
+		// final once printed, so the wait ends there instead of at the
+		// limit (minutes on a target whose driver did not come back).
+		var hung *Result
+		var hungErr string
 		err := poll(cctx, env.clock(), env.every(), waitLimit, func(ctx context.Context) (bool, error) {
 			p, err := env.Kube.CoreV1().Pods(o.Namespace).Get(ctx, w.Pod, metav1.GetOptions{})
 			if err != nil {
 				return false, nil
 			}
 			last = p
-			return ended(p), nil
+			if ended(p) {
+				return true, nil
+			}
+			if logs, err := env.logs(ctx, o.Namespace, w.Pod, "probe", false, 0); err == nil {
+				if r, perr, perrParse := ParseResult(logs); perrParse == nil && perr != nil && perr.Kind == probeout.KindTimeout {
+					hung, hungErr = r, perr.Error()
+					return true, nil
+				}
+			}
+			return false, nil
 		})
 		logs, lerr := env.logs(cctx, o.Namespace, w.Pod, "probe", false, 0)
 		w.LogTail = lastLines(logs, 5)
 		w.Exit = exitCode(last)
+		if err == nil && hung != nil && !ended(last) {
+			w.Result, w.ProbeErr = hung, hungErr
+			w.Stuck = fmt.Sprintf("writer %s on %s printed its result but had not exited %.0f s after the stop (%s): its I/O is still hung in the kernel",
+				w.Pod, w.Node, env.clock().Now().Sub(stopped).Seconds(), podrun.Describe(last))
+			continue
+		}
 		if err != nil {
 			state := "pod not found"
 			if last != nil {
 				state = podrun.Describe(last)
 			}
-			// A writer whose I/O is hung prints its result (the stall
-			// still open) and then cannot exit: the kernel holds the
-			// process in the hung NFS call. What it printed is the
-			// measurement; that it did not exit is evidence.
 			if lerr == nil {
 				if r, perr, perrParse := ParseResult(logs); perrParse == nil && perr != nil && perr.Kind == probeout.KindTimeout {
 					w.Result, w.ProbeErr = r, perr.Error()
