@@ -57,7 +57,7 @@ func judgeTarget(r Round, c reports.Check) reports.Check {
 		if len(d.State) > 0 {
 			state = firstLine(d.State[0])
 		}
-		f := finding{diag: fmt.Sprintf("the MOFED driver on %s did not come back Ready within %s after its pod %s was deleted: %s", r.Target, d.Timeout, d.Old.Name, state),
+		f := finding{diag: fmt.Sprintf("the MOFED driver on %s did not come back Ready within %s after its pod %s was deleted: %s", r.Target, d.waitLimit(), d.Old.Name, state),
 			fix: fmt.Sprintf("restore the driver on %s before anything else (the evidence has the new pod's state, events and log); no further node was disrupted", r.Target)}
 		if d.StorageModules {
 			f.fix = fmt.Sprintf("the new driver container refuses to reload while storage modules (rpcrdma, nvme-rdma, …) are loaded: set UNLOAD_STORAGE_MODULES=true in the NicClusterPolicy's ofedDriver env, "+
@@ -318,7 +318,11 @@ func timeline(r Round, w Writer) string {
 	if d.Back {
 		parts = append(parts, fmt.Sprintf("new pod %s Ready at T+%.1f s", d.New.Name, readyAfter(d)))
 	} else {
-		parts = append(parts, fmt.Sprintf("no new pod Ready by T+%s", d.Timeout))
+		if d.Refusals > 0 {
+			parts = append(parts, fmt.Sprintf("no new pod Ready by T+%.1f s, its driver container refused to reload %d times", d.RefusedAfter.Seconds(), d.Refusals))
+		} else {
+			parts = append(parts, fmt.Sprintf("no new pod Ready by T+%s", d.Timeout))
+		}
 	}
 	res := w.Result
 	if res == nil {

@@ -47,6 +47,27 @@ type Driver struct {
 	// Interrupted: the run stopped (deadline, signal) while waiting; the
 	// driver's state is unknown.
 	Interrupted bool
+	// Refusals, when not 0, says the wait stopped before Timeout, at
+	// RefusedAfter (runner clock, from the deletion), because the new
+	// driver container had refused to reload that many times on loaded
+	// storage modules: a refusal that only an operator's fix changes, so
+	// waiting out the limit (10 minutes by default) would add nothing.
+	RefusedAfter time.Duration
+	Refusals     int32
+}
+
+// MinRefusals is how many times the new driver container must have
+// refused (exited with the storage-module refusal in its log) before the
+// wait stops early: twice rules out a single start racing an unload.
+const MinRefusals = 2
+
+// waitLimit is the wait's length in words: the limit, or the early stop.
+func (d Driver) waitLimit() string {
+	if d.Refusals > 0 {
+		return fmt.Sprintf("%.0f s (stopped before the %s limit: the new driver container refused to reload %d times on loaded storage modules, which waiting cannot change)",
+			d.RefusedAfter.Seconds(), d.Timeout, d.Refusals)
+	}
+	return d.Timeout.String()
 }
 
 // findDriverPod returns the node's MOFED pod, or a reason it has none
@@ -111,6 +132,7 @@ func readyCondition(p *corev1.Pod) (time.Time, bool) {
 // Ready on node, or timeout passes: then Driver.State says why.
 func waitReplacement(ctx context.Context, env Env, o Options, node string, d *Driver) error {
 	var latest *corev1.Pod
+	var readRestarts int32 = -1 // the restart count whose log was last read
 	err := poll(ctx, env.clock(), 2*env.every(), d.Timeout, func(ctx context.Context) (bool, error) {
 		pods, err := driverPods(ctx, env, o, node)
 		if err != nil {
@@ -127,6 +149,21 @@ func waitReplacement(ctx context.Context, env Env, o Options, node string, d *Dr
 			if at, ok := readyCondition(p); ok {
 				d.Back, d.New, d.ReadyAt, d.SeenAt = true, refOf(p), at, env.clock().Now()
 				return true, nil
+			}
+		}
+		// Seed 000's refusal repeats identically on every restart until
+		// someone sets UNLOAD_STORAGE_MODULES=true or unmounts: once the
+		// newest pod's container has refused MinRefusals times, stop.
+		if n := failedRestarts(latest, o.MOFEDContainer); n >= MinRefusals && n != readRestarts {
+			readRestarts = n
+			// In CrashLoopBackOff the current log is the run that just
+			// ended; the previous one may be gone (garbage-collected).
+			for _, previous := range []bool{false, true} {
+				logs, err := env.logs(ctx, latest.Namespace, latest.Name, o.MOFEDContainer, previous, 10)
+				if err == nil && storageModules(logs) {
+					d.Refusals, d.RefusedAfter = n, env.clock().Now().Sub(d.DeletedAt)
+					return true, nil
+				}
 			}
 		}
 		return false, nil
@@ -153,7 +190,7 @@ func describeNotBack(ctx context.Context, env Env, o Options, node string, p *co
 		return []string{fmt.Sprintf("no new MOFED pod (namespace %s, selector %s) appeared on %s within %s of deleting %s: check the DaemonSet (kubectl -n %s get ds) and the node's taints",
 			o.MOFEDNamespace, o.MOFEDSelector, node, d.Timeout, d.Old.Name, o.MOFEDNamespace)}
 	}
-	out := []string{fmt.Sprintf("new MOFED pod %s (uid %s) not Ready within %s: %s", p.Name, p.UID, d.Timeout, podState(p, o.MOFEDContainer))}
+	out := []string{fmt.Sprintf("new MOFED pod %s (uid %s) not Ready within %s: %s", p.Name, p.UID, d.waitLimit(), podState(p, o.MOFEDContainer))}
 	out = append(out, podEvents(ctx, env, p, 10)...)
 	for _, previous := range []bool{false, true} {
 		if previous && !restarted(p, o.MOFEDContainer) {
@@ -175,6 +212,20 @@ func describeNotBack(ctx context.Context, env Env, o Options, node string, p *co
 		}
 	}
 	return out
+}
+
+// failedRestarts is the container's restart count when its last run
+// ended in failure (exit code not 0), else 0.
+func failedRestarts(p *corev1.Pod, container string) int32 {
+	if p == nil {
+		return 0
+	}
+	for _, c := range p.Status.ContainerStatuses {
+		if t := c.LastTerminationState.Terminated; c.Name == container && t != nil && t.ExitCode != 0 {
+			return c.RestartCount
+		}
+	}
+	return 0
 }
 
 func restarted(p *corev1.Pod, container string) bool {

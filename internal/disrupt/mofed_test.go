@@ -85,74 +85,102 @@ func TestWaitReplacementIgnoresTheOldPod(t *testing.T) {
 	}
 }
 
-// The new pod crash-loops on the storage-module refusal (seed 000): the
-// wait times out on the runner's clock with its state, its last 10
-// events (not another pod's) and its log's tail.
-func TestWaitReplacementTimeoutCarriesStateEventsAndLog(t *testing.T) {
-	clk := newClock()
-	t0 := clk.Now()
-	newPod := mofedPod("mofed-a2", "uid-new", "node-a", false, t0.Add(5*time.Second))
-	cst := &newPod.Status.ContainerStatuses[0]
-	cst.RestartCount = 4
-	cst.State = corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff", Message: "back-off 2m40s restarting failed container"}}
-	cst.LastTerminationState = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{Reason: "Error", ExitCode: 1,
-		Message: "Storage modules are loaded for current driver"}}
-	objs := []runtime.Object{newPod}
-	for i := 0; i < 12; i++ {
-		objs = append(objs, &corev1.Event{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("ev-%02d", i), Namespace: mofedNS},
-			InvolvedObject: corev1.ObjectReference{Kind: "Pod", Name: "mofed-a2", UID: "uid-new"}, Type: "Warning", Reason: fmt.Sprintf("BackOff%02d", i),
-			Message: "Back-off restarting failed container", LastTimestamp: metav1.NewTime(t0.Add(time.Duration(i) * time.Second))})
-	}
-	objs = append(objs, &corev1.Event{ObjectMeta: metav1.ObjectMeta{Name: "ev-other", Namespace: mofedNS},
-		InvolvedObject: corev1.ObjectReference{Kind: "Pod", Name: "mofed-b", UID: types.UID("uid-b")}, Type: "Warning", Reason: "OtherPod",
-		LastTimestamp: metav1.NewTime(t0.Add(time.Hour))})
-	cs, env, _ := setupEnv(objs...)
-	_ = cs
-	env.Clock = clk
-	var asked []string
-	env.Logs = func(_ context.Context, ns, pod, container string, previous bool, tail int64) (string, error) {
-		asked = append(asked, fmt.Sprintf("%s/%s/%s previous=%v tail=%d", ns, pod, container, previous, tail))
-		return "Unsetting driver ready state\nStorage modules are loaded for current driver, terminating prior driver reload failure due to UNLOAD_STORAGE_MODULES not set to \"true\"\n", nil
-	}
-	d := Driver{Old: PodRef{Name: "mofed-a", UID: "uid-old"}, DeletedAt: t0, Timeout: 10 * time.Minute}
-	start := time.Now()
-	if err := waitReplacement(context.Background(), env, baseOptions(), "node-a", &d); err != nil {
-		t.Fatal(err)
-	}
-	if time.Since(start) > 100*time.Millisecond {
-		t.Fatalf("the wait slept for real: %s", time.Since(start))
-	}
-	if d.Back {
-		t.Fatal("a crash-looping pod counted as back")
-	}
-	if waited := clk.Now().Sub(t0); waited < 10*time.Minute {
-		t.Fatalf("gave up after %s, before --driver-timeout", waited)
-	}
-	all := strings.Join(d.State, "\n")
-	for _, want := range []string{"mofed-a2", "phase Running", "waiting CrashLoopBackOff", "last termination Error exit 1: Storage modules are loaded",
-		"restarts 4", "last 10 events", "BackOff11", "BackOff02", "UNLOAD_STORAGE_MODULES not set", "previous log"} {
-		if !strings.Contains(all, want) {
-			t.Errorf("state lacks %q:\n%s", want, all)
-		}
-	}
-	for _, absent := range []string{"BackOff01", "OtherPod"} {
-		if strings.Contains(all, absent) {
-			t.Errorf("state has %q (older than the last 10, or another pod's):\n%s", absent, all)
-		}
-	}
-	if !d.StorageModules {
-		t.Error("the storage-module refusal was not recognised")
-	}
-	if len(asked) != 2 || !strings.Contains(asked[0], "mofed-container previous=false tail=10") || !strings.Contains(asked[1], "previous=true") {
-		t.Errorf("logs asked: %v", asked)
-	}
-	// And the judge fails the check with that state and the storage fix.
-	r := passingRound()
-	r.Driver = d
-	c := Judge(r)[0]
-	if c.Status != "fail" || !strings.HasPrefix(c.Diagnosis, "the MOFED driver on node-a did not come back Ready within 10m0s") ||
-		!strings.Contains(c.Fix, "UNLOAD_STORAGE_MODULES=true") || !strings.Contains(strings.Join(c.Evidence, "\n"), "BackOff11") {
-		t.Fatalf("%+v", c)
+// The new pod crash-loops (seed 000's storage-module refusal, or another
+// failure): the wait carries its state, its last 10 events (not another
+// pod's) and its log's tail. The refusal, which repeats until someone
+// acts, ends the wait once seen MinRefusals times; any other crash loop
+// is waited out to --driver-timeout on the runner's clock.
+func TestWaitReplacementCrashLoopCarriesStateEventsAndLog(t *testing.T) {
+	const refusal = "Unsetting driver ready state\nStorage modules are loaded for current driver, terminating prior driver reload failure due to UNLOAD_STORAGE_MODULES not set to \"true\"\n"
+	for _, tc := range []struct {
+		name, log      string
+		restarts       int32
+		early, storage bool
+		logReads       int
+	}{
+		{"storage-module refusal, 4 restarts: stops early", refusal, 4, true, true, 3},
+		{"storage-module refusal, 1 restart: waits", refusal, 1, false, true, 2},
+		{"another crash loop: waits out the limit", "mlx5_core 0000:3b:00.0: firmware version mismatch\n", 4, false, false, 4},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			clk := newClock()
+			t0 := clk.Now()
+			newPod := mofedPod("mofed-a2", "uid-new", "node-a", false, t0.Add(5*time.Second))
+			cst := &newPod.Status.ContainerStatuses[0]
+			cst.RestartCount = tc.restarts
+			cst.State = corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff", Message: "back-off 2m40s restarting failed container"}}
+			cst.LastTerminationState = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{Reason: "Error", ExitCode: 1,
+				Message: "Storage modules are loaded for current driver"}}
+			objs := []runtime.Object{newPod}
+			for i := 0; i < 12; i++ {
+				objs = append(objs, &corev1.Event{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("ev-%02d", i), Namespace: mofedNS},
+					InvolvedObject: corev1.ObjectReference{Kind: "Pod", Name: "mofed-a2", UID: "uid-new"}, Type: "Warning", Reason: fmt.Sprintf("BackOff%02d", i),
+					Message: "Back-off restarting failed container", LastTimestamp: metav1.NewTime(t0.Add(time.Duration(i) * time.Second))})
+			}
+			objs = append(objs, &corev1.Event{ObjectMeta: metav1.ObjectMeta{Name: "ev-other", Namespace: mofedNS},
+				InvolvedObject: corev1.ObjectReference{Kind: "Pod", Name: "mofed-b", UID: types.UID("uid-b")}, Type: "Warning", Reason: "OtherPod",
+				LastTimestamp: metav1.NewTime(t0.Add(time.Hour))})
+			_, env, _ := setupEnv(objs...)
+			env.Clock = clk
+			var asked []string
+			env.Logs = func(_ context.Context, ns, pod, container string, previous bool, tail int64) (string, error) {
+				asked = append(asked, fmt.Sprintf("%s/%s/%s previous=%v tail=%d", ns, pod, container, previous, tail))
+				return tc.log, nil
+			}
+			d := Driver{Old: PodRef{Name: "mofed-a", UID: "uid-old"}, DeletedAt: t0, Timeout: 10 * time.Minute}
+			start := time.Now()
+			if err := waitReplacement(context.Background(), env, baseOptions(), "node-a", &d); err != nil {
+				t.Fatal(err)
+			}
+			if time.Since(start) > 100*time.Millisecond {
+				t.Fatalf("the wait slept for real: %s", time.Since(start))
+			}
+			if d.Back {
+				t.Fatal("a crash-looping pod counted as back")
+			}
+			waited := clk.Now().Sub(t0)
+			if tc.early != (waited < time.Minute) || !tc.early && waited < 10*time.Minute {
+				t.Fatalf("waited %s (want early stop: %v) of the 10m0s limit", waited, tc.early)
+			}
+			if tc.early != (d.Refusals > 0) || tc.early && d.Refusals != tc.restarts {
+				t.Fatalf("RefusedAfter %s, Refusals %d", d.RefusedAfter, d.Refusals)
+			}
+			all := strings.Join(d.State, "\n")
+			wants := []string{"mofed-a2", "phase Running", "waiting CrashLoopBackOff", "last termination Error exit 1: Storage modules are loaded",
+				fmt.Sprintf("restarts %d", tc.restarts), "last 10 events", "BackOff11", "BackOff02", "previous log"}
+			if tc.early {
+				wants = append(wants, "stopped before the 10m0s limit: the new driver container refused to reload 4 times")
+			} else {
+				wants = append(wants, "not Ready within 10m0s:")
+			}
+			for _, want := range wants {
+				if !strings.Contains(all, want) {
+					t.Errorf("state lacks %q:\n%s", want, all)
+				}
+			}
+			for _, absent := range []string{"BackOff01", "OtherPod"} {
+				if strings.Contains(all, absent) {
+					t.Errorf("state has %q (older than the last 10, or another pod's):\n%s", absent, all)
+				}
+			}
+			if d.StorageModules != tc.storage {
+				t.Errorf("storage-module refusal recognised: %v, want %v", d.StorageModules, tc.storage)
+			}
+			if len(asked) != tc.logReads || !strings.Contains(asked[len(asked)-2], "mofed-container previous=false tail=10") || !strings.Contains(asked[len(asked)-1], "previous=true") {
+				t.Errorf("logs asked: %v", asked)
+			}
+			// And the judge fails the check with that state and the fix.
+			r := passingRound()
+			r.Driver = d
+			c := Judge(r)[0]
+			if c.Status != "fail" || !strings.HasPrefix(c.Diagnosis, "the MOFED driver on node-a did not come back Ready within ") ||
+				!strings.Contains(strings.Join(c.Evidence, "\n"), "BackOff11") || tc.storage != strings.Contains(c.Fix, "UNLOAD_STORAGE_MODULES=true") {
+				t.Fatalf("%+v", c)
+			}
+			if tc.early && !strings.Contains(c.Evidence[0], "refused to reload 4 times") {
+				t.Fatalf("timeline: %s", c.Evidence[0])
+			}
+		})
 	}
 }
 

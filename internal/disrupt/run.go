@@ -257,7 +257,7 @@ func round(ctx context.Context, env Env, o Options, vol Volume, target, peer str
 		waitResumed(ctx, env, o, ws, o.DriverTimeout)
 		_ = sleep(ctx, env.clock(), o.After)
 	} else if !r.Driver.Interrupted {
-		env.printf("%s: the MOFED driver did NOT come back within %s; stopping the writers, no further node is disrupted", target, o.DriverTimeout)
+		env.printf("%s: the MOFED driver did NOT come back within %s; stopping the writers, no further node is disrupted", target, r.Driver.waitLimit())
 	}
 	stopAndCollect(ctx, env, o, ws)
 	r.Cross = Verify{Node: peer, Pod: pods.Verify}
