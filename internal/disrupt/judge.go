@@ -227,9 +227,9 @@ func ioErrorFix(fs stall.FSInfo, node string) string {
 	case "soft":
 		return "a soft NFS mount returns EIO once timeo × retrans run out: mount hard (the default) so writers wait for the transport instead of failing"
 	case "hard":
-		return fmt.Sprintf("the mount is hard, so these are errors the NFS client does not retry: the RPC-over-RDMA transport failed writes in flight when the device went away under them "+
-			"(check dmesg on %s for xprtrdma/rpcrdma and nfs messages); applications such as databases treat a failed fsync as fatal, so stop or drain the NFS-over-RDMA writers on a node "+
-			"before its MOFED driver restarts (the Network Operator's upgrade policy can drain)", node)
+		return fmt.Sprintf("the mount is hard, so these are errors the NFS client does not retry, not timeouts; over RDMA the likely source is the transport failing writes in flight "+
+			"as the device went away (the bed's kernel returned EINVAL from fsync so): dmesg on %s (xprtrdma/rpcrdma, nfs) around the first error tells. Applications such as databases "+
+			"treat a failed fsync as fatal: stop or drain the NFS-over-RDMA writers on a node before its MOFED driver restarts (the Network Operator's upgrade policy can drain)", node)
 	}
 	return fmt.Sprintf("the writer did not report the mount's options: if the mount is soft, mount hard so writers wait for the transport; if it is hard, the RPC-over-RDMA transport failed writes in flight "+
 		"(check dmesg on %s for xprtrdma/rpcrdma): drain NFS-over-RDMA writers before a MOFED driver restart", node)
