@@ -170,6 +170,9 @@ func config() (runner.Config, error) {
 	if *flagThresholdsOver != "" || *flagThresholds != "" && !*flagThresholdsRepl {
 		replaced, added := set.OverlayChanges()
 		fmt.Printf("rdmasuite: thresholds %s: the overlay replaces %s; adds %s\n", set.File, orNone(replaced), orNone(added))
+		for _, t := range set.TakeOvers() {
+			fmt.Printf("rdmasuite: thresholds: %s: it is matched first, so nodes whose %s matches get its thresholds\n", t, thresholds.GPUProductLabel)
+		}
 	}
 	c := runner.Config{Image: *flagImage, PodTimeout: *flagPodTimeout, NodeSelector: *flagNodeLabels, Concurrency: *flagConcurrency,
 		Variants: runner.SplitList(*flagVariants), RDMAResources: runner.SplitList(*flagRDMARes), HostdevRes: *flagHostdevRes,

@@ -18,6 +18,7 @@ import (
 	"reflect"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	"gopkg.in/yaml.v3"
@@ -38,24 +39,23 @@ type Set struct {
 	File   string
 	Schema string `yaml:"schema"`
 	SKUs   []SKU  `yaml:"skus"`
-	// What an overlay did (Overlay): the SKUs it replaced and added.
-	replaced, added []string
+	// What an overlay did (Overlay): the SKUs it replaced and added, and
+	// every layer's take-overs of SKUs of other names (TakeOvers).
+	replaced, added, takeOvers []string
 }
 
 // SKU is one node type's thresholds.
 type SKU struct {
-	Name  string `yaml:"name"`
-	Match struct {
-		GPUProduct []string `yaml:"gpuProduct"`
-	} `yaml:"match"`
-	LinkRateGbps       Value `yaml:"linkRateGbps"`
-	PortsPerNode       Value `yaml:"portsPerNode"`
-	Write              Floor `yaml:"write"`
-	Read               Floor `yaml:"read"`
-	GPUDirectWrite     Floor `yaml:"gpuDirectWrite"`
-	NCCLAllReduceBusBw Floor `yaml:"ncclAllReduceBusBw"`
-	MaxNFSStallSec     Value `yaml:"maxNFSStallSec"`
-	MinMemlockBytes    Value `yaml:"minMemlockBytes"`
+	Name               string `yaml:"name"`
+	Match              Match  `yaml:"match"`
+	LinkRateGbps       Value  `yaml:"linkRateGbps"`
+	PortsPerNode       Value  `yaml:"portsPerNode"`
+	Write              Floor  `yaml:"write"`
+	Read               Floor  `yaml:"read"`
+	GPUDirectWrite     Floor  `yaml:"gpuDirectWrite"`
+	NCCLAllReduceBusBw Floor  `yaml:"ncclAllReduceBusBw"`
+	MaxNFSStallSec     Value  `yaml:"maxNFSStallSec"`
+	MinMemlockBytes    Value  `yaml:"minMemlockBytes"`
 	// Latency ceilings in µs (optional: without one the latency checks
 	// are not-run, naming the missing field).
 	WriteLatencyUs Value `yaml:"writeLatencyUs"`
@@ -68,6 +68,24 @@ type SKU struct {
 	file             string   // the file that defined it
 	overlay          bool     // it came from an overlay (Set.Overlay)
 	dropped          []string // optional bounds the SKU it replaced had and the overlay left out
+}
+
+// Match is how a node is matched to a SKU: its nvidia.com/gpu.product
+// label against shell-style patterns.
+type Match struct {
+	GPUProduct []string `yaml:"gpuProduct"`
+}
+
+// UnmarshalYAML rejects unknown keys under match: (a misspelt key would
+// otherwise leave the SKU matching nothing, or less than meant).
+func (m *Match) UnmarshalYAML(n *yaml.Node) error {
+	type plain Match
+	var p plain
+	if err := strictDecode(n, &p); err != nil {
+		return err
+	}
+	*m = Match(p)
+	return nil
 }
 
 // Value is a number with its source.
@@ -180,6 +198,13 @@ func parse(name string, data []byte, base *Set) (*Set, error) {
 	add := func(line int, format string, a ...any) {
 		errs = append(errs, fmt.Sprintf("%s:%d: %s", name, line, fmt.Sprintf(format, a...)))
 	}
+	// One document only: a second one (after ---) was read by nobody.
+	var next yaml.Node
+	if err := dec.Decode(&next); err == nil {
+		add(next.Line, "a second YAML document: a thresholds file is one document (schema, skus); put every SKU in the first one's skus list, or lay a second file over it with --thresholds-overlay")
+	} else if !errors.Is(err, io.EOF) {
+		add(root.Line, "after the first YAML document: %s", strings.TrimPrefix(err.Error(), "yaml: "))
+	}
 	if s.Schema != Schema {
 		add(1, "schema %q: want %q", s.Schema, Schema)
 	}
@@ -204,12 +229,17 @@ func parse(name string, data []byte, base *Set) (*Set, error) {
 		for _, p := range k.Match.GPUProduct {
 			if _, err := path.Match(p, ""); err != nil {
 				add(k.line, "sku %q: bad pattern %q: %v", k.Name, p, err)
+			} else if c, ok := outsideLabelValue(p); ok {
+				add(k.line, "sku %q: pattern %q has %q, which nvidia.com/gpu.product never holds: GPU feature discovery writes the NVML name as a label value "+
+					"(letters, digits, '-', '_', '.'; spaces become \"-\", e.g. \"NVIDIA-A100-SXM4-80GB\"), so no node can match it: write %q", k.Name, p, c, labelValueOf(p))
 			}
 		}
 		checkValue(add, k.Name, "linkRateGbps", k.LinkRateGbps, k.line, 0.001, 10000)
 		checkValue(add, k.Name, "portsPerNode", k.PortsPerNode, k.line, 1, 64)
+		checkWhole(add, k.Name, "portsPerNode", "ports", k.PortsPerNode)
 		checkValue(add, k.Name, "maxNFSStallSec", k.MaxNFSStallSec, k.line, 1, 3600)
 		checkValue(add, k.Name, "minMemlockBytes", k.MinMemlockBytes, k.line, 4096, 1<<50)
+		checkWhole(add, k.Name, "minMemlockBytes", "bytes", k.MinMemlockBytes)
 		for _, opt := range k.optionalBounds() {
 			if opt.v.line != 0 { // optional, checked when given
 				checkValue(add, k.Name, opt.field, opt.v, k.line, opt.lo, opt.hi)
@@ -245,6 +275,39 @@ func parse(name string, data []byte, base *Set) (*Set, error) {
 		return nil, errors.New(strings.Join(errs, "\n"))
 	}
 	return s, nil
+}
+
+// outsideLabelValue returns the first character of pattern p, outside
+// its wildcards and bracket classes, that a Kubernetes label value cannot
+// hold ([A-Za-z0-9._-]): such a pattern matches no node's label.
+func outsideLabelValue(p string) (rune, bool) {
+	inClass := false
+	for i, c := range p {
+		switch {
+		case inClass:
+			inClass = c != ']'
+		case c == '[':
+			inClass = true
+		case c == '*' || c == '?':
+		case c == '\\' && i+1 < len(p):
+			// An escaped character is itself a literal: judged next.
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9', c == '-', c == '_', c == '.':
+		default:
+			return c, true
+		}
+	}
+	return 0, false
+}
+
+// labelValueOf is p as GPU feature discovery would write it: spaces as "-".
+func labelValueOf(p string) string { return strings.ReplaceAll(p, " ", "-") }
+
+// checkWhole refuses a fraction where the field counts things.
+func checkWhole(add adder, sku, field, counts string, v Value) {
+	if v.Value == nil || notFinite(*v.Value) != "" || *v.Value == math.Trunc(*v.Value) {
+		return
+	}
+	add(v.line, "sku %q: %s = %g is not a whole number: it counts %s", sku, field, *v.Value, counts)
 }
 
 // shadowedBy reports whether every gpuProduct pattern of k is covered by a
@@ -421,8 +484,20 @@ func ParseOverlay(base *Set, name string, data []byte) (*Set, error) {
 // order, then s's remaining ones, so a more specific pattern in the overlay
 // wins over a broader built-in one. Neither s nor o is changed.
 func (s *Set) Overlay(o *Set) *Set {
-	out := &Set{File: s.File + " + " + o.File + " (overlay)", Schema: s.Schema}
+	out := &Set{File: s.File + " + " + o.File + " (overlay)", Schema: s.Schema, takeOvers: append([]string(nil), s.takeOvers...)}
 	over := map[string]bool{}
+	for _, k := range o.SKUs {
+		over[k.Name] = true
+	}
+	for _, k := range o.SKUs {
+		for _, b := range s.SKUs {
+			if !over[b.Name] {
+				if t := takeOver(k, b); t != "" {
+					out.takeOvers = append(out.takeOvers, t)
+				}
+			}
+		}
+	}
 	for _, k := range o.SKUs {
 		k.overlay = true
 		out.SKUs = append(out.SKUs, k)
@@ -439,6 +514,48 @@ func (s *Set) Overlay(o *Set) *Set {
 		}
 	}
 	return out
+}
+
+// TakeOvers names, for every layer laid over another, each SKU of the
+// layer that is matched before a SKU of another name below it and
+// matches all or part of what that SKU matches: an overlay's "*" takes
+// over every built-in SKU. Allowed (an overlay exists to take over), but
+// never silent.
+func (s *Set) TakeOvers() []string { return append([]string(nil), s.takeOvers...) }
+
+// takeOver says what of b's products k, matched first, takes: all of them
+// when k's patterns cover every one of b's, part when they cover some of
+// b's patterns or lie inside one; "" when neither is certain (covers).
+func takeOver(k, b SKU) string {
+	all := true
+	for _, p := range b.Match.GPUProduct {
+		if !slices.ContainsFunc(k.Match.GPUProduct, func(q string) bool { return covers(q, p) }) {
+			all = false
+			break
+		}
+	}
+	if all && len(b.Match.GPUProduct) > 0 {
+		return fmt.Sprintf("%s (%s) takes over %s (all of %s)", k.Name, quoted(k.Match.GPUProduct), b.Name, quoted(b.Match.GPUProduct))
+	}
+	// Part: b's patterns that one of k's covers, or that cover one of k's.
+	var part []string
+	for _, q := range b.Match.GPUProduct {
+		if slices.ContainsFunc(k.Match.GPUProduct, func(p string) bool { return covers(p, q) || covers(q, p) }) {
+			part = append(part, q)
+		}
+	}
+	if len(part) > 0 {
+		return fmt.Sprintf("%s (%s) takes over %s (part of %s)", k.Name, quoted(k.Match.GPUProduct), b.Name, quoted(part))
+	}
+	return ""
+}
+
+func quoted(ps []string) string {
+	q := make([]string, len(ps))
+	for i, p := range ps {
+		q[i] = strconv.Quote(p)
+	}
+	return strings.Join(q, ", ")
 }
 
 // OverlayChanges names the SKUs an overlay replaced and added (both empty

@@ -58,3 +58,69 @@ func TestRejectsShadowedSKU(t *testing.T) {
 		}
 	}
 }
+
+// Issue 27.6: what a thresholds file cannot mean is refused, naming the
+// line and the fix. Each of these parsed clean before: an unknown key
+// under match:, a second YAML document, a pattern GPU feature discovery
+// can never write (a space: its labels are label values, spaces as "-"),
+// a fractional count.
+func TestRejectsWhatCannotBeMeant(t *testing.T) {
+	cases := []struct{ name, from, to, want string }{
+		{"unknown key under match", `match: {gpuProduct: ["X-*"]}`, `match: {gpuProduct: ["X-*"], gpuProdct: ["Y-*"]}`,
+			`t.yaml:4: unknown field "gpuProdct" (allowed: gpuProduct)`},
+		{"a second document", "minMemlockBytes: {value: 1048576, source: s}\n", "minMemlockBytes: {value: 1048576, source: s}\n---\nschema: rdmasuite.io/thresholds/v1\nskus: []\n",
+			`t.yaml:13: a second YAML document`},
+		{"a space in a pattern", `["X-*"]`, `["NVIDIA A100*"]`, `t.yaml:3: sku "X": pattern "NVIDIA A100*" has ' ', which nvidia.com/gpu.product never holds`},
+		{"a character labels cannot hold", `["X-*"]`, `["X/A100-*"]`, `pattern "X/A100-*" has '/'`},
+		{"fractional ports", "portsPerNode: {value: 8,", "portsPerNode: {value: 2.5,", `t.yaml:6: sku "X": portsPerNode = 2.5 is not a whole number: it counts ports`},
+		{"fractional bytes", "minMemlockBytes: {value: 1048576,", "minMemlockBytes: {value: 1048576.5,", `sku "X": minMemlockBytes = 1.0485765e+06 is not a whole number: it counts bytes`},
+	}
+	for _, c := range cases {
+		in := strings.Replace(good, c.from, c.to, 1)
+		if in == good {
+			t.Fatalf("%s: %q not in the test file", c.name, c.from)
+		}
+		_, err := Parse("t.yaml", []byte(in))
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: err = %v, want it to contain %q", c.name, err, c.want)
+		}
+	}
+	// What GPU feature discovery does write stays valid: classes, ?, the
+	// label value alphabet.
+	for _, p := range []string{`["NVIDIA-A100-SXM4-80GB"]`, `["NVIDIA-H100-80GB-HBM3-MIG-1g.10gb"]`, `["Tesla-V100-SXM2-[13]?GB"]`, `["NVIDIA_GH200*"]`} {
+		if _, err := Parse("t.yaml", []byte(strings.Replace(good, `["X-*"]`, p, 1))); err != nil {
+			t.Errorf("%s: %v", p, err)
+		}
+	}
+}
+
+// An overlay (or a file laid over the built-ins) whose SKU matches every
+// product a built-in SKU matches takes that SKU over silently before: an
+// "NVIDIA-*" overlay gave H100 nodes its floor. It is allowed (an overlay
+// exists to take over) but named: which built-ins, by which patterns.
+func TestOverlayTakeOverIsNamed(t *testing.T) {
+	base, err := Parse("base.yaml", []byte(good+strings.NewReplacer("name: X", "name: Y", `["X-*"]`, `["Y-SXM-*", "Y-PCIe"]`).Replace(strings.SplitN(good, "skus:\n", 2)[1])))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		patterns string
+		want     []string
+	}{
+		{`["*"]`, []string{`W ("*") takes over X (all of "X-*")`, `W ("*") takes over Y (all of "Y-SXM-*", "Y-PCIe")`}},
+		{`["Y-*"]`, []string{`W ("Y-*") takes over Y (all of "Y-SXM-*", "Y-PCIe")`}},
+		{`["Y-SXM-80GB"]`, []string{`W ("Y-SXM-80GB") takes over Y (part of "Y-SXM-*")`}},
+		{`["Y-P*"]`, []string{`W ("Y-P*") takes over Y (part of "Y-PCIe")`}},
+		{`["Z-*"]`, nil},
+	} {
+		o := strings.NewReplacer("name: X", "name: W", `["X-*"]`, c.patterns).Replace(good)
+		set, err := ParseOverlay(base, "o.yaml", []byte(o))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := set.TakeOvers()
+		if strings.Join(got, "|") != strings.Join(c.want, "|") {
+			t.Errorf("%s: take-overs\n got %q\nwant %q", c.patterns, got, c.want)
+		}
+	}
+}

@@ -289,6 +289,9 @@ func runThresholds(args []string, stdout io.Writer) error {
 		if last != "" {
 			replaced, added := set.OverlayChanges()
 			fmt.Fprintf(stdout, "overlay %s replaces %s; adds %s\n", last, orNone(replaced), orNone(added))
+			for _, t := range set.TakeOvers() {
+				fmt.Fprintf(stdout, "note: %s: it is matched first, so nodes whose %s matches get its thresholds\n", t, thresholds.GPUProductLabel)
+			}
 			for i := range set.SKUs {
 				if d := set.SKUs[i].Dropped(); len(d) > 0 {
 					fmt.Fprintf(stdout, "note: overlay SKU %s leaves out %s, which the SKU it replaces had: those checks will be not-run; copy them to keep them\n",
