@@ -76,6 +76,18 @@ func TestReadValidates(t *testing.T) {
 		{"empty status", func(r *Run) { r.Checks[0].Status = "" }, []string{"bandwidth/write", `status ""`, "pass, fail, error or not-run"}},
 		{"unknown status", func(r *Run) { r.Checks[1].Status = "skipped" }, []string{"memlock", `status "skipped"`}},
 		{"bad threshold op", func(r *Run) { r.Checks[0].Measured[0].Threshold.Op = "=>" }, []string{"bandwidth/write", "write_1MiB_avg", `"=>"`}},
+		// Issue 27.3: a status its own recorded value contradicts, a key
+		// twice, an empty id, a negative byte count that is not the
+		// "unlimited" marker.
+		{"pass below its own floor", func(r *Run) { r.Checks[0].Measured[0].Value = 150 }, []string{"bandwidth/write", "is pass, but write_1MiB_avg = 150 Gb/s misses its bound >= 180"}},
+		{"pass above its own ceiling", func(r *Run) {
+			r.Checks[0].Measured = append(r.Checks[0].Measured, Measurement{Name: "write_2B_lat", Value: 9, Unit: UnitMicroseconds, Threshold: &Threshold{Op: "<=", Value: 2.5, Source: "s"}})
+		}, []string{"bandwidth/write", "write_2B_lat = 9 µs misses its bound <= 2.5"}},
+		{"the same check twice", func(r *Run) { r.Checks = append(r.Checks, r.Checks[0]) }, []string{"check key bandwidth/write[shared-dev] node-1 node-2", "twice (#1 and #3)"}},
+		{"an empty id", func(r *Run) { r.Checks[1].ID = "" }, []string{"#2", "has no id"}},
+		{"a negative byte count", func(r *Run) {
+			r.Checks[1].Measured = []Measurement{{Name: "memlock_soft", Value: -65536, Unit: "bytes"}}
+		}, []string{"memlock", "memlock_soft = -65536 bytes is negative (only -1 stands for unlimited)"}},
 	} {
 		r := sampleRun(190, Pass)
 		r.Schema = Schema
@@ -102,6 +114,15 @@ func TestReadValidates(t *testing.T) {
 		if err := Write(filepath.Join(t.TempDir(), "r.json"), r); err == nil || !strings.Contains(err.Error(), "bandwidth/write") {
 			t.Errorf("Write %v: %v", v, err)
 		}
+	}
+	// What stays valid: a fail below its floor, unlimited memlock (-1) on
+	// a pass, a not-run beside a key of the same id on other nodes.
+	ok := sampleRun(150, Fail)
+	ok.Checks[1] = Check{ID: "memlock", Nodes: []string{"node-1"}, Status: Pass,
+		Measured: []Measurement{{Name: "memlock_soft", Value: Unlimited, Unit: "bytes", Threshold: &Threshold{Op: ">=", Value: 1 << 20, Source: "s"}}}}
+	ok.Checks = append(ok.Checks, Check{ID: "memlock", Nodes: []string{"node-2"}, Status: NotRun, Reason: "r"})
+	if err := ok.Validate(); err != nil {
+		t.Errorf("a consistent run refused: %v", err)
 	}
 	p := filepath.Join(t.TempDir(), "inf.json")
 	os.WriteFile(p, []byte(`{"schema":"`+Schema+`","checks":[{"id":"a","status":"pass","measured":[{"name":"x","value":1e999,"unit":"Gb/s"}]}]}`), 0o644)

@@ -254,14 +254,34 @@ func ParseStatus(s string) (Status, error) {
 // finite value. Read and Write call it.
 func (r Run) Validate() error {
 	var errs []string
+	first := map[string]int{}
 	for i, c := range r.Checks {
 		where := fmt.Sprintf("check %q (#%d)", c.ID, i+1)
+		if strings.TrimSpace(c.ID) == "" {
+			errs = append(errs, fmt.Sprintf("check #%d has no id", i+1))
+		}
+		// One verdict per check: a second one under the same key would
+		// let a reader (report, diff, merge) pick either.
+		if j, dup := first[c.Key()]; dup {
+			errs = append(errs, fmt.Sprintf("check key %s appears twice (#%d and #%d)", c.Key(), j+1, i+1))
+		} else {
+			first[c.Key()] = i
+		}
 		if _, err := ParseStatus(string(c.Status)); err != nil {
 			errs = append(errs, fmt.Sprintf("%s: %v", where, err))
 		}
 		for _, m := range c.Measured {
 			if math.IsNaN(m.Value) || math.IsInf(m.Value, 0) {
 				errs = append(errs, fmt.Sprintf("%s: measurement %s = %v is not a number", where, m.Name, m.Value))
+				continue
+			}
+			if m.Unit == "bytes" && m.Value < 0 && m.Value != Unlimited {
+				errs = append(errs, fmt.Sprintf("%s: measurement %s = %g bytes is negative (only %d stands for unlimited)", where, m.Name, m.Value, Unlimited))
+			}
+			// A pass is a promise that every bound it records was met.
+			if t := m.Threshold; t != nil && c.Status == Pass && (t.Op == ">=" || t.Op == "<=") && !meets(m.Value, m.Unit, *t) {
+				errs = append(errs, fmt.Sprintf("%s is pass, but %s = %s misses its bound %s %s (%s): a status its own value contradicts",
+					where, m.Name, fmtVal(m.Value, m.Unit), t.Op, fmtVal(t.Value, m.Unit), t.Source))
 			}
 			if t := m.Threshold; t != nil {
 				if t.Op != ">=" && t.Op != "<=" {
