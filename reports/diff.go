@@ -38,6 +38,23 @@ type DiffResult struct {
 	NoCommonNodes bool
 	OnlyInBase    []string
 	OnlyInRun     []string
+	// Compared counts the baseline's values and checks found in this run
+	// and compared; 0 means the diff proved nothing (NothingCompared).
+	Compared int
+}
+
+// NothingCompared says why the diff compared nothing, "" when it compared
+// something. A comparison of nothing is never a green baseline: the
+// report exits ExitRegression and JUnit's baseline case fails.
+func (d DiffResult) NothingCompared() string {
+	switch {
+	case d.NoCommonNodes:
+		return fmt.Sprintf("the baseline and this run share no node (baseline: %s; this run: %s): nothing was compared — is it the right baseline, or were the nodes renamed?",
+			orNone(d.OnlyInBase), orNone(d.OnlyInRun))
+	case d.Compared == 0:
+		return "no check of the baseline is in this run (same id, variant, node and rail): nothing was compared — did the run select other checks than the baseline's?"
+	}
+	return ""
 }
 
 // Regressions counts the deltas that are regressions.
@@ -219,6 +236,7 @@ func Diff(base, run Run, tolerance float64) DiffResult {
 			continue
 		}
 		d.Base, d.HasBase = b.m.Value, true
+		res.Compared++
 		t := m.Threshold
 		if t == nil {
 			t = b.m.Threshold
@@ -240,8 +258,30 @@ func Diff(base, run Run, tolerance float64) DiffResult {
 	}
 
 	baseS, nowS := statuses(base), statuses(run)
+	// A baseline check whose values are gone is already a row; one that
+	// had none (a doctor row, a rail that failed before measuring) is
+	// named here: a regression if its node is still in the run.
+	withValues := map[statusKey]bool{}
+	for _, b := range baseM {
+		withValues[b.skey] = true
+	}
+	for k, b := range baseS {
+		if _, ok := nowS[k]; ok || withValues[k] {
+			continue
+		}
+		d := Delta{Check: b.label, Node: k.node, BaseStatus: b.worst}
+		if rn[k.node] {
+			d.Regression, d.Note = true, fmt.Sprintf("missing in this run (was %s)", b.worst)
+		} else {
+			d.Note = fmt.Sprintf("node not in this run (was %s)", b.worst)
+		}
+		res.Deltas = append(res.Deltas, d)
+	}
 	for k, now := range nowS {
 		b, ok := baseS[k]
+		if ok {
+			res.Compared++
+		}
 		switch {
 		case ok && b.worst == Pass && now.worst != Pass:
 			res.Deltas = append(res.Deltas, Delta{Check: now.label, Node: k.node, BaseStatus: b.worst, NowStatus: now.worst,
@@ -326,6 +366,9 @@ func DiffTable(w io.Writer, d DiffResult) error {
 			fmt.Fprintf(w, "  baseline nodes: %s\n  this run's nodes: %s\n", orNone(d.OnlyInBase), orNone(d.OnlyInRun))
 		}
 		return nil
+	}
+	if why := d.NothingCompared(); why != "" {
+		fmt.Fprintln(w, why)
 	}
 	if len(d.OnlyInBase) > 0 {
 		fmt.Fprintf(w, "nodes only in the baseline (not compared): %s\n", strings.Join(d.OnlyInBase, ", "))

@@ -2,6 +2,7 @@ package reports
 
 import (
 	"bytes"
+	"fmt"
 	"sort"
 	"strings"
 	"testing"
@@ -185,5 +186,60 @@ func TestDiffWorstPathPerPortCounts(t *testing.T) {
 	if !worse(Measurement{Unit: "bytes", Value: 65536}, Measurement{Unit: "bytes", Value: -1}) ||
 		worse(Measurement{Unit: "bytes", Value: -1}, Measurement{Unit: "bytes", Value: 65536}) {
 		t.Fatal("unlimited memlock is the best value")
+	}
+}
+
+// Issue 27.4: a baseline check without values that is gone now is named,
+// a regression when its node is still in the run, "gone" when the node
+// left; a diff that compared nothing is never green.
+func TestDiffComparesEverythingInTheBaseline(t *testing.T) {
+	doctor := func(node string, st Status) Check { return Check{ID: "doctor/node", Nodes: []string{node}, Status: st} }
+	rail := func(node, r string, st Status) Check {
+		return Check{ID: "bandwidth/write", Variant: "shared-dev", Rail: r, Nodes: []string{node, "b"}, Status: st}
+	}
+	base := runOf(doctor("a", Pass), doctor("c", Pass), rail("a", "mlx5_1/1→mlx5_1/1", Pass), bwCheck("a", "b", 190, Pass))
+	now := runOf(doctor("x", Pass), bwCheck("a", "b", 190, Pass))
+	d := Diff(base, now, 0.05)
+	var got []string
+	for _, x := range d.Deltas {
+		if x.Name == "" {
+			got = append(got, fmt.Sprintf("%s %s %v %s", x.Check, x.Node, x.Regression, x.Note))
+		}
+	}
+	want := []string{
+		"bandwidth/write[shared-dev]{mlx5_1/1→mlx5_1/1} a true missing in this run (was pass)",
+		"doctor/node a true missing in this run (was pass)",
+		"doctor/node c false node not in this run (was pass)",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("status rows:\n got %q\nwant %q", got, want)
+	}
+	if d.NothingCompared() != "" {
+		t.Errorf("compared something, yet: %s", d.NothingCompared())
+	}
+
+	// Every node renamed: nothing compared, never green.
+	renamed := Diff(base, runOf(doctor("z", Pass), bwCheck("y", "w", 190, Pass)), 0.05)
+	if why := renamed.NothingCompared(); !strings.Contains(why, "share no node") {
+		t.Errorf("renamed: %q", why)
+	}
+	// A node in common, but no check: the baseline's only check is on a
+	// node that left (gone, not a regression), so nothing was compared.
+	gone := runOf(doctor("c", Pass))
+	gone.Nodes = []Node{{Name: "a"}, {Name: "c"}}
+	other := Diff(gone, runOf(bwCheck("a", "b", 190, Pass)), 0.05)
+	if len(regressions(other)) != 0 {
+		t.Errorf("gone node counted: %+v", regressions(other))
+	}
+	if why := other.NothingCompared(); !strings.Contains(why, "no check of the baseline is in this run") {
+		t.Errorf("no common key: %q", why)
+	}
+	var tb strings.Builder
+	if err := DiffTable(&tb, other); err != nil || !strings.Contains(tb.String(), "nothing was compared") {
+		t.Errorf("table: %v %q", err, tb.String())
+	}
+	var jb bytes.Buffer
+	if err := JUnitWithDiff(&jb, runOf(bwCheck("a", "b", 190, Pass)), other); err != nil || !strings.Contains(jb.String(), `<failure message="the baseline comparison compared nothing`) {
+		t.Errorf("junit: %v\n%s", err, jb.String())
 	}
 }

@@ -47,7 +47,7 @@ func HTML(w io.Writer, r Run, diff *DiffResult) error {
 		p.Baseline = baselineView(*diff)
 		// The CLI's order: a run that did not pass exits with that;
 		// a passing run with regressions exits ExitRegression.
-		if diff.Regressions() > 0 && p.Exit == ExitPassed {
+		if (diff.Regressions() > 0 || diff.NothingCompared() != "") && p.Exit == ExitPassed {
 			p.Exit = ExitRegression
 			p.Passed = false
 		}
@@ -89,6 +89,7 @@ type checkRow struct {
 type baselineSection struct {
 	Regressions        int
 	NoCommonNodes      bool
+	NothingCompared    string
 	OnlyInBase, OnlyIn string
 	Rows               []deltaRow // regressions, then other changes
 	Unchanged          []deltaRow // same value and status: folded
@@ -101,7 +102,7 @@ type deltaRow struct {
 
 // baselineView lists regressions first, then every other change.
 func baselineView(d DiffResult) *baselineSection {
-	b := &baselineSection{Regressions: d.Regressions(), NoCommonNodes: d.NoCommonNodes,
+	b := &baselineSection{Regressions: d.Regressions(), NoCommonNodes: d.NoCommonNodes, NothingCompared: d.NothingCompared(),
 		OnlyInBase: strings.Join(d.OnlyInBase, ", "), OnlyIn: strings.Join(d.OnlyInRun, ", ")}
 	for _, x := range d.Deltas {
 		row := deltaRow{Regression: x.Regression, Check: x.Check, Node: x.Node, Port: x.Port, Name: x.Name, Note: x.Note}
@@ -570,7 +571,7 @@ details pre { white-space: pre-wrap; margin: .3em 0; font-size: 12px; } .muted {
 
 <h2 id="baseline">Since the baseline</h2>
 {{with .Baseline}}
-{{if .NoCommonNodes}}<p>The baseline and this run share no node: nothing was compared.</p>{{end}}
+{{if .NoCommonNodes}}<p>The baseline and this run share no node: nothing was compared.</p>{{else if .NothingCompared}}<p>{{.NothingCompared}}</p>{{end}}
 {{if .OnlyInBase}}<p>Nodes only in the baseline: {{.OnlyInBase}}</p>{{end}}
 {{if .OnlyIn}}<p>Nodes new in this run: {{.OnlyIn}}</p>{{end}}
 <p>{{.Regressions}} regression(s).</p>

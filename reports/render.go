@@ -484,6 +484,8 @@ func junit(w io.Writer, r Run, diff *DiffResult) error {
 		jc := junitCase{Name: "rdmasuite/baseline", ClassName: "rdmasuite", SystemOut: tb.String()}
 		if n := diff.Regressions(); n > 0 {
 			jc.Failure = &junitMessage{Message: fmt.Sprintf("%d regression(s) against the baseline", n), Body: tb.String()}
+		} else if why := diff.NothingCompared(); why != "" {
+			jc.Failure = &junitMessage{Message: "the baseline comparison compared nothing: " + why, Body: tb.String()}
 		}
 		s.Cases = append(s.Cases, jc)
 	}

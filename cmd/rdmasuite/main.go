@@ -223,6 +223,9 @@ func runReport(args []string, stdout io.Writer) error {
 	if diff != nil && diff.Regressions() > 0 {
 		return &exitError{reports.ExitRegression, fmt.Errorf("%d regression(s) against the baseline %s", diff.Regressions(), *baseline)}
 	}
+	if diff != nil && diff.NothingCompared() != "" {
+		return &exitError{reports.ExitRegression, fmt.Errorf("baseline %s: %s", *baseline, diff.NothingCompared())}
+	}
 	return nil
 }
 

@@ -83,7 +83,10 @@ func TestReportExitCodes(t *testing.T) {
 		{"passed, html", []string{passed, "--format", "html"}, reports.ExitPassed, "exit code 0"},
 		{"regression, html: the page and the exit code agree", []string{slower, "--baseline", passed, "--format", "html"}, reports.ExitRegression, "1 regression(s) against the baseline — exit code 3"},
 		{"no regression", []string{passed, "--baseline", slower}, reports.ExitPassed, "0 regression(s)"},
-		{"no nodes in common is no regression", []string{otherNodes, "--baseline", passed}, reports.ExitPassed, "no nodes in common"},
+		// A diff that compared nothing proves nothing: never green (issue 27.4).
+		{"no nodes in common is never green", []string{otherNodes, "--baseline", passed}, reports.ExitRegression, "no nodes in common"},
+		{"no nodes in common, junit", []string{otherNodes, "--baseline", passed, "--format", "junit"}, reports.ExitRegression, "the baseline comparison compared nothing"},
+		{"no nodes in common, html", []string{otherNodes, "--baseline", passed, "--format", "html"}, reports.ExitRegression, "exit code 3"},
 		{"unreadable baseline", []string{passed, "--baseline", garbage}, reports.ExitBroken, ""},
 	} {
 		var out bytes.Buffer
