@@ -3,6 +3,7 @@ package runner
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -78,9 +79,9 @@ func (r *Runner) pairedNodes(ctx context.Context, v Variant, ids []string, loopb
 // bandwidth/ports (with the RDMA netns mode the pods read), and for the
 // hostdev variant bandwidth/isolation.
 func (r *Runner) nodeRows(v Variant, n corev1.Node, seen *railsSeen) []reports.Check {
-	rails, ok := seen.get(n.Name)
+	sets, ok := seen.get(n.Name)
 	sights := seen.getSights(n.Name)
-	c := r.portsCheck(v, n, rails, ok)
+	c := r.portsCheck(v, n, sets, ok)
 	if mode := verdict.ModeEvidence(sights); mode != "" {
 		c.Evidence = append(c.Evidence, mode)
 	}
@@ -91,12 +92,13 @@ func (r *Runner) nodeRows(v Variant, n corev1.Node, seen *railsSeen) []reports.C
 	return out
 }
 
-// railsSeen keeps, per node, the rails the first readable probe output
-// of that node listed, and what every readable output saw of the node's
-// RDMA devices.
+// railsSeen keeps, per node, every distinct set of rails its readable
+// probe outputs listed (in the order first seen: pods of one node should
+// all see the same ports), and what every readable output saw of the
+// node's RDMA devices.
 type railsSeen struct {
 	sync.Mutex
-	m      map[string][]bw.Rail
+	m      map[string][][]bw.Rail
 	sights map[string][]verdict.Sight
 }
 
@@ -109,7 +111,7 @@ func (s *railsSeen) record(p pairing.Pair, res verdict.BWResult) {
 }
 
 func newRailsSeen() railsSeen {
-	return railsSeen{m: map[string][]bw.Rail{}, sights: map[string][]verdict.Sight{}}
+	return railsSeen{m: map[string][][]bw.Rail{}, sights: map[string][]verdict.Sight{}}
 }
 
 func (s *railsSeen) addSight(node string, sight *verdict.Sight) {
@@ -137,37 +139,75 @@ func (s *railsSeen) add(node string, rails []bw.Rail) {
 	}
 	s.Lock()
 	defer s.Unlock()
-	if _, ok := s.m[node]; !ok {
-		s.m[node] = rails
+	key := strings.Join(portNames(rails), ",")
+	for _, seen := range s.m[node] {
+		if strings.Join(portNames(seen), ",") == key {
+			return
+		}
 	}
+	s.m[node] = append(s.m[node], rails)
 }
 
-func (s *railsSeen) get(node string) ([]bw.Rail, bool) {
+func (s *railsSeen) get(node string) ([][]bw.Rail, bool) {
 	s.Lock()
 	defer s.Unlock()
-	rails, ok := s.m[node]
-	return rails, ok
+	sets, ok := s.m[node]
+	return sets, ok
+}
+
+// portNames are the distinct ports (device/port) of rails, sorted: a port
+// listed twice is one port.
+func portNames(rails []bw.Rail) []string {
+	var out []string
+	for _, rl := range rails {
+		out = append(out, rl.Name())
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
 }
 
 // portsCheck compares the rails a node's pods saw with the SKU's ports per
 // node: fewer is a failure naming what is there and what is missing.
-func (r *Runner) portsCheck(v Variant, n corev1.Node, rails []bw.Rail, ok bool) reports.Check {
+func (r *Runner) portsCheck(v Variant, n corev1.Node, sets [][]bw.Rail, ok bool) reports.Check {
 	c := reports.Check{ID: "bandwidth/ports", Title: "the pods see as many RDMA ports as the SKU has", Variant: v.Label, Nodes: []string{n.Name}}
-	if !ok {
+	if !ok || len(sets) == 0 {
 		c.Status, c.Reason = reports.NotRun, fmt.Sprintf("no readable bandwidth probe output from %s: its rails are unknown (see the bandwidth rows)", n.Name)
 		return c
 	}
+	rails := sets[0]
 	var found []string
+	seenPort := map[string]bool{}
 	for _, rl := range rails {
-		found = append(found, fmt.Sprintf("%s %s %gGb/s", rl.Name(), rl.State, rl.RateGbps))
+		if !seenPort[rl.Name()] {
+			seenPort[rl.Name()] = true
+			found = append(found, fmt.Sprintf("%s %s %gGb/s", rl.Name(), rl.State, rl.RateGbps))
+		}
 	}
+	ports := len(found)
 	if len(found) == 0 {
 		found = []string{"none"}
 	}
 	c.Evidence = []string{"rails in the pod: " + strings.Join(found, ", ")}
-	c.Measured = []reports.Measurement{{Name: "ports", Node: n.Name, Value: float64(len(rails)), Unit: "ports"}}
+	c.Measured = []reports.Measurement{{Name: "ports", Node: n.Name, Value: float64(ports), Unit: "ports"}}
 	if r.Cfg.Device != "" || v.Netdev != "" {
+		// A named device, or a hostdev pod holding its own VF: each pod
+		// may see other ports by design, so neither count nor sameness
+		// is judged.
 		c.Status, c.Reason = reports.NotRun, "the run measured one named device (--device / --netdev), so the node's port count was not examined"
+		return c
+	}
+	if len(sets) > 1 {
+		first := portNames(sets[0])
+		var differ []string
+		for _, other := range sets[1:] {
+			for _, p := range symmetricDiff(first, portNames(other)) {
+				differ = append(differ, p+" in one pod and not in another")
+			}
+		}
+		c.Status = reports.Fail
+		c.Diagnosis = fmt.Sprintf("pods on %s saw different RDMA ports: %s (the sets: %s)", n.Name, strings.Join(slices.Compact(differ), "; "), setsText(sets))
+		c.Fix = "a port that one pod sees and another does not: a device that came and went during the run (driver reload, link flap: dmesg on the node), " +
+			"or a device plugin that hands pods different devices (its selectors in the NicClusterPolicy)"
 		return c
 	}
 	sku, err := r.Cfg.Thresholds.ForNode(n.Name, n.Labels, r.Cfg.SKU)
@@ -181,16 +221,40 @@ func (r *Runner) portsCheck(v Variant, n corev1.Node, rails []bw.Rail, ok bool) 
 	}
 	want := *sku.PortsPerNode.Value
 	c.Measured[0].Threshold = &reports.Threshold{Op: ">=", Value: want, Source: sku.Name + ": " + sku.PortsPerNode.Source}
-	if float64(len(rails)) < want {
+	if float64(ports) < want {
 		c.Status = reports.Fail
 		c.Diagnosis = fmt.Sprintf("pods on %s see %d RDMA port(s) (%s), SKU %s expects %g: %g port(s) missing",
-			n.Name, len(rails), strings.Join(found, ", "), sku.Name, want, want-float64(len(rails)))
+			n.Name, ports, strings.Join(found, ", "), sku.Name, want, want-float64(ports))
 		c.Fix = "every rail must reach the pod: check that each HCA is bound to the driver (ibstat on the node), " +
 			"and that the device plugin's selectors (NicClusterPolicy rdmaSharedDevicePlugin config: ifNames/vendors/devices) cover every HCA"
 		return c
 	}
 	c.Status = reports.Pass
 	return c
+}
+
+// symmetricDiff lists the names in exactly one of two sorted lists.
+func symmetricDiff(a, b []string) []string {
+	var out []string
+	for _, x := range a {
+		if !slices.Contains(b, x) {
+			out = append(out, x)
+		}
+	}
+	for _, x := range b {
+		if !slices.Contains(a, x) {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+func setsText(sets [][]bw.Rail) string {
+	var parts []string
+	for _, s := range sets {
+		parts = append(parts, "{"+strings.Join(portNames(s), ", ")+"}")
+	}
+	return strings.Join(parts, " and ")
 }
 
 // clientBudget bounds the client pod: pod start plus, per expected rail

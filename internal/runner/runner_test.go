@@ -98,10 +98,22 @@ func TestPortsCheckAgainstSKU(t *testing.T) {
 	for i := 0; i < want; i++ {
 		rails = append(rails, bw.Rail{Index: i, Device: "mlx5_" + string(rune('0'+i)), Port: 1, State: "ACTIVE"})
 	}
-	if c := r.portsCheck(v, n, rails, true); c.Status != reports.Pass {
+	one := func(rs []bw.Rail) [][]bw.Rail { return [][]bw.Rail{rs} }
+	if c := r.portsCheck(v, n, one(rails), true); c.Status != reports.Pass {
 		t.Fatalf("all %d ports: %+v", want, c)
 	}
-	c := r.portsCheck(v, n, rails[:1], true)
+	// Issue 27.2: ports are distinct ports, not list entries.
+	dup := append(append([]bw.Rail(nil), rails[:want-1]...), rails[0])
+	if c := r.portsCheck(v, n, one(dup), true); c.Status != reports.Fail || c.Measured[0].Value != float64(want-1) {
+		t.Fatalf("%d entries, %d distinct ports: %+v", want, want-1, c)
+	}
+	// A node whose pods saw different ports is a failing row naming both.
+	c2 := r.portsCheck(v, n, [][]bw.Rail{rails, rails[1:]}, true)
+	if c2.Status != reports.Fail || !strings.Contains(c2.Diagnosis, "pods on gpu-a saw different RDMA ports") ||
+		!strings.Contains(c2.Diagnosis, "mlx5_0/1 in one pod and not in another") {
+		t.Fatalf("rail sets differ: %+v", c2)
+	}
+	c := r.portsCheck(v, n, one(rails[:1]), true)
 	if want > 1 && (c.Status != reports.Fail || !strings.Contains(c.Diagnosis, "missing") || !strings.Contains(c.Diagnosis, "mlx5_0/1")) {
 		t.Fatalf("1 of %d ports: %+v", want, c)
 	}
