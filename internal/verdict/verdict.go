@@ -11,6 +11,7 @@ import (
 	"github.com/rdmasuite/rdmasuite/reports"
 	"github.com/rdmasuite/rdmasuite/thresholds"
 	"github.com/rdmasuite/rdmasuite/workloads/mr"
+	"github.com/rdmasuite/rdmasuite/workloads/podenv"
 	"github.com/rdmasuite/rdmasuite/workloads/probeout"
 )
 
@@ -67,21 +68,25 @@ func Memlock(variant string, s Side, sku *thresholds.SKU, skuErr error) []report
 		return both(reports.Error, fmt.Sprintf("mr probe on %s exited %d, which contradicts its statuses (rlimit %s, registration %s): "+
 			"the probe did not finish cleanly", s.Node, s.Exit, rlSt, regSt))
 	}
-	var th reports.Threshold
+	// The bar: the SKU's floor, or what the probe was asked for when that
+	// is stricter (--memlock-required); the probe's own statuses are
+	// evidence, the runner judges its figures against the bar itself.
+	th := reports.Threshold{Op: ">=", Value: float64(r.RequiredBytes), Source: "--memlock-required"}
 	if skuErr == nil {
-		b := sku.MinMemlock()
-		th = reports.Threshold{Op: b.Op, Value: b.Value, Source: b.Source}
+		if b := sku.MinMemlock(); b.Value >= th.Value {
+			th = reports.Threshold{Op: b.Op, Value: b.Value, Source: b.Source}
+		}
+	}
+	if r.Memlock.Soft < 0 && r.Memlock.Soft != podenv.Unlimited {
+		rl.Status, rl.Reason = reports.Error, fmt.Sprintf("mr probe on %s printed memlock soft limit %d, which is not a limit (only %d means unlimited): the probe's output is broken", s.Node, r.Memlock.Soft, podenv.Unlimited)
 	} else {
-		th = reports.Threshold{Op: ">=", Value: float64(r.RequiredBytes), Source: "--memlock-required"}
-	}
-	limit := float64(r.Memlock.Soft)
-	if r.Memlock.Soft < 0 || r.IPCLock {
-		limit = -1 // unlimited, or not enforced with IPC_LOCK
-	}
-	rl.Measured = []reports.Measurement{{Name: "memlock_soft", Node: s.Node, Value: limit, Unit: "bytes", Threshold: &th}}
-	rl.Status = rlSt
-	if rl.Status == reports.Fail {
-		rl.Diagnosis, rl.Fix = r.Diagnosis, r.Fix
+		limit := float64(r.Memlock.Soft)
+		if r.Memlock.Soft == podenv.Unlimited || r.IPCLock {
+			limit = reports.Unlimited // unlimited, or not enforced with IPC_LOCK
+		}
+		rl.Measured = []reports.Measurement{{Name: "memlock_soft", Node: s.Node, Value: limit, Unit: "bytes", Threshold: &th}}
+		rl.Status = rejudge(&rl, rlSt, limit == reports.Unlimited || limit >= th.Value,
+			fmt.Sprintf("memlock_soft = %s is below the SKU's floor of %s and the pod lacks IPC_LOCK", bytesText(limit), bytesText(th.Value)), r, s.Node)
 	}
 	reg.Status = regSt
 	switch reg.Status {
@@ -90,14 +95,48 @@ func Memlock(variant string, s Side, sku *thresholds.SKU, skuErr error) []report
 		if reg.Reason == "" {
 			reg.Reason = "the mr probe registered nothing and gave no reason"
 		}
-	case reports.Fail:
-		reg.Diagnosis, reg.Fix = r.Diagnosis, r.Fix
-		fallthrough
 	default:
-		reg.Measured = []reports.Measurement{{Name: "largest_mr", Node: s.Node, Value: float64(r.LargestOK), Unit: "bytes",
-			Threshold: &reports.Threshold{Op: ">=", Value: float64(r.RequiredBytes), Source: th.Source}}}
+		reg.Measured = []reports.Measurement{{Name: "largest_mr", Node: s.Node, Value: float64(r.LargestOK), Unit: "bytes", Threshold: &th}}
+		reg.Status = rejudge(&reg, regSt, float64(r.LargestOK) >= th.Value,
+			fmt.Sprintf("largest_mr = %s is below the SKU's floor of %s", bytesText(float64(r.LargestOK)), bytesText(th.Value)), r, s.Node)
 	}
 	return []reports.Check{rl, reg}
+}
+
+// rejudge sets c's verdict from the runner's own judgment (met) of the
+// probe's figures, with the probe's status (probe) as evidence: a probe
+// pass the figures do not bear out fails, saying so; a probe fail that
+// the figures contradict is an error, never a pass.
+func rejudge(c *reports.Check, probe reports.Status, met bool, below string, r mr.Result, node string) reports.Status {
+	switch {
+	case !met:
+		c.Diagnosis, c.Fix = below, mr.FixMemlock
+		if probe == reports.Fail && r.Diagnosis != "" {
+			c.Diagnosis, c.Fix = r.Diagnosis, r.Fix
+		} else if probe != reports.Fail {
+			c.Diagnosis += fmt.Sprintf(" (the probe reported %s: it was asked for %s)", probe, bytesText(float64(r.RequiredBytes)))
+		}
+		return reports.Fail
+	case probe == reports.Fail:
+		c.Reason = fmt.Sprintf("mr probe on %s reported fail, but its own figures meet the bar (%s): the probe's output contradicts itself", node, r.Diagnosis)
+		return reports.Error
+	}
+	return reports.Pass
+}
+
+// bytesText is a byte count as KiB/MiB/GiB, or "unlimited".
+func bytesText(v float64) string {
+	switch {
+	case v == reports.Unlimited:
+		return "unlimited"
+	case v >= 1<<30 && int64(v)%(1<<30) == 0:
+		return fmt.Sprintf("%d GiB", int64(v)>>30)
+	case v >= 1<<20 && int64(v)%(1<<20) == 0:
+		return fmt.Sprintf("%d MiB", int64(v)>>20)
+	case v >= 1<<10 && int64(v)%(1<<10) == 0:
+		return fmt.Sprintf("%d KiB", int64(v)>>10)
+	}
+	return fmt.Sprintf("%.0f bytes", v)
 }
 
 func lastLines(s string, n int) string {

@@ -73,3 +73,47 @@ func TestMemlockStatusValidatedAndExitAgrees(t *testing.T) {
 		t.Errorf("the clean case must still pass: %+v", c)
 	}
 }
+
+// Issue 27.1 (memlock): the probe's own status is evidence, not the
+// verdict. The runner judges the limit and the largest registration
+// against the SKU's floor (1 MiB for A100/HDR-200) itself.
+func TestMemlockRejudgedAgainstTheSKU(t *testing.T) {
+	mut := func(f func(r *mr.Result)) string {
+		r := mr.Probe(nil, "", nil, 1<<20, podenv.Limits{Soft: 8 << 20, Hard: 8 << 20}, false, 0)
+		r.Device, r.RegStatus, r.LargestOK = "mlx5_0", "pass", 4<<20
+		f(&r)
+		return out(t, "mr", r)
+	}
+	for _, c := range []struct {
+		name     string
+		logs     string
+		rl, reg  reports.Status
+		contains string
+	}{
+		{"the probe says pass at 64 KiB without IPC_LOCK", mut(func(r *mr.Result) { r.Memlock.Soft = 64 << 10 }), reports.Fail, reports.Pass,
+			"memlock_soft = 64 KiB is below the SKU's floor of 1 MiB"},
+		{"the probe asked for less than the SKU's floor", mut(func(r *mr.Result) { r.RequiredBytes, r.Memlock.Soft, r.LargestOK = 256<<10, 512<<10, 512<<10 }),
+			reports.Fail, reports.Fail, "below the SKU's floor of 1 MiB"},
+		{"a registration that reached 512 KiB passes nothing", mut(func(r *mr.Result) { r.LargestOK = 512 << 10 }), reports.Pass, reports.Fail,
+			"largest_mr = 512 KiB is below the SKU's floor of 1 MiB"},
+		{"a negative limit is not unlimited", mut(func(r *mr.Result) { r.Memlock.Soft = -65536 }), reports.Error, reports.Pass,
+			"memlock soft limit -65536, which is not a limit"},
+		{"unlimited is unlimited", mut(func(r *mr.Result) { r.Memlock.Soft = podenv.Unlimited }), reports.Pass, reports.Pass, ""},
+		{"IPC_LOCK exempts a low limit", mut(func(r *mr.Result) { r.Memlock.Soft, r.IPCLock = 64<<10, true }), reports.Pass, reports.Pass, ""},
+	} {
+		checks := Memlock("shared-dev", Side{Node: "n", Pod: "p", Logs: c.logs}, sku(t, "A100/HDR-200"), nil)
+		rl, reg := checks[0], checks[1]
+		if rl.Status != c.rl || reg.Status != c.reg {
+			t.Errorf("%s: rlimit %s (%s%s), registration %s (%s%s); want %s, %s", c.name, rl.Status, rl.Diagnosis, rl.Reason, reg.Status, reg.Diagnosis, reg.Reason, c.rl, c.reg)
+			continue
+		}
+		all := rl.Diagnosis + rl.Reason + reg.Diagnosis + reg.Reason
+		if !strings.Contains(all, c.contains) {
+			t.Errorf("%s: %q lacks %q", c.name, all, c.contains)
+		}
+		// Whatever the verdict, the results file it makes is consistent.
+		if err := (reports.Run{Checks: checks}).Validate(); err != nil {
+			t.Errorf("%s: %v", c.name, err)
+		}
+	}
+}
