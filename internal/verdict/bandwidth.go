@@ -452,10 +452,27 @@ func (in BWInput) explain(s Side, port string, e *probeout.Error) (reports.Statu
 	case probeout.KindTimeout:
 		return reports.Fail, fmt.Sprintf("%s: timed out: %s", where, e.Message), FixTimeout
 	case probeout.KindPeer:
-		return reports.Fail, fmt.Sprintf("%s: its peer failed: %s", where, e.Message), ""
+		return reports.Fail, fmt.Sprintf("%s: its peer failed: %s", where, e.Message), FixPeer
+	case probeout.KindGPUDirect:
+		return reports.Fail, fmt.Sprintf("%s: GPUDirect RDMA could not register GPU memory: %s", where, e.Message), FixGPUDirect
+	case probeout.KindNoGPU:
+		return reports.Error, fmt.Sprintf("%s: the probe was asked to use a GPU and the pod has none it can use: %s", where, e.Message), FixNoGPU
+	case probeout.KindUsage:
+		return reports.Error, fmt.Sprintf("%s: the probe refused the arguments the suite gave it: %s", where, e.Message), FixUsage
+	case probeout.KindInternal:
+		return reports.Error, fmt.Sprintf("%s: the probe failed without a known cause: %s", where, e.Message), FixInternal
 	}
 	return reports.Error, fmt.Sprintf("%s: probe error (%s): %s", where, e.Kind, e.Message), ""
 }
+
+// Fixes for the probe error kinds that are not the fabric's.
+const (
+	FixPeer  = "the other side's row of this pair names why it failed: fix that first"
+	FixNoGPU = "the pod asked for GPU memory (--gpus / GPUDirect) but sees no usable GPU: request nvidia.com/gpu in the pod, and check the GPU Operator's driver " +
+		"and container toolkit on the node (nvidia-smi in a pod)"
+	FixUsage    = "the probe image and the suite disagree on flags: run the rdmaprobe image built with this suite version (--image), or report the arguments in the evidence"
+	FixInternal = "the probe's message and the pod's log tail in the evidence say where it stopped; rerun once, and report it with the results file if it repeats"
+)
 
 // exclusiveHides is why a shared-dev pod in exclusive RDMA netns mode sees
 // no device.
@@ -480,7 +497,12 @@ func setOutcome(c *reports.Check, st reports.Status, msg, fix string) {
 		c.Diagnosis, c.Fix, c.Reason = msg, fix, ""
 		return
 	}
+	// An error keeps its fix (the probe's kind says what to do); a
+	// not-run says why in its reason alone.
 	c.Reason, c.Diagnosis, c.Fix = msg, "", ""
+	if st == reports.Error {
+		c.Fix = fix
+	}
 }
 
 type railPair struct {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -366,5 +367,23 @@ func TestNoPairVanishes(t *testing.T) {
 	cs := Bandwidth(in).Checks
 	if len(cs) != 2 || cs[0].Status == reports.Pass || cs[1].Status == reports.Pass {
 		t.Fatalf("%s", statuses(cs))
+	}
+}
+
+// Issue 27.1: every error kind the envelope schema defines is read (the
+// probe's own "gpudirect" was "unknown kind") and explained with a
+// diagnosis that carries the probe's message and a fix.
+func TestEveryErrorKindHasDiagnosisAndFix(t *testing.T) {
+	if !slices.Contains(probeout.Kinds, probeout.KindGPUDirect) {
+		t.Fatalf("probeout.Kinds lacks %q: the probe's own GPUDirect failure reads as an unknown kind", probeout.KindGPUDirect)
+	}
+	for _, k := range probeout.Kinds {
+		msg := "message-of-" + string(k)
+		cli := envelope(t, bw.ProbeOutput{Role: "client"}, probeout.Errorf(k, "%s", msg))
+		c := Bandwidth(bwInput(t, []string{"write"}, []int{k64}, cli, "")).Checks[0]
+		text := c.Diagnosis + c.Reason
+		if c.Status == reports.Pass || !strings.Contains(text, msg) || c.Fix == "" || strings.Contains(text, "probe error (") {
+			t.Errorf("kind %s: %s: %q, fix %q", k, c.Status, text, c.Fix)
+		}
 	}
 }

@@ -53,7 +53,7 @@ const (
 )
 
 // Kinds lists every valid kind (for validation and tests).
-var Kinds = []Kind{KindNoDevice, KindNoNetdev, KindLinkDown, KindMemlock, KindTransport, KindPeer, KindTimeout, KindUsage, KindInternal, KindNoGPU}
+var Kinds = []Kind{KindNoDevice, KindNoNetdev, KindLinkDown, KindMemlock, KindTransport, KindPeer, KindTimeout, KindUsage, KindInternal, KindNoGPU, KindGPUDirect}
 
 // Error is a typed probe error.
 type Error struct {
