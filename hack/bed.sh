@@ -387,12 +387,11 @@ do_up() {
   # Guest nodes: a kubelet inside a qemu Soft-RoCE guest each, whose pods
   # get a real verbs device through hack/tools/rdma-device-plugin.
   # Names and their labels/taints/memlock: hack/bed-guest-nodes.conf. Two
-  # boot side by side, two vCPUs each (up.sh's default) on a two-core host:
-  # a pair's pods start one node after the other (server, then client), so
-  # the node starting a pod can use both cores while the other idles.
-  # up.sh serialises what they share (index, builds).
+  # boot side by side with one vCPU each (two cores here); up.sh serialises
+  # what they share (index, builds).
   local g guests pids=() rc=0
   read -ra guests <<<"${BED_GUEST_NODES:-}"
+  if ((${#guests[@]} > 1)); then export GUESTNODE_SMP=${GUESTNODE_SMP:-1}; fi
   for g in "${guests[@]}"; do
     log "guest node $g"
     boot_guest_node "$g" &

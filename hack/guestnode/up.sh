@@ -20,8 +20,8 @@
 # on two guests talk RoCE v2 node to node on every rail, and a rail can be
 # taken down on one node alone (hack/guestnode/rail.sh).
 #
-# Environment: GUESTNODE_SMP (vCPUs, default 2, also when bed.sh boots two on
-# a 2-core host), GUESTNODE_MEM_MB (2048), GUESTNODE_TIMEOUT (seconds
+# Environment: GUESTNODE_SMP (vCPUs, default 2; bed.sh passes 1 when it boots
+# two on a 2-core host), GUESTNODE_MEM_MB (2048), GUESTNODE_TIMEOUT (seconds
 # for boot -> Ready, 300), GUESTNODE_RAILS (1..4, default 2),
 # GUESTNODE_DOWN_RAILS ("NODE:DEV ...", e.g. rxe-node-2:rxe1: rails that
 # rail.sh sets down once the node is Ready), KUBELET_V (kubelet log level, 1).
