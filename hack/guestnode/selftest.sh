@@ -13,7 +13,6 @@
 #      bw` server (on NAME, --device rxeN) and client (on PEER, another guest
 #      node, when given: RoCE v2 across rail N; else on NAME too), 64 KiB
 #      writes, and the client reports non-zero bandwidth.
-# 1, 2 and every rail's 3 run at the same time.
 # With SELFTEST_DOWN_RAIL=rxeN (needs PEER): 4. rail.sh sets rxeN's link down
 # on NAME (port DOWN), the bandwidth test on rxeN fails while every other rail
 # still measures; 5. rail.sh brings it back up and rxeN measures again.
@@ -29,11 +28,9 @@ peer=${2:-$name}
 check_name "$peer"
 ns=gn-selftest-$name
 img=rdmasuite/rdmaprobe:$IMAGE_TAG
-# Checks run in parallel subshells (below): each failure is a line in a
-# file, which the end counts.
-failed=$(mktemp)
+fails=0
 pass() { log "PASS $*"; }
-fail() { log "FAIL $*"; echo "$*" >>"$failed"; }
+fail() { log "FAIL $*"; fails=$((fails + 1)); }
 now_ms() { echo $(($(date +%s%N) / 1000000)); }
 
 for n in "$name" "$peer"; do kubectl get node "$n" >/dev/null || die "no node $n (hack/guestnode/up.sh $n)"; done
@@ -44,7 +41,7 @@ while kubectl get namespace "$ns" >/dev/null 2>&1; do
   sleep 1
 done
 kubectl create namespace "$ns" >/dev/null
-trap 'kubectl delete namespace "$ns" --wait=false >/dev/null 2>&1 || true; rm -f "$failed"' EXIT
+trap 'kubectl delete namespace "$ns" --wait=false >/dev/null 2>&1 || true' EXIT
 
 pod() { # name resource(0|1) ipc_lock(0|1) command-json-array [node]
   local res="" sec="" node=${5:-$name}
@@ -94,6 +91,33 @@ rails=$("$here/rail.sh" "$name" | awk '{print $1}' | tr '\n' ' ') || die "rail.s
 [[ -n $rails ]] || die "$name has no rxe device"
 log "rails on $name: $rails"
 
+# 1 and 2 together.
+pod devices 1 0 '[rdmaprobe, devices]'
+pod nodev 0 0 '[rdmaprobe, env]'
+if wait_done devices "$pt"; then
+  out=$(kubectl -n "$ns" logs devices 2>&1 || true)
+  missing=
+  for r in $rails; do grep -q "\"name\":\"$r\"" <<<"$out" || missing+=" $r"; done
+  active=$(grep -o '"state":"ACTIVE"' <<<"$out" | wc -l)
+  if [[ -z $missing ]] && ((active >= $(wc -w <<<"$rails"))); then
+    pass "pod with $RESOURCE: rdmaprobe devices lists ${rails% } ($active ports ACTIVE; read with kubectl logs)"
+  else
+    fail "pod with $RESOURCE: rdmaprobe devices ($(phase devices)) misses${missing:- no device} or has only $active ACTIVE ports: $out"
+  fi
+else
+  fail "pod with $RESOURCE did not finish in $pt s: $(kubectl -n "$ns" describe pod devices | tail -15)"
+fi
+if wait_done nodev "$pt"; then
+  out=$(kubectl -n "$ns" logs nodev 2>&1 || true)
+  if grep -q '"rdmaDevices":\[\]' <<<"$out"; then
+    pass "pod without $RESOURCE: no /dev/infiniband (rdmaDevices: [])"
+  else
+    fail "pod without $RESOURCE sees RDMA devices: $out"
+  fi
+else
+  fail "pod without $RESOURCE did not finish in $pt s"
+fi
+
 # 3: bandwidth between two pods on each rail, on the node or from the peer node.
 # bw_rail DEV want(pass|fail) tag: server pod on NAME, client pod on PEER,
 # both on DEV; "fail" expects the client to fail (a rail staged down).
@@ -136,46 +160,13 @@ bw_rail() {
   fi
   kubectl -n "$ns" delete pod "$srv" "$cli" --wait=false --grace-period=0 --force >/dev/null 2>&1 || true
 }
-# 1, 2 and 3 together: the device checks' pods and each rail's pair start
-# at once (under TCG a pod start is most of each check's time).
-pods_pid=()
-for r in $rails; do
-  bw_rail "$r" pass all &
-  pods_pid+=($!)
-done
-pod devices 1 0 '[rdmaprobe, devices]'
-pod nodev 0 0 '[rdmaprobe, env]'
-if wait_done devices "$pt"; then
-  out=$(kubectl -n "$ns" logs devices 2>&1 || true)
-  missing=
-  for r in $rails; do grep -q "\"name\":\"$r\"" <<<"$out" || missing+=" $r"; done
-  active=$(grep -o '"state":"ACTIVE"' <<<"$out" | wc -l)
-  if [[ -z $missing ]] && ((active >= $(wc -w <<<"$rails"))); then
-    pass "pod with $RESOURCE: rdmaprobe devices lists ${rails% } ($active ports ACTIVE; read with kubectl logs)"
-  else
-    fail "pod with $RESOURCE: rdmaprobe devices ($(phase devices)) misses${missing:- no device} or has only $active ACTIVE ports: $out"
-  fi
-else
-  fail "pod with $RESOURCE did not finish in $pt s: $(kubectl -n "$ns" describe pod devices | tail -15)"
-fi
-if wait_done nodev "$pt"; then
-  out=$(kubectl -n "$ns" logs nodev 2>&1 || true)
-  if grep -q '"rdmaDevices":\[\]' <<<"$out"; then
-    pass "pod without $RESOURCE: no /dev/infiniband (rdmaDevices: [])"
-  else
-    fail "pod without $RESOURCE sees RDMA devices: $out"
-  fi
-else
-  fail "pod without $RESOURCE did not finish in $pt s"
-fi
-
-wait "${pods_pid[@]}"
+for r in $rails; do bw_rail "$r" pass all; done
 
 down=${SELFTEST_DOWN_RAIL:-}
 if [[ -n $down ]]; then
   [[ $peer != "$name" ]] || die "SELFTEST_DOWN_RAIL needs a PEER node"
   [[ " $rails " == *" $down "* ]] || die "SELFTEST_DOWN_RAIL=$down is not a rail of $name ($rails)"
-  trap '"$here/rail.sh" "$name" "$down" up >/dev/null 2>&1 || true; kubectl delete namespace "$ns" --wait=false >/dev/null 2>&1 || true; rm -f "$failed"' EXIT
+  trap '"$here/rail.sh" "$name" "$down" up >/dev/null 2>&1 || true; kubectl delete namespace "$ns" --wait=false >/dev/null 2>&1 || true' EXIT
   if out=$("$here/rail.sh" "$name" "$down" down) && grep -q "^$down .*port=DOWN" <<<"$out"; then
     pass "rail.sh $name $down down: $(grep "^$down " <<<"$out")"
     for r in $rails; do
@@ -192,7 +183,6 @@ if [[ -n $down ]]; then
   fi
 fi
 
-fails=$(wc -l <"$failed")
 if ((fails)); then
   log "$fails check(s) failed"
   exit 1
