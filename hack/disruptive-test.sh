@@ -63,7 +63,7 @@ kc config view --raw --minify >"$sa_kc"
 restart() {
   (cd suites && exec "$out/suites.test" -test.timeout=20m --kubeconfig="$sa_kc" --namespace=rdmasuite \
     --node-selector rdmasuite.io/guest-node=true --labels suite=disruptive --allow-disruptive --disrupt-nodes rxe-node-2 \
-    --stall-peer rxe-node-1 --report-dir="$out/$1") >"$out/$1.log" 2>&1
+    --stall-peer rxe-node-1 --pod-timeout 4m --report-dir="$out/$1") >"$out/$1.log" 2>&1
 }
 rdir=restart
 if ! restart restart; then
@@ -104,8 +104,13 @@ restart_s=$((SECONDS - t))
 echo "== 2. the same with UNLOAD_STORAGE_MODULES unset: the driver refuses to come back (seed 000)"
 t=$SECONDS
 hack/guestnode/nfs-cluster.sh unload unset
+# --pod-timeout 4m on both runs: Multus (thin plugin) in a guest sometimes
+# waits its whole minute on the API GET through qemu's user network
+# ("error waiting for pod … context deadline exceeded" in the kubelet log);
+# run E of 2026-11-27 lost its refused run to two such sandbox retries of a
+# writer on rxe-node-2 (not steady within the default 2 minutes).
 if suite --labels suite=disruptive --allow-disruptive --disrupt-nodes rxe-node-2,rxe-node-1 --stall-peer rxe-node-1 \
-  --driver-timeout 60s --cleanup-timeout 20s --report-dir="$out/refused" >"$out/refused.log" 2>&1; then
+  --driver-timeout 60s --cleanup-timeout 20s --pod-timeout 4m --report-dir="$out/refused" >"$out/refused.log" 2>&1; then
   echo "a run whose driver did not come back passed"; exit 1
 fi
 hack/tool.sh expectresults -results "$out/refused/results.json" -expect hack/disruptive-expect-refused.txt ||
