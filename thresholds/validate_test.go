@@ -8,7 +8,7 @@ import (
 // Floors and values that would let any measurement pass (zero, NaN), or none
 // (Inf, a floor above the link), are rejected with the line and the fix.
 func TestRejectsFloorsThatCannotJudge(t *testing.T) {
-	cases := []struct{ name, from, to, want string }{
+	cases := []parseCase{
 		{"NaN value", "linkRateGbps: {value: 200", "linkRateGbps: {value: .nan", `t.yaml:5: sku "X": linkRateGbps = NaN is not a number`},
 		{"Inf value", "maxNFSStallSec: {value: 60", "maxNFSStallSec: {value: .inf", `t.yaml:11: sku "X": maxNFSStallSec = +Inf is not a finite number`},
 		{"NaN fraction", "write: {fractionOfLink: 0.9", "write: {fractionOfLink: .nan", `t.yaml:7: sku "X": write fraction NaN is not a number`},
@@ -19,16 +19,7 @@ func TestRejectsFloorsThatCannotJudge(t *testing.T) {
 		{"gbps above link gpudirect", "gpuDirectWrite: {fractionOfLink: 0.8", "gpuDirectWrite: {gbps: 201", `sku "X": gpuDirectWrite floor 201 Gb/s is above linkRateGbps 200`},
 		{"zero aggregate", "fractionOfAggregate: 0.8", "fractionOfAggregate: 0", `sku "X": ncclAllReduceBusBw floor 0 passes any measurement`},
 	}
-	for _, c := range cases {
-		in := strings.Replace(good, c.from, c.to, 1)
-		if in == good {
-			t.Fatalf("%s: %q not in the test file", c.name, c.from)
-		}
-		_, err := Parse("t.yaml", []byte(in))
-		if err == nil || !strings.Contains(err.Error(), c.want) {
-			t.Errorf("%s: err = %v, want it to contain %q", c.name, err, c.want)
-		}
-	}
+	expectParseErrors(t, cases)
 }
 
 // A SKU whose every pattern an earlier SKU's pattern already matches can
@@ -65,7 +56,7 @@ func TestRejectsShadowedSKU(t *testing.T) {
 // can never write (a space: its labels are label values, spaces as "-"),
 // a fractional count.
 func TestRejectsWhatCannotBeMeant(t *testing.T) {
-	cases := []struct{ name, from, to, want string }{
+	cases := []parseCase{
 		{"unknown key under match", `match: {gpuProduct: ["X-*"]}`, `match: {gpuProduct: ["X-*"], gpuProdct: ["Y-*"]}`,
 			`t.yaml:4: unknown field "gpuProdct" (allowed: gpuProduct)`},
 		{"a second document", "minMemlockBytes: {value: 1048576, source: s}\n", "minMemlockBytes: {value: 1048576, source: s}\n---\nschema: rdmasuite.io/thresholds/v1\nskus: []\n",
@@ -75,16 +66,7 @@ func TestRejectsWhatCannotBeMeant(t *testing.T) {
 		{"fractional ports", "portsPerNode: {value: 8,", "portsPerNode: {value: 2.5,", `t.yaml:6: sku "X": portsPerNode = 2.5 is not a whole number: it counts ports`},
 		{"fractional bytes", "minMemlockBytes: {value: 1048576,", "minMemlockBytes: {value: 1048576.5,", `sku "X": minMemlockBytes = 1.0485765e+06 is not a whole number: it counts bytes`},
 	}
-	for _, c := range cases {
-		in := strings.Replace(good, c.from, c.to, 1)
-		if in == good {
-			t.Fatalf("%s: %q not in the test file", c.name, c.from)
-		}
-		_, err := Parse("t.yaml", []byte(in))
-		if err == nil || !strings.Contains(err.Error(), c.want) {
-			t.Errorf("%s: err = %v, want it to contain %q", c.name, err, c.want)
-		}
-	}
+	expectParseErrors(t, cases)
 	// What GPU feature discovery does write stays valid: classes, ?, the
 	// label value alphabet.
 	for _, p := range []string{`["NVIDIA-A100-SXM4-80GB"]`, `["NVIDIA-H100-80GB-HBM3-MIG-1g.10gb"]`, `["Tesla-V100-SXM2-[13]?GB"]`, `["NVIDIA_GH200*"]`} {
@@ -121,6 +103,24 @@ func TestOverlayTakeOverIsNamed(t *testing.T) {
 		got := set.TakeOvers()
 		if strings.Join(got, "|") != strings.Join(c.want, "|") {
 			t.Errorf("%s: take-overs\n got %q\nwant %q", c.patterns, got, c.want)
+		}
+	}
+}
+
+// parseCase edits the good file (from → to) and names the error Parse
+// must give.
+type parseCase struct{ name, from, to, want string }
+
+func expectParseErrors(t *testing.T, cases []parseCase) {
+	t.Helper()
+	for _, c := range cases {
+		in := strings.Replace(good, c.from, c.to, 1)
+		if in == good {
+			t.Fatalf("%s: %q not in the test file", c.name, c.from)
+		}
+		_, err := Parse("t.yaml", []byte(in))
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: err = %v, want it to contain %q", c.name, err, c.want)
 		}
 	}
 }

@@ -325,12 +325,9 @@ func stopAndCollect(ctx context.Context, env Env, o Options, ws []*Writer) {
 				return true, nil
 			}
 			if logs, err := env.logs(ctx, o.Namespace, w.Pod, "probe", false, 0); err == nil {
-				if r, perr, perrParse := ParseResult(logs); perrParse == nil && perr != nil && perr.Kind == probeout.KindTimeout {
-					hung, hungErr = r, perr.Error()
-					return true, nil
-				}
+				hung, hungErr = hungResult(logs)
 			}
-			return false, nil
+			return hung != nil, nil
 		})
 		logs, lerr := env.logs(cctx, o.Namespace, w.Pod, "probe", false, 0)
 		w.LogTail = lastLines(logs, 5)
@@ -346,12 +343,10 @@ func stopAndCollect(ctx context.Context, env Env, o Options, ws []*Writer) {
 			if last != nil {
 				state = podrun.Describe(last)
 			}
-			if lerr == nil {
-				if r, perr, perrParse := ParseResult(logs); perrParse == nil && perr != nil && perr.Kind == probeout.KindTimeout {
-					w.Result, w.ProbeErr = r, perr.Error()
-					w.Stuck = fmt.Sprintf("writer %s on %s printed its result but did not exit within %s of the stop (%s): its I/O is still hung in the kernel", w.Pod, w.Node, waitLimit, state)
-					continue
-				}
+			if r, perrText := hungResult(logs); lerr == nil && r != nil {
+				w.Result, w.ProbeErr = r, perrText
+				w.Stuck = fmt.Sprintf("writer %s on %s printed its result but did not exit within %s of the stop (%s): its I/O is still hung in the kernel", w.Pod, w.Node, waitLimit, state)
+				continue
 			}
 			w.Problem = fmt.Sprintf("writer %s on %s did not end within %s of the stop (%s): is its I/O still hung?", w.Pod, w.Node, waitLimit, state)
 			if w.StopErr != "" {
@@ -365,6 +360,15 @@ func stopAndCollect(ctx context.Context, env Env, o Options, ws []*Writer) {
 		}
 		w.setResult(logs)
 	}
+}
+
+// hungResult is the result a writer printed with the probe's word for I/O
+// still hung at the stop (a timeout error), or nil.
+func hungResult(logs string) (*Result, string) {
+	if r, perr, err := ParseResult(logs); err == nil && perr != nil && perr.Kind == probeout.KindTimeout {
+		return r, perr.Error()
+	}
+	return nil, ""
 }
 
 // setResult parses a finished writer's envelope. Exit 0 and 3 (its own
