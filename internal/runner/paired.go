@@ -263,6 +263,9 @@ func (r *Runner) runPaired(ctx context.Context, v Variant, plan []string) map[st
 				f := feats[name]
 				in := &verdict.BWInput{Variant: v.Label, Resource: v.Resource, Network: v.Network, Ops: f.ops,
 					Sizes: f.sizes, RailMode: r.Cfg.RailMode, OneRail: r.Cfg.Device != "" || v.Netdev != ""}
+				if v.Netdev == "" {
+					in.Device = r.Cfg.Device // hostdev's --netdev picks the device, never --device
+				}
 				in.SKU, in.SKUErr = r.Cfg.Thresholds.ForNode(sp.p.Client, byName[sp.p.Client].Labels, r.Cfg.SKU)
 				runs[j] = pairRun{feature: f, in: in}
 			}

@@ -25,10 +25,13 @@ type BWInput struct {
 	// OneRail: the run named one device (--device, --netdev): the pair owes
 	// the rails the probes selected, not every port the pods can see.
 	OneRail bool
-	Client  Side
-	Server  Side
-	SKU     *thresholds.SKU
-	SKUErr  error
+	// Device is the device the run named (--device): a rail of another
+	// device is not what was asked, and the named one unmeasured fails.
+	Device string
+	Client Side
+	Server Side
+	SKU    *thresholds.SKU
+	SKUErr error
 
 	// What the pair measured and how it is judged: bandwidth unless
 	// Latency or MsgRate set it (nil reads as bandwidth).
@@ -141,9 +144,16 @@ func Bandwidth(in BWInput) BWResult {
 			srvByRail[rr.Local.Name()] = rr
 		}
 	}
-	got := map[string]bw.RailResult{}
+	// The client's result per rail pair; a pair printed again is kept
+	// aside: each (rail, op, size) is measured exactly once.
+	got, again := map[string]bw.RailResult{}, map[string][]bw.RailResult{}
 	for _, rr := range cli.Rails {
-		got[pairKey(rr.Local, rr.Peer)] = rr
+		k := pairKey(rr.Local, rr.Peer)
+		if _, dup := got[k]; dup {
+			again[k] = append(again[k], rr)
+			continue
+		}
+		got[k] = rr
 	}
 	clientRails := cli.Found
 	if in.OneRail {
@@ -166,11 +176,27 @@ func Bandwidth(in BWInput) BWResult {
 		for _, op := range in.Ops {
 			c := in.check(op, railLabel(p.local, p.peer))
 			rr, ok := got[pairKey(p.local, p.peer)]
-			if !ok {
+			switch {
+			case in.Device != "" && (p.local.Device != in.Device || (p.peer != nil && p.peer.Device != in.Device)):
+				setOutcome(&c, reports.Error, fmt.Sprintf("the run named --device %s but the probe measured %s: not what was asked, so not judged "+
+					"(the probe ignored its --device argument)", in.Device, c.Rail), FixUsage)
+			case !ok:
 				setOutcome(&c, reports.Fail, fmt.Sprintf("rail %s was to be measured but the client's output has no result for it", c.Rail), "")
-			} else {
-				in.judgeRail(&c, op, rr, srvByRail)
+			default:
+				in.judgeRail(&c, op, rr, again[pairKey(p.local, p.peer)], srvByRail)
 			}
+			res.Checks = append(res.Checks, c)
+		}
+	}
+	if in.Device != "" && !slices.ContainsFunc(pairs, func(p railPair) bool { return p.local.Device == in.Device }) {
+		msg, fix := fmt.Sprintf("device %s was named (--device) but the client's output holds no result for it; the pod saw %s",
+			in.Device, railsText(cli.Found)), FixNoDevice
+		if slices.ContainsFunc(cli.Found, func(r bw.Rail) bool { return r.Device == in.Device }) {
+			fix = FixUsage // visible, yet not measured: the probe ignored the flag
+		}
+		for _, op := range in.Ops {
+			c := in.check(op, in.Device+" (named, not measured)")
+			setOutcome(&c, reports.Fail, msg, fix)
 			res.Checks = append(res.Checks, c)
 		}
 	}
@@ -200,6 +226,7 @@ func Bandwidth(in BWInput) BWResult {
 			res.Checks = append(res.Checks, c)
 		}
 	}
+	in.serverTrouble(res.Checks, sErr, sPerr, cPerr, srv, cli, got, clientRails, serverRails)
 	// An exit code that contradicts a clean output is not a pass: the probe
 	// knows something its JSON does not say. A non-zero exit that the
 	// output explains (a rail's error, a missing size) is the probe's rule
@@ -222,6 +249,75 @@ func Bandwidth(in BWInput) BWResult {
 		}
 	}
 	return res
+}
+
+// ruleBothSides is said wherever the server's side turns a clean client
+// measurement into an error.
+const ruleBothSides = "an error on either side of a pair is never a pass"
+
+// serverTrouble demotes the passing rows a server-side problem concerns,
+// so that nothing the server said is dropped: an unreadable output (every
+// row), the server's probe-wide "peer failed" while the client's output
+// shows no failure (every row), a rail's "peer failed" that the client's
+// result for that pair does not show (its rows), and a rail error on a
+// pair the client never judged (every row). A server rail error on a pair
+// the client measured is judgeRail's; an unpaired server rail has its own
+// failing row.
+func (in BWInput) serverTrouble(cs []reports.Check, sErr error, sPerr, cPerr *probeout.Error, srv, cli bw.ProbeOutput,
+	got map[string]bw.RailResult, clientRails, serverRails []bw.Rail) {
+	who := fmt.Sprintf("server pod %s on %s", in.Server.Pod, in.Server.Node)
+	if sErr != nil {
+		demoteRail(cs, "", fmt.Sprintf("%s: the client measured, but the server's output could not be read (%v): %s", ruleBothSides, sErr, who))
+		return
+	}
+	clientFailed := cPerr != nil || slices.ContainsFunc(cli.Rails, func(rr bw.RailResult) bool { return rr.Error != nil })
+	if sPerr != nil && sPerr.Kind == probeout.KindPeer && !clientFailed {
+		demoteRail(cs, "", fmt.Sprintf("%s: %s reported that its peer failed (%s), while the client's output shows no failure", ruleBothSides, who, sPerr.Message))
+	}
+	for _, sr := range srv.Rails {
+		if sr.Error == nil {
+			continue
+		}
+		if sr.Peer == nil {
+			unpairedRow := in.RailMode != bw.RailsCross && slices.ContainsFunc(serverRails[min(len(clientRails), len(serverRails)):],
+				func(r bw.Rail) bool { return r.Name() == sr.Local.Name() })
+			if !unpairedRow {
+				demoteRail(cs, "", fmt.Sprintf("%s: %s recorded an error on its rail %s without a client rail (%s: %s)",
+					ruleBothSides, who, sr.Local.Name(), sr.Error.Kind, sr.Error.Message))
+			}
+			continue
+		}
+		crr, ok := got[pairKey(*sr.Peer, &sr.Local)]
+		switch {
+		case !ok:
+			demoteRail(cs, "", fmt.Sprintf("%s: %s recorded an error on rail pair %s → %s, which the client's output does not hold (%s: %s)",
+				ruleBothSides, who, sr.Peer.Name(), sr.Local.Name(), sr.Error.Kind, sr.Error.Message))
+		case crr.Error == nil && sr.Error.Kind == probeout.KindPeer:
+			demoteRail(cs, railLabel(crr.Local, crr.Peer), fmt.Sprintf("%s: %s says its peer failed on rail %s (%s), while the client's result for it shows no error",
+				ruleBothSides, who, sr.Local.Name(), sr.Error.Message))
+		}
+	}
+}
+
+// demoteRail turns the passing checks of one rail label ("" : every rail)
+// into errors with reason.
+func demoteRail(cs []reports.Check, rail, reason string) {
+	for i := range cs {
+		if cs[i].Status == reports.Pass && (rail == "" || cs[i].Rail == rail) {
+			setOutcome(&cs[i], reports.Error, reason, "")
+		}
+	}
+}
+
+func railsText(rails []bw.Rail) string {
+	if len(rails) == 0 {
+		return "no RDMA port"
+	}
+	var names []string
+	for _, r := range rails {
+		names = append(names, r.Name())
+	}
+	return strings.Join(names, ", ")
 }
 
 // demotePasses turns every passing check into an error with reason.
@@ -307,21 +403,66 @@ func (in BWInput) check(op, rail string) reports.Check {
 }
 
 // judgeRail fills one (rail pair, op) check.
-func (in BWInput) judgeRail(c *reports.Check, op string, rr bw.RailResult, srvByRail map[string]bw.RailResult) {
-	var run *bw.Report
-	for i := range rr.Runs {
-		if string(rr.Runs[i].Params.Op) == op {
-			run = &rr.Runs[i]
+//
+// others are further results the client printed for the same rail pair
+// (a duplicate: each (node, rail, op, size) is measured exactly once).
+func (in BWInput) judgeRail(c *reports.Check, op string, rr bw.RailResult, others []bw.RailResult, srvByRail map[string]bw.RailResult) {
+	m := in.measures()
+	name, unit := func(size int) string { return fmt.Sprintf("%s_%s_%s", op, SizeName(size), m.suffix) }, m.unit
+	port := rr.Local.Name()
+	// Every run of this op the client printed for the pair: more than one
+	// is a duplicate, and so is a size printed twice within a run.
+	var runs []*bw.Report
+	for _, x := range append([]bw.RailResult{rr}, others...) {
+		for i := range x.Runs {
+			if string(x.Runs[i].Params.Op) == op {
+				runs = append(runs, &x.Runs[i])
+			}
 		}
+	}
+	var faults []string
+	valueText := func(f bw.Figures) string {
+		if v, ok := m.read(f); ok {
+			return fmt.Sprintf("%g %s", v, unit)
+		}
+		return "no value"
+	}
+	if len(runs) > 1 {
+		var vals []string
+		for _, r := range runs {
+			for _, sr := range r.Results {
+				vals = append(vals, SizeName(sr.Local.Bytes)+" "+valueText(sr.Local))
+			}
+		}
+		faults = append(faults, fmt.Sprintf("%s on %s measured twice in the client's output (%s): which one is the measurement is unknown",
+			op, c.Rail, strings.Join(vals, "; ")))
+	}
+	var run *bw.Report
+	if len(runs) > 0 {
+		run = runs[0]
 	}
 	// The metric of each size the run completed (average bandwidth,
 	// perftest's average latency or its MsgRate); a size without it is
 	// missing. A latency run's summary is kept for its typical/p99/max.
-	m := in.measures()
+	// Every size's figures are checked against the facts beside them.
+	rate, rateNote := lineRateOf(rr.Local, rr.Peer, in.Client.Node == in.Server.Node)
+	if rateNote != "" && !m.latencyStats {
+		c.Evidence = append(c.Evidence, rateNote)
+	}
 	measured := map[int]float64{}
+	first := map[int]bw.Figures{}
 	lats := map[int]*lat.Summary{}
 	if run != nil {
 		for _, r := range run.Results {
+			if prev, dup := first[r.Local.Bytes]; dup {
+				faults = append(faults, fmt.Sprintf("%s %s on %s measured twice in one run (%s, then %s)",
+					op, SizeName(r.Local.Bytes), c.Rail, valueText(prev), valueText(r.Local)))
+				continue
+			}
+			first[r.Local.Bytes] = r.Local
+			for _, f := range figureFaults(r.Local, m, rate) {
+				faults = append(faults, SizeName(r.Local.Bytes)+": "+f)
+			}
 			if v, ok := m.read(r.Local); ok {
 				measured[r.Local.Bytes] = v
 			}
@@ -330,8 +471,6 @@ func (in BWInput) judgeRail(c *reports.Check, op string, rr bw.RailResult, srvBy
 			}
 		}
 	}
-	name, unit := func(size int) string { return fmt.Sprintf("%s_%s_%s", op, SizeName(size), m.suffix) }, m.unit
-	port := rr.Local.Name()
 	judgedSize := slices.Max(in.Sizes)
 	if m.smallest {
 		judgedSize = slices.Min(in.Sizes)
@@ -397,6 +536,9 @@ func (in BWInput) judgeRail(c *reports.Check, op string, rr bw.RailResult, srvBy
 			msg += fmt.Sprintf(" (not measured: %s)", strings.Join(missing, ", "))
 		}
 		setOutcome(c, st, msg, fix)
+	case len(faults) > 0:
+		setOutcome(c, reports.Error, "figures that cannot be true: "+strings.Join(faults, "; ")+
+			" (a figure is judged only when the facts printed beside it agree with it)", FixImpossible)
 	case srvErr != nil:
 		// The client measured, yet the server recorded an error of its own
 		// for this very pair: not a pass until someone looks.
@@ -467,7 +609,9 @@ func (in BWInput) explain(s Side, port string, e *probeout.Error) (reports.Statu
 
 // Fixes for the probe error kinds that are not the fabric's.
 const (
-	FixPeer  = "the other side's row of this pair names why it failed: fix that first"
+	FixPeer       = "the other side's row of this pair names why it failed: fix that first"
+	FixImpossible = "the probe printed figures its own facts contradict: run the rdmaprobe image built with this suite version (--image); " +
+		"if it repeats, report the results file (the evidence holds the probe's output)"
 	FixNoGPU = "the pod asked for GPU memory (--gpus / GPUDirect) but sees no usable GPU: request nvidia.com/gpu in the pod, and check the GPU Operator's driver " +
 		"and container toolkit on the node (nvidia-smi in a pod)"
 	FixUsage    = "the probe image and the suite disagree on flags: run the rdmaprobe image built with this suite version (--image), or report the arguments in the evidence"

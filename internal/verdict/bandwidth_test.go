@@ -22,13 +22,36 @@ func rail(i int, dev string, rate float64) bw.Rail {
 	return bw.Rail{Index: i, Device: dev, Port: 1, State: "ACTIVE", RateGbps: rate}
 }
 
-// run is one op's report holding the given sizes' averages.
+// run is one op's report holding the given sizes' averages, each a
+// consistent set of figures (1000 operations, the elapsed time that gives
+// the average) as the probe's Compute writes them.
 func run(op string, sizes []int, gbps ...float64) bw.Report {
 	r := bw.Report{Params: bw.Params{Op: bw.Op(op), Sizes: sizes}}
 	for i, g := range gbps {
-		r.Results = append(r.Results, bw.SizeResult{Local: bw.Figures{Bytes: sizes[i], AvgGbps: g}})
+		f := bw.Figures{Bytes: sizes[i], Iterations: 1000}
+		setGbps(&f, g)
+		r.Results = append(r.Results, bw.SizeResult{Local: f})
 	}
 	return r
+}
+
+// setGbps gives f the average gbps, keeping its operation count: the
+// elapsed time and message rate follow (perftest's arithmetic). 0 leaves a
+// figure that measured nothing (no time, no rate).
+func setGbps(f *bw.Figures, gbps float64) {
+	f.AvgGbps, f.ElapsedSec, f.MsgRateMpps = gbps, 0, 0
+	if gbps > 0 {
+		f.ElapsedSec = float64(f.Bytes) * float64(f.Iterations) * 8 / (gbps * 1e9)
+		f.MsgRateMpps = float64(f.Iterations) / f.ElapsedSec / 1e6
+	}
+}
+
+// setMsgRate gives f n operations at mpps; the elapsed time and average
+// bandwidth follow.
+func setMsgRate(f *bw.Figures, n int, mpps float64) {
+	f.Iterations, f.MsgRateMpps = n, mpps
+	f.ElapsedSec = float64(n) / (mpps * 1e6)
+	f.AvgGbps = float64(f.Bytes) * float64(n) * 8 / f.ElapsedSec / 1e9
 }
 
 func envelope(t *testing.T, o bw.ProbeOutput, perr *probeout.Error) string {
@@ -120,7 +143,7 @@ func TestBandwidthContractTable(t *testing.T) {
 					edit: func(c, _ *bw.ProbeOutput) {
 						for i := range c.Rails[0].Runs {
 							for j := range c.Rails[0].Runs[i].Results {
-								c.Rails[0].Runs[i].Results[j].Local.AvgGbps = 100
+								setGbps(&c.Rails[0].Runs[i].Results[j].Local, 100)
 							}
 						}
 					}},

@@ -132,8 +132,8 @@ func TestLatencyRailErrorWithoutCeiling(t *testing.T) {
 func TestBandwidthIgnoresALatencySummary(t *testing.T) {
 	cli, srv := latencyOut(t, []string{"read"}, 1, 2.0, func(cli, _ *bw.ProbeOutput) {
 		for i := range cli.Rails[0].Runs[0].Results {
-			cli.Rails[0].Runs[0].Results[i].Local.AvgGbps = 390
 			cli.Rails[0].Runs[0].Results[i].Local.Iterations = 1000
+			setGbps(&cli.Rails[0].Runs[0].Results[i].Local, 390)
 		}
 	})
 	in := bwInput(t, []string{"read"}, []int{2}, cli, srv)

@@ -18,7 +18,7 @@ func msgRateOut(t *testing.T, rails int, mpps float64, edit func(cli, srv *bw.Pr
 				r := &cli.Rails[i].Runs[j]
 				r.Params.QPs = 4
 				for k := range r.Results {
-					r.Results[k].Local.Iterations, r.Results[k].Local.MsgRateMpps = 20000, mpps
+					setMsgRate(&r.Results[k].Local, 20000, mpps)
 				}
 			}
 		}
@@ -59,15 +59,16 @@ func TestMsgRatePassAndFail(t *testing.T) {
 	}
 }
 
-// Defect guards: a rail whose run holds no operation (or no result at the
-// size) fails as not measured, never passes on a zero; a SKU without a
+// Defect guards: a rail whose run holds no operation is an error (a figure
+// that cannot be true), one without a result at the size fails as not
+// measured, never passes on a zero; a SKU without a
 // floor is not-run naming writeMsgRateMpps, with the value kept.
 func TestMsgRateMissingIsNeverAPass(t *testing.T) {
 	cli, srv := msgRateOut(t, 1, 9.5, func(cli, _ *bw.ProbeOutput) {
 		cli.Rails[0].Runs[0].Results[0].Local.Iterations = 0
 	})
 	res := MsgRate(msgRateInput(t, cli, srv, 8))
-	if len(res.Checks) != 1 || res.Checks[0].Status != reports.Fail || !strings.Contains(res.Checks[0].Diagnosis, "not measured") {
+	if len(res.Checks) != 1 || res.Checks[0].Status != reports.Error || !strings.Contains(res.Checks[0].Reason, "0 operations: nothing was measured") {
 		t.Fatalf("%+v", res.Checks)
 	}
 	cli, srv = msgRateOut(t, 1, 9.5, func(cli, _ *bw.ProbeOutput) {
@@ -88,8 +89,8 @@ func TestMsgRateMissingIsNeverAPass(t *testing.T) {
 func TestMsgRateJudgesTheSmallestSize(t *testing.T) {
 	cli, srv := pairOut(t, []string{"write"}, []int{2, 65536}, 1, 0.1, func(cli, _ *bw.ProbeOutput) {
 		r := &cli.Rails[0].Runs[0]
-		r.Results[0].Local.Iterations, r.Results[0].Local.MsgRateMpps = 20000, 9
-		r.Results[1].Local.Iterations, r.Results[1].Local.MsgRateMpps = 20000, 0.7
+		setMsgRate(&r.Results[0].Local, 20000, 9)
+		setMsgRate(&r.Results[1].Local, 20000, 0.3) // 157 Gb/s: under the 200 Gb/s line rate
 	})
 	in := msgRateInput(t, cli, srv, 8)
 	in.Sizes = []int{2, 65536}

@@ -128,7 +128,17 @@ func find(output, probe string) (Envelope, error) {
 			continue
 		}
 		var env Envelope
-		if json.Unmarshal([]byte(line), &env) != nil || env.Probe != probe {
+		if json.Unmarshal([]byte(line), &env) != nil {
+			// A cut envelope (the pod killed mid-write, a truncated log)
+			// of this probe, or cut before its name: an earlier whole one
+			// is not what the probe finished with, so nothing is judged.
+			if cutEnvelope(line, probe) {
+				return Envelope{}, fmt.Errorf("the last %s result is truncated (%d bytes, ends %q): the probe's output was cut "+
+					"(pod killed while writing, or the log was truncated); an earlier result is not judged in its place", probe, len(line), tail(line, 40))
+			}
+			continue
+		}
+		if env.Probe != probe {
 			continue
 		}
 		if env.Schema != Schema {
@@ -137,6 +147,20 @@ func find(output, probe string) (Envelope, error) {
 		return env, nil
 	}
 	return Envelope{}, fmt.Errorf("no %q result in probe output (%d bytes): %s", probe, len(output), tail(output, 400))
+}
+
+// cutEnvelope says whether an undecodable line is the start of an envelope
+// of probe, or of one cut before its probe name.
+func cutEnvelope(line, probe string) bool {
+	if !strings.HasPrefix(line, `{"schema":`) {
+		return false
+	}
+	i := strings.Index(line, `"probe":`)
+	if i < 0 {
+		return true
+	}
+	name := strings.TrimPrefix(line[i+len(`"probe":`):], `"`)
+	return strings.HasPrefix(name, probe+`"`) || strings.HasPrefix(probe, name)
 }
 
 func tail(s string, n int) string {

@@ -37,3 +37,34 @@ func TestParseRejectsOtherProbeAndSchema(t *testing.T) {
 		t.Fatalf("err = %v", err)
 	}
 }
+
+// The last envelope must be whole: a cut final line (the pod was killed
+// mid-write, the log was truncated) is refused even when a whole envelope
+// of the same probe came before it; the earlier one is never judged in its
+// place. A cut line of another probe, or a JSON line that is no envelope,
+// does not hide the whole one.
+func TestParseRefusesATruncatedLastEnvelope(t *testing.T) {
+	var whole bytes.Buffer
+	_ = Write(&whole, "env", sample{N: 1})
+	line := strings.TrimSpace(whole.String())
+	for _, tc := range []struct {
+		name, logs string
+		wantErr    string // "" : parses to N=1
+	}{
+		{"whole", whole.String(), ""},
+		{"cut after a whole one", whole.String() + line[:len(line)-7] + "\n", "truncated"},
+		{"cut before the probe name", whole.String() + `{"schema":2,"pro`, "truncated"},
+		{"cut alone", line[:20], "truncated"},
+		{"cut line of another probe", whole.String() + `{"schema":2,"probe":"mr","version":"x","res`, ""},
+		{"library JSON after it", whole.String() + `{"level":"warn","msg":"x"}`, ""},
+	} {
+		var got sample
+		err := Parse(tc.logs, "env", &got)
+		switch {
+		case tc.wantErr == "" && (err != nil || got.N != 1):
+			t.Errorf("%s: err %v, got %+v", tc.name, err, got)
+		case tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)):
+			t.Errorf("%s: err %v, want %q", tc.name, err, tc.wantErr)
+		}
+	}
+}
