@@ -57,5 +57,16 @@ host-mofed)
   ;;
 *) echo "usage: $0 DIR healthy|storage-modules|host-mofed" >&2; exit 2 ;;
 esac
+# One ConnectX port, as sysfs shows it (class entries are symlinks): every
+# staged state has its HCA driver loaded, so the doctor's
+# rdma-device-missing must stay silent on these nodes.
+hca=sys/devices/pci0000:00/0000:01:00.0/infiniband/mlx5_0
+mkdir -p "$dir/$hca/ports/1" "$dir/sys/class/infiniband"
+ln -s ../../devices/pci0000:00/0000:01:00.0/infiniband/mlx5_0 "$dir/sys/class/infiniband/mlx5_0"
+echo MT4123 >"$dir/$hca/hca_type"
+echo '4: ACTIVE' >"$dir/$hca/ports/1/state"
+echo '5: LinkUp' >"$dir/$hca/ports/1/phys_state"
+echo '200 Gb/sec (4X HDR)' >"$dir/$hca/ports/1/rate"
+echo InfiniBand >"$dir/$hca/ports/1/link_layer"
 printf '%s\n' "$modules" >"$dir/proc/modules"
 printf '%s\n' "$mounts" >"$dir/proc/1/mounts"

@@ -118,7 +118,8 @@ func policy(tolerations []any, env []any) *unstructured.Unstructured {
 func healthyHost() HostFacts {
 	ready := t0.Add(-time.Hour)
 	return HostFacts{DriverReady: true, DriverReadyAt: &ready, PeermemLoaded: true,
-		MemoryPeerClients: []string{"nv_mem"}, IO: &PSIAverages{Avg10: 0.4, Avg60: 0.3, Avg300: 0.2}}
+		MemoryPeerClients: []string{"nv_mem"}, IO: &PSIAverages{Avg10: 0.4, Avg60: 0.3, Avg300: 0.2},
+		RDMARead: true, RDMAClassPresent: true, RDMADevices: []string{"mlx5_0", "mlx5_1"}}
 }
 
 // healthy is two RDMA/GPU nodes with both operators Ready and clean hosts.

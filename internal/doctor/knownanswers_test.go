@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -460,3 +461,52 @@ func TestIbstatGlue(t *testing.T) {
 		t.Fatalf("%q", got)
 	}
 }
+
+// rdma-device-missing: the host probe is the only witness of a node whose
+// RDMA devices never registered (a driver that loaded without creating
+// them, or no driver at all); ibstatus then fails as in the excerpt.
+func noRDMADevice(h *HostFacts) { h.RDMARead, h.RDMAClassPresent, h.RDMADevices = true, true, nil }
+
+var _ = answer(knownAnswer{rule: RDMADeviceMissing, name: "ibstatus: sys files not found (class empty)", source: "realworld/ibstatus-no-sys-files.txt",
+	raises: true, node: "node-1", evidence: `no RDMA device under /sys/class/infiniband`,
+	state: func(t *testing.T) State {
+		if !strings.Contains(realWorld(t, "ibstatus-no-sys-files.txt"), "sys files not found (/sys/class/infiniband/*/ports)") {
+			t.Fatal("excerpt changed")
+		}
+		s := healthy()
+		s.host("node-1", noRDMADevice)
+		return s
+	}})
+
+var _ = answer(knownAnswer{rule: RDMADeviceMissing, name: "no /sys/class/infiniband at all (ib_core not loaded)", source: "staged",
+	raises: true, node: "node-2", evidence: `/sys/class/infiniband is absent`,
+	state: func(*testing.T) State {
+		s := healthy()
+		s.host("node-2", func(h *HostFacts) { h.RDMARead, h.RDMAClassPresent, h.RDMADevices = true, false, nil })
+		return s
+	}})
+
+var _ = answer(knownAnswer{rule: RDMADeviceMissing, name: "devices present", source: "staged", clean: true,
+	state: func(*testing.T) State {
+		s := healthy()
+		s.host("node-1", func(h *HostFacts) { h.RDMARead, h.RDMAClassPresent, h.RDMADevices = true, true, []string{"mlx5_0", "mlx5_1"} })
+		return s
+	}})
+
+var _ = answer(knownAnswer{rule: RDMADeviceMissing, name: "a CPU node without RDMA hardware", source: "staged", clean: true,
+	state: func(*testing.T) State {
+		s := healthy()
+		cpu := rdmaNode("cpu-7")
+		cpu.Labels = map[string]string{}
+		s.Nodes = append(s.Nodes, cpu)
+		s.Hosts["cpu-7"] = HostFacts{RDMARead: true, IO: &PSIAverages{}}
+		return s
+	}})
+
+var _ = answer(knownAnswer{rule: RDMADeviceMissing, name: "the MOFED driver pod is not Ready (its own finding names the cause)", source: "staged",
+	state: func(*testing.T) State {
+		s := healthy()
+		s.replacePod(crashing(mofedPod("node-1"), 5, t0.Add(-time.Minute)))
+		s.host("node-1", noRDMADevice)
+		return s
+	}})

@@ -62,3 +62,35 @@ var _ = register(Rule{ID: PortDown, Severity: Critical, Seed: "002",
 		}
 		return out
 	}})
+
+// RDMADeviceMissing: a node meant to have RDMA NICs whose host shows none.
+const RDMADeviceMissing = "rdma-device-missing"
+
+var _ = register(Rule{ID: RDMADeviceMissing, Severity: Critical, Seed: "field",
+	Cause: "the node is meant to have RDMA NICs, yet its host shows no RDMA device: the HCA driver is not loaded (no /sys/class/infiniband), " +
+		"or it loaded without registering a device (firmware, a failed probe in dmesg); no pod on the node can use RDMA, whatever the node advertises",
+	Fix: "on the node: lsmod | grep -E 'mlx5_ib|ib_core', ibstat, and dmesg | grep -i mlx5; with the Network Operator the MOFED driver pod " +
+		"loads the modules (its log says why not); a firmware mismatch needs mlxfwmanager / a firmware update",
+	Raises: "host probe: /sys/class/infiniband absent or without any device on a node that is RDMA by label, mofed.wait label or a MOFED pod aimed at it",
+	Silent: []string{"a node that is not meant to be RDMA (no NIC label, no mofed.wait label, no MOFED pod)",
+		"a node whose host probe did not run (its node check is not-run with the reason)",
+		"a node whose MOFED driver pod is not Ready: the driver's own finding names the cause, and the missing devices follow from it"},
+	Eval: func(v *View) []Hit {
+		var out []Hit
+		for _, n := range v.Nodes {
+			h := n.Host
+			if h == nil || !h.RDMARead || len(h.RDMADevices) > 0 {
+				continue
+			}
+			rdma, why := n.RDMANode()
+			if !rdma || (len(n.MOFED) > 0 && !n.MOFEDReady()) {
+				continue
+			}
+			seen := "/sys/class/infiniband is absent (ib_core not loaded)"
+			if h.RDMAClassPresent {
+				seen = "no RDMA device under /sys/class/infiniband (ibstat would list none)"
+			}
+			out = append(out, hit(n.Name, "host: "+seen, "the node is RDMA by "+why))
+		}
+		return out
+	}})

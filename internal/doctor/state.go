@@ -19,6 +19,12 @@ type HostFacts struct {
 	// MemoryPeerClients are the subdirectories of /sys/kernel/mm/memory_peers
 	// (nvidia_peermem registers "nv_mem"): a registered peer-memory client.
 	MemoryPeerClients []string
+	// RDMARead: the host probe read /sys/class/infiniband (absent or not);
+	// RDMADevices are the RDMA devices it found there. A zero HostFacts
+	// (RDMARead false) says nothing about them.
+	RDMARead          bool
+	RDMAClassPresent  bool
+	RDMADevices       []string
 	PortsDown         []string // "mlx5_1/1: 1: DOWN (2: Polling)"
 	PortsUnknown      []string // ports whose state could not be read
 	// IO is PSI io "some" (percent of time some task stalled on I/O) over

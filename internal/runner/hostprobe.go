@@ -58,7 +58,11 @@ func (r *Runner) ProbeHosts(ctx context.Context, s doctor.State) (map[string]doc
 func hostFacts(r node.Report) doctor.HostFacts {
 	h := doctor.HostFacts{StorageModulesLoaded: r.StorageModulesLoaded, DriverReady: r.Markers.DriverReady.Present,
 		DriverReadyAt:     r.Markers.DriverReady.ModTime,
-		MemoryPeerClients: r.Markers.MemoryPeers.Clients, PortsDown: r.PortsDown(), PortsUnknown: r.PortsUnknown()}
+		MemoryPeerClients: r.Markers.MemoryPeers.Clients, PortsDown: r.PortsDown(), PortsUnknown: r.PortsUnknown(),
+		RDMARead: true, RDMAClassPresent: r.RDMA.ClassPresent}
+	for _, d := range r.RDMA.Devices {
+		h.RDMADevices = append(h.RDMADevices, d.Name)
+	}
 	if m, ok := r.Module("nvidia_peermem"); ok && m.Loaded {
 		h.PeermemLoaded = true
 	}

@@ -31,6 +31,9 @@ func TestHostFactsCarryWhatTheRulesNeed(t *testing.T) {
 	if !reflect.DeepEqual(h.PortsDown, []string{"mlx5_0/1: 1: DOWN (2: Polling)"}) || !reflect.DeepEqual(h.PortsUnknown, []string{"mlx5_0/2"}) {
 		t.Errorf("ports: down %q unknown %q", h.PortsDown, h.PortsUnknown)
 	}
+	if !h.RDMARead || h.RDMAClassPresent || !reflect.DeepEqual(h.RDMADevices, []string{"mlx5_0"}) {
+		t.Errorf("RDMA devices: read %v class %v devices %q", h.RDMARead, h.RDMAClassPresent, h.RDMADevices)
+	}
 	if h.IO == nil || h.IO.Avg60 != 20 || h.IO.Avg300 != 30 {
 		t.Errorf("PSI: %+v", h.IO)
 	}
