@@ -489,7 +489,9 @@ var _ = answer(knownAnswer{rule: RDMADeviceMissing, name: "no /sys/class/infinib
 var _ = answer(knownAnswer{rule: RDMADeviceMissing, name: "devices present", source: "staged", clean: true,
 	state: func(*testing.T) State {
 		s := healthy()
-		s.host("node-1", func(h *HostFacts) { h.RDMARead, h.RDMAClassPresent, h.RDMADevices = true, true, []string{"mlx5_0", "mlx5_1"} })
+		s.host("node-1", func(h *HostFacts) {
+			h.RDMARead, h.RDMAClassPresent, h.RDMADevices = true, true, []string{"mlx5_0", "mlx5_1"}
+		})
 		return s
 	}})
 

@@ -22,11 +22,11 @@ type HostFacts struct {
 	// RDMARead: the host probe read /sys/class/infiniband (absent or not);
 	// RDMADevices are the RDMA devices it found there. A zero HostFacts
 	// (RDMARead false) says nothing about them.
-	RDMARead          bool
-	RDMAClassPresent  bool
-	RDMADevices       []string
-	PortsDown         []string // "mlx5_1/1: 1: DOWN (2: Polling)"
-	PortsUnknown      []string // ports whose state could not be read
+	RDMARead         bool
+	RDMAClassPresent bool
+	RDMADevices      []string
+	PortsDown        []string // "mlx5_1/1: 1: DOWN (2: Polling)"
+	PortsUnknown     []string // ports whose state could not be read
 	// IO is PSI io "some" (percent of time some task stalled on I/O) over
 	// 10 s, 60 s and 300 s; nil when the kernel has no PSI, IOUnavailable
 	// then says why.
