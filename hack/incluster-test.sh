@@ -130,6 +130,46 @@ can create clusterrolebindings.rbac.authorization.k8s.io - no
 can create serviceaccounts:token "$ns" no
 ((bad == 0)) || { echo "$bad permission(s) differ from the least-privilege table"; exit 1; }
 
+echo "--- 3b. a run whose namespace creation is forbidden is a result, not a log line"
+# As the runner ServiceAccount (a short-lived token), without --namespace:
+# the suite must record setup/namespace as an error with the API's refusal
+# and the RBAC fix, exit 1 as its results say (README "Exit codes": an
+# error row), render it in JUnit, the page and the report, and leave
+# nothing behind.
+t=$SECONDS
+fb=$out/forbidden
+mkdir -p "$fb"
+token=$(kc -n "$ns" create token rdmasuite-runner --duration=10m)
+server=$(kc config view --minify -o 'jsonpath={.clusters[0].cluster.server}')
+ca=$(kc config view --raw --minify --flatten -o 'jsonpath={.clusters[0].cluster.certificate-authority-data}')
+cat >"$fb/kubeconfig" <<KC
+apiVersion: v1
+kind: Config
+clusters: [{name: bed, cluster: {server: "$server", certificate-authority-data: "$ca"}}]
+users: [{name: runner, user: {token: "$token"}}]
+contexts: [{name: runner, context: {cluster: bed, user: runner}}]
+current-context: runner
+KC
+suite_bin=${SUITE_BIN:-}
+if [[ -z $suite_bin ]]; then suite_bin=$fb/suites.test; go test -c -o "$suite_bin" ./suites; fi
+before=$(kc get ns -o name | sort)
+rc=0
+(cd suites && exec "$suite_bin" --kubeconfig="$fb/kubeconfig" --labels suite=smoke --report-dir="$fb/results") >"$fb/run.log" 2>&1 || rc=$?
+[[ $rc == 1 ]] || { tail -20 "$fb/run.log"; echo "the forbidden run exited $rc, want 1 (an error row)"; exit 1; }
+hack/tool.sh expectresults -results "$fb/results/results.json" -expect hack/incluster/forbidden-expect.txt
+grep -q 'RBAC' "$fb/results/results.json" || { echo "the setup row carries no RBAC fix"; exit 1; }
+rc=0
+"$rdmasuite" report "$fb/results/results.json" --format junit -o "$fb/junit.xml" || rc=$?
+[[ $rc == 1 ]] && grep -q 'setup/namespace' "$fb/junit.xml" && grep -q '<error message=.*RBAC' "$fb/junit.xml" ||
+  { cat "$fb/junit.xml"; echo "JUnit (exit $rc) has no failing setup/namespace case"; exit 1; }
+compgen -G "$fb/results/*.html" >/dev/null && grep -lq 'setup/namespace' "$fb/results/"*.html ||
+  { ls "$fb/results"; echo "the acceptance page does not name setup/namespace"; exit 1; }
+rc=0
+"$rdmasuite" report "$fb/results/results.json" >"$fb/report.txt" || rc=$?
+[[ $rc == 1 ]] && grep -q RBAC "$fb/report.txt" || { cat "$fb/report.txt"; echo "rdmasuite report on the forbidden run exits $rc (want 1) or lacks the fix"; exit 1; }
+[[ $(kc get ns -o name | sort) == "$before" ]] || { echo "the forbidden run changed the namespaces"; exit 1; }
+echo "forbidden namespace: exit 1, setup/namespace error with the API's refusal and the RBAC fix in results, JUnit, page and report, $((SECONDS - t)) s"
+
 echo "--- 4. the runner pod meets Pod Security \"restricted\" (only the probes need more)"
 # A server-side dry run of enforce=restricted lists the pods that would
 # violate it. The control, a probe-like pod adding CAP_IPC_LOCK (never

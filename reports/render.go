@@ -59,7 +59,14 @@ func verdictText(c Check) string {
 	switch c.Status {
 	case Pass:
 		return ""
-	case NotRun, Error:
+	case NotRun:
+		return c.Reason
+	case Error:
+		// An error may know its fix (a probe's error kind, a setup step
+		// refused by RBAC): say it where the reason is read.
+		if c.Fix != "" {
+			return c.Reason + " — fix: " + c.Fix
+		}
 		return c.Reason
 	}
 	s := c.Diagnosis
@@ -459,7 +466,7 @@ func junit(w io.Writer, r Run, diff *DiffResult) error {
 		case c.Status == Fail:
 			jc.Failure = &junitMessage{Message: verdictText(c), Body: body}
 		case c.Status == Error:
-			jc.Error = &junitMessage{Message: c.Reason, Body: body}
+			jc.Error = &junitMessage{Message: verdictText(c), Body: body}
 		case r.Allowed(c):
 			jc.Skipped = &junitMessage{Message: c.Reason}
 		case c.Status == NotRun:

@@ -76,3 +76,21 @@ func TestTableFitsWrapsAndRollsUpPerNode(t *testing.T) {
 		}
 	}
 }
+
+// An error row that knows its fix (a setup step refused by RBAC, a probe's
+// error kind) shows it in the table and in JUnit, beside the reason.
+func TestErrorRowShowsItsFix(t *testing.T) {
+	r := Run{RunID: "x", Checks: []Check{{ID: "setup/namespace", Status: Error, Reason: "namespaces is forbidden", Fix: "grant create on namespaces, or --namespace"}}}
+	var tb, ju strings.Builder
+	if err := Table(&tb, r); err != nil {
+		t.Fatal(err)
+	}
+	if err := JUnit(&ju, r); err != nil {
+		t.Fatal(err)
+	}
+	for what, out := range map[string]string{"table": tb.String(), "junit": ju.String()} {
+		if !strings.Contains(out, "namespaces is forbidden") || !strings.Contains(out, "grant create on namespaces") {
+			t.Errorf("%s lacks the reason or the fix:\n%s", what, out)
+		}
+	}
+}

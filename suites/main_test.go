@@ -256,6 +256,10 @@ func orNone(names []string) string {
 	return strings.Join(names, ", ")
 }
 
+// nsMayExist: the run asked the API for its namespace and was not refused
+// (set just before the request, so an interrupt during it still deletes).
+var nsMayExist bool
+
 func fatal(err error) {
 	fmt.Fprintf(os.Stderr, "rdmasuite: %v\n", err)
 	os.Exit(reports.ExitBroken)
@@ -337,20 +341,29 @@ func TestMain(m *testing.M) {
 	ns := run.Namespace()
 	cfg.WithClient(kl).WithNamespace(ns)
 	mode, deleting := "", "deleting run namespace "+ns
+	// A setup step that fails is a result: an error check with the cause
+	// and the fix, in the results, the report, JUnit and the page, and
+	// the exit code they give.
+	setupStarted := time.Now()
+	stopAtSetup := func(step string, err error) {
+		fmt.Fprintf(os.Stderr, "rdmasuite: setup (%s): %v\n", step, err)
+		run.Record(runner.SetupFailure(step, err))
+		os.Exit(finishRun(setupStarted, rc.Host, version, 0))
+	}
 	if run.SharedNamespace() {
 		// Nothing is created before the namespace is proven there.
 		cctx, ccancel := context.WithTimeout(context.Background(), 30*time.Second)
 		err := cluster.CheckNamespace(cctx, kube, ns)
 		ccancel()
 		if err != nil {
-			fatal(err)
+			stopAtSetup(runner.SetupNamespace, err)
 		}
 		if *flagResultsCM != "" {
 			cctx, ccancel := context.WithTimeout(context.Background(), 30*time.Second)
 			err := latest.Check(cctx, kube, ns, *flagResultsCM, func(w string) { fmt.Fprintf(os.Stderr, "rdmasuite: warning: %s\n", w) })
 			ccancel()
 			if err != nil {
-				fatal(err)
+				stopAtSetup(runner.SetupResultsCM, err)
 			}
 		}
 		mode = fmt.Sprintf(" (existing, --namespace; the run's objects carry %s=%s)", cluster.RunLabel, runID)
@@ -361,7 +374,7 @@ func TestMain(m *testing.M) {
 		err := nodemark.Check(cctx, kube, nodeMarks, func(w string) { fmt.Fprintf(os.Stderr, "rdmasuite: warning: %s\n", w) })
 		ccancel()
 		if err != nil {
-			fatal(err)
+			stopAtSetup(runner.SetupNodeMarks, err)
 		}
 	}
 	setupProgress()
@@ -382,8 +395,12 @@ func TestMain(m *testing.M) {
 	defer cancel()
 
 	var once sync.Once
+	setupFailed := false
 	finish := func(code int, why string) {
 		once.Do(func() {
+			if setupFailed {
+				code = 0 // the setup row decides, as the results say
+			}
 			if why != "" {
 				fmt.Fprintf(os.Stderr, "rdmasuite: %s: %s\n", why, deleting)
 				// Features cut short say so in the results: an error row
@@ -417,7 +434,14 @@ func TestMain(m *testing.M) {
 		if run.SharedNamespace() {
 			return ctx, nil // checked above; never created
 		}
-		return ctx, cluster.CreateRunNamespace(ctx, kube, runID)
+		nsMayExist = true
+		err := cluster.CreateRunNamespace(ctx, kube, runID)
+		if err != nil {
+			nsMayExist = !errors.Is(err, cluster.ErrNamespaceNotCreated)
+			setupFailed = true
+			run.Record(runner.SetupFailure(runner.SetupNamespace, err))
+		}
+		return ctx, err
 	})
 	code := testenv.Run(m)
 	finish(code, "")
@@ -456,6 +480,9 @@ func finishRun(started time.Time, server, version string, code int) int {
 	defer cancel()
 	if run.SharedNamespace() {
 		return finishShared(ctx, res, code)
+	}
+	if !nsMayExist {
+		return code // the API refused the namespace (or it was never asked for): nothing to keep or delete
 	}
 	if code != 0 && *flagKeepOnFailure {
 		why := reports.SummaryText(res)

@@ -156,6 +156,10 @@ func NewRunID() string {
 // RunNamespace is the namespace all of one run's objects live in.
 func RunNamespace(runID string) string { return "rdmasuite-" + runID }
 
+// ErrNamespaceNotCreated marks a CreateRunNamespace error where the API
+// refused the namespace: there is nothing to delete afterwards.
+var ErrNamespaceNotCreated = errors.New("the namespace was not created")
+
 // CreateRunNamespace creates the run's namespace with the suite's labels.
 func CreateRunNamespace(ctx context.Context, cs kubernetes.Interface, runID string) error {
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
@@ -163,7 +167,7 @@ func CreateRunNamespace(ctx context.Context, cs kubernetes.Interface, runID stri
 		Labels: map[string]string{ManagedByLabel: ManagedBy, RunLabel: runID},
 	}}
 	if _, err := cs.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
-		return fmt.Errorf("create run namespace %s: %w", ns.Name, err)
+		return fmt.Errorf("create run namespace %s: %w: %w", ns.Name, ErrNamespaceNotCreated, err)
 	}
 	// Pods are refused until the namespace's default service account exists.
 	return wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
