@@ -92,6 +92,13 @@ rc=0
 kc -n "$ns" logs job/rdmasuite-acceptance >"$out/failing-job-full.log" 2>&1 || true
 grep -q 'the overlay replaces A100/HDR-200' "$out/failing-job-full.log" ||
   { head -20 "$out/failing-job-full.log"; echo "the Job did not report reading the thresholds overlay"; exit 1; }
+# The overlay's site SKU shadows built-ins: the header says which, and
+# names the SKU and file that judge the bed's nodes.
+grep -q 'site-h100-pcie ("NVIDIA-H100-PCIe\*") takes over H100-PCIe/NDR-400 (part of' "$out/failing-job-full.log" &&
+  grep -q 'takes over H100/NDR-400 (part of' "$out/failing-job-full.log" ||
+  { grep 'thresholds' "$out/failing-job-full.log"; echo "the Job's header does not name the built-ins the overlay takes over"; exit 1; }
+grep -Eq 'thresholds: SKU A100/HDR-200 from [^ ]+skus.yaml judges [0-9]+ node\(s\): .*node-1' "$out/failing-job-full.log" ||
+  { grep 'thresholds' "$out/failing-job-full.log"; echo "the Job's header does not name the SKU and file judging node-1"; exit 1; }
 hack/tool.sh expectresults -results "$out/failing.json" -expect hack/incluster/acceptance-expect.txt
 grep -q 'hack/incluster/acceptance/skus.yaml' "$out/failing.json" ||
   { echo "no check in the results was judged against the overlay's threshold"; exit 1; }

@@ -53,7 +53,7 @@ func HTML(w io.Writer, r Run, diff *DiffResult) error {
 		}
 	}
 	for _, n := range r.Nodes {
-		p.Nodes = append(p.Nodes, nodeRow{Name: n.Name, SKU: n.SKU, Kernel: n.Kernel, Kubelet: n.Kubelet})
+		p.Nodes = append(p.Nodes, nodeRow{Name: n.Name, SKU: n.SKU, File: n.ThresholdsFile, Kernel: n.Kernel, Kubelet: n.Kubelet})
 	}
 	for _, c := range r.Checks {
 		p.Checks = append(p.Checks, checkRow{Status: string(c.Status), StatusText: statusText(r, c), ID: checkLabel(c),
@@ -77,7 +77,7 @@ type htmlPage struct {
 	Checks                                []checkRow
 }
 
-type nodeRow struct{ Name, SKU, Kernel, Kubelet string }
+type nodeRow struct{ Name, SKU, File, Kernel, Kubelet string }
 
 type checkRow struct {
 	Status, StatusText, ID, Variant, Nodes, Measured, Verdict string
@@ -612,8 +612,8 @@ details pre { white-space: pre-wrap; margin: .3em 0; font-size: 12px; } .muted {
 {{if .Stalls}}{{range .Stalls}}<figure><figcaption><span class="st {{.Status}}">{{.Status}}</span> <b>{{.Title}}</b> {{.Caption}}</figcaption>{{.SVG}}</figure>
 {{end}}{{else}}<p class="muted">No disruptive check in this run.</p>{{end}}
 
-{{if .Nodes}}<h2 id="nodes">Nodes</h2><table><tr><th>node</th><th>SKU</th><th>kernel</th><th>kubelet</th></tr>
-{{range .Nodes}}<tr><td>{{.Name}}</td><td>{{.SKU}}</td><td>{{.Kernel}}</td><td>{{.Kubelet}}</td></tr>
+{{if .Nodes}}<h2 id="nodes">Nodes</h2><table><tr><th>node</th><th>SKU</th><th>thresholds file</th><th>kernel</th><th>kubelet</th></tr>
+{{range .Nodes}}<tr><td>{{.Name}}</td><td>{{.SKU}}</td><td>{{.File}}</td><td>{{.Kernel}}</td><td>{{.Kubelet}}</td></tr>
 {{end}}</table>{{end}}
 
 <h2 id="checks">Every check</h2>

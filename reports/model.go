@@ -64,12 +64,15 @@ type Cluster struct {
 
 // Node facts the verdicts depend on.
 type Node struct {
-	Name        string            `json:"name"`
-	SKU         string            `json:"sku,omitempty"`
-	Labels      map[string]string `json:"labels,omitempty"` // the GPU/Network Operator labels only
-	Allocatable map[string]string `json:"allocatable,omitempty"`
-	Kubelet     string            `json:"kubelet,omitempty"`
-	Kernel      string            `json:"kernel,omitempty"`
+	Name string `json:"name"`
+	SKU  string `json:"sku,omitempty"`
+	// ThresholdsFile is the file whose SKU judged the node (the built-in
+	// thresholds/skus.yaml, --thresholds or an overlay).
+	ThresholdsFile string            `json:"thresholdsFile,omitempty"`
+	Labels         map[string]string `json:"labels,omitempty"` // the GPU/Network Operator labels only
+	Allocatable    map[string]string `json:"allocatable,omitempty"`
+	Kubelet        string            `json:"kubelet,omitempty"`
+	Kernel         string            `json:"kernel,omitempty"`
 }
 
 // Check is one verdict with its evidence.

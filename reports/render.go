@@ -340,9 +340,9 @@ func Markdown(w io.Writer, r Run) error {
 		r.RunID, r.Cluster.Server, r.Cluster.Version, r.Started.Format("2006-01-02 15:04:05Z07:00"),
 		r.Finished.Format("15:04:05"), SummaryText(r))
 	if len(r.Nodes) > 0 {
-		fmt.Fprintf(w, "## Nodes\n\n| node | SKU | kubelet | kernel |\n|---|---|---|---|\n")
+		fmt.Fprintf(w, "## Nodes\n\n| node | SKU | thresholds file | kubelet | kernel |\n|---|---|---|---|---|\n")
 		for _, n := range r.Nodes {
-			fmt.Fprintf(w, "| %s | %s | %s | %s |\n", n.Name, n.SKU, n.Kubelet, n.Kernel)
+			fmt.Fprintf(w, "| %s | %s | %s | %s | %s |\n", n.Name, n.SKU, n.ThresholdsFile, n.Kubelet, n.Kernel)
 		}
 		fmt.Fprintln(w)
 	}

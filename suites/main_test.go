@@ -382,6 +382,11 @@ func TestMain(m *testing.M) {
 		fmt.Fprintf(progressOut, "rdmasuite: %s %s\n", time.Now().Format(time.TimeOnly), line)
 	}
 	say("rdmasuite: cluster %s (%s, kubeconfig %s), run %s, namespace %s%s\n", rc.Host, version, where, runID, ns, mode)
+	hctx, hcancel := context.WithTimeout(context.Background(), 30*time.Second)
+	for _, l := range run.ThresholdsHeader(hctx) {
+		say("rdmasuite: %s\n", l)
+	}
+	hcancel()
 	started := time.Now()
 
 	// The internal deadline: features stop starting pods in time for the

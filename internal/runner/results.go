@@ -7,6 +7,7 @@ import (
 	"github.com/rdmasuite/rdmasuite/internal/atomicfile"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"time"
 
@@ -54,7 +55,7 @@ func (r *Runner) nodeFacts(n corev1.Node) reports.Node {
 	}
 	if r.Cfg.Thresholds != nil {
 		if k, err := r.Cfg.Thresholds.ForNode(n.Name, n.Labels, r.Cfg.SKU); err == nil {
-			f.SKU = k.Name
+			f.SKU, f.ThresholdsFile = k.Name, k.File()
 		} else {
 			f.SKU = "unknown: " + err.Error()
 		}
@@ -139,4 +140,41 @@ func Deadline(start time.Time, testTimeout time.Duration) (deadline time.Time, r
 		reserve = testTimeout / 3
 	}
 	return start.Add(testTimeout - reserve), reserve, true
+}
+
+// ThresholdsHeader is the run header's account of who judges whom: one
+// line per SKU naming its file and its nodes (cut at fleet scale; the
+// results file names every node's SKU and file), and one per node that no
+// SKU matches, with why. Nothing when the nodes cannot be listed: the
+// features say so in their rows.
+func (r *Runner) ThresholdsHeader(ctx context.Context) []string {
+	if r.Cfg.Thresholds == nil {
+		return nil
+	}
+	nodes, err := r.SelectedNodes(ctx)
+	if err != nil {
+		return []string{"thresholds: the selected nodes could not be listed, so which SKU judges them is not known yet: " + err.Error()}
+	}
+	labels := make(map[string]map[string]string, len(nodes))
+	for _, n := range nodes {
+		labels[n.Name] = n.Labels
+	}
+	groups, unjudged := r.Cfg.Thresholds.Judges(labels, r.Cfg.SKU)
+	var out []string
+	for _, g := range groups {
+		out = append(out, "thresholds: "+g.String())
+	}
+	names := make([]string, 0, len(unjudged))
+	for n := range unjudged {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for i, n := range names {
+		if i == 5 {
+			out = append(out, fmt.Sprintf("thresholds: …and %d more node(s) without a SKU (the results file names each)", len(names)-5))
+			break
+		}
+		out = append(out, "thresholds: no SKU for "+n+": "+unjudged[n])
+	}
+	return out
 }

@@ -229,3 +229,25 @@ func TestRecordUnfinished(t *testing.T) {
 		t.Fatalf("%+v", cs)
 	}
 }
+
+// Issue 27.6: the header names which SKU of which file judges the nodes,
+// and each node without one with why; the results file carries every
+// node's SKU and file.
+func TestThresholdsHeaderAndNodeFacts(t *testing.T) {
+	cpu := testNode("cpu-1", -1)
+	cpu.Labels = map[string]string{}
+	r := New(fake.NewClientset(testNode("a", 8), testNode("b", 8), cpu), testConfig(t), "t-hdr")
+	got := strings.Join(r.ThresholdsHeader(context.Background()), "\n")
+	for _, want := range []string{"thresholds: SKU A100/HDR-200 from thresholds/skus.yaml (built in) judges 2 node(s): a, b",
+		"thresholds: no SKU for cpu-1: node cpu-1 has no " + thresholds.GPUProductLabel} {
+		if !strings.Contains(got, want) {
+			t.Errorf("header lacks %q:\n%s", want, got)
+		}
+	}
+	res := r.Results(time.Now(), "s", "v")
+	for _, n := range res.Nodes {
+		if n.Name == "a" && (n.SKU != "A100/HDR-200" || n.ThresholdsFile != "thresholds/skus.yaml (built in)") {
+			t.Errorf("node a: %+v", n)
+		}
+	}
+}
