@@ -98,6 +98,16 @@ policy() {
 
 echo "== healthy bed"
 doctor hack/seeds/expect-healthy.txt
+# The API-only command on the same healthy bed, told what it cannot derive
+# without a NicClusterPolicy: exit 0 (issue 27.7), node rows doctor/node-api,
+# and it says the host checks did not run and how to run them.
+rc=0
+"$out/rdmasuite" doctor --kubeconfig "$BED_DIR/kubeconfig" --network-operator=false --resources rdma/rdma_shared_device_a \
+  -o "$out/api-doctor.json" >"$out/api-doctor.txt" 2>&1 || rc=$?
+[[ $rc == 0 ]] && grep -q 'host checks did not run' "$out/api-doctor.txt" && grep -q '"doctor/node-api"' "$out/api-doctor.json" &&
+  ! grep -q '"doctor/node"' "$out/api-doctor.json" ||
+  { cat "$out/api-doctor.txt"; echo "rdmasuite doctor on the healthy bed: exit $rc, want 0 with doctor/node-api rows and the host-checks line"; exit 1; }
+echo "rdmasuite doctor (API only) on the healthy bed: exit 0, doctor/node-api pass on both nodes, host checks named as not run"
 
 echo "== seed 002: untolerated taint keeps mofed.wait=true on node-2"
 policy

@@ -15,7 +15,8 @@ import (
 // probe). A node whose host facts are missing, or where something could not
 // be judged (a port state unreadable, no PSI, RDMA resource names unknown),
 // is not-run with the reason, never a pass. A finding without a node
-// (something could not be looked at) is a not-run check too.
+// (something could not be looked at) is a not-run check too. With APIOnly
+// the node check is doctor/node-api: the API facts alone, by design.
 func Checks(s State, fs []Finding, took time.Duration) []reports.Check {
 	v := NewView(s)
 	var out []reports.Check
@@ -23,9 +24,12 @@ func Checks(s State, fs []Finding, took time.Duration) []reports.Check {
 	for _, f := range fs {
 		c := reports.Check{ID: "doctor/" + f.ID, Title: Catalogue[f.ID].Cause, Evidence: f.Evidence,
 			Diagnosis: fmt.Sprintf("[%s, seed %s] %s", f.Severity, f.Seed, f.Cause), Fix: f.Fix, Status: reports.Fail}
-		if f.Node == "" {
+		switch f.Node {
+		case "":
 			c.Status, c.Reason, c.Diagnosis, c.Fix = reports.NotRun, strings.Join(f.Evidence, "; ")+": "+f.Cause, "", ""
-		} else {
+		case ClusterWide:
+			// Seen, but on no one node: a failure of the cluster.
+		default:
 			c.Nodes = []string{f.Node}
 			withFinding[f.Node] = true
 		}
@@ -37,8 +41,11 @@ func Checks(s State, fs []Finding, took time.Duration) []reports.Check {
 		}
 		c := reports.Check{ID: "doctor/node", Title: "no known failure mode on the node", Nodes: []string{n.Name},
 			Status: reports.Pass, Duration: took.Seconds(), Evidence: n.Notes}
+		if s.APIOnly {
+			c.ID, c.Title = "doctor/node-api", "no known failure mode visible in the API on the node (host checks not run by this command)"
+		}
 		var why []string
-		if n.Host == nil {
+		if n.Host == nil && !s.APIOnly {
 			reason := s.HostsMissing[n.Name]
 			if reason == "" {
 				reason = "host facts were not gathered"

@@ -110,3 +110,31 @@ func TestRulesComplete(t *testing.T) {
 		}
 	}
 }
+
+// Issue 27.7: the API-only doctor judges what it can see. Its node check
+// is doctor/node-api (a pass says what it covered, never a host pass);
+// host checks are not its rows at all, so a healthy cluster passes, and
+// what it could not judge in the API stays not-run for --allow-not-run.
+func TestAPIOnlyNodeCheckPassesOnWhatItSees(t *testing.T) {
+	s := healthy()
+	s.Hosts, s.APIOnly = nil, true
+	cs := Checks(s, Diagnose(s), 0)
+	run := reports.Run{Checks: cs}
+	for _, c := range cs {
+		if c.ID == "doctor/node" {
+			t.Fatalf("API-only doctor wrote a host-level doctor/node row: %+v", c)
+		}
+		if c.ID == "doctor/node-api" && (c.Status != reports.Pass || !strings.Contains(c.Title, "API")) {
+			t.Errorf("%s: %+v", c.Nodes, c)
+		}
+	}
+	if run.ExitCode() != reports.ExitPassed {
+		t.Fatalf("a healthy cluster seen through the API exits %d: %s", run.ExitCode(), reports.SummaryText(run))
+	}
+	// A finding still fails; an API fact it could not judge is not-run,
+	// and --allow-not-run=doctor/node-api lets it through.
+	s.Nodes[1].Status.Allocatable = nil
+	if run := (reports.Run{Checks: Checks(s, Diagnose(s), 0)}); run.ExitCode() == reports.ExitPassed {
+		t.Fatalf("a finding passes: %s", reports.SummaryText(run))
+	}
+}

@@ -1,6 +1,7 @@
 package doctor
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -44,7 +45,7 @@ var _ = answer(knownAnswer{rule: PeermemRace, name: "nvidia-peermem-ctr of an NV
 	state: func(t *testing.T) State { return peermemCrash(t, nvidiaDriverPod("node-2"), t0, nil) }})
 
 var _ = answer(knownAnswer{rule: PeermemRace, name: "seed 001: nvidia-driver-ctr, .driver-ready created after the failure", source: "staged (seed 001)",
-	raises: true, node: "node-1", evidence: `created after the failure`,
+	raises: true, node: "node-1", evidence: `created at 2026-09-08T17:17:23Z, after the failure at 2026-09-08T17:16:02Z`,
 	state: func(t *testing.T) State {
 		p := driverPod("node-1")
 		s := peermemCrash(t, p, t0, at(t0.Add(81*time.Second)))
@@ -219,3 +220,62 @@ var _ = answer(knownAnswer{rule: IOPressureOutlier, name: "idle cluster", source
 	state: func(*testing.T) State {
 		return pressure(map[string]PSIAverages{"vm-1": {0, 0, 0}, "vm-2": {0.1, 0, 0}, "vm-3": {2, 1.5, 1.2}, "vm-4": {0, 0, 0}})
 	}})
+
+// Issue 27.7: a finding states only the order it observed. A marker
+// without a time, or a failure without one, leaves the order unknown: the
+// evidence says so and what would tell, never "created after the failure".
+var _ = answer(knownAnswer{rule: PeermemRace, name: ".driver-ready present, its time unknown", source: "realworld/peermem-ctr-invalid-argument-symbol-mismatch.txt",
+	raises: true, node: "node-2", evidence: `time is unknown(.|\n)*would tell`,
+	state: func(t *testing.T) State {
+		s := peermemCrash(t, nvidiaDriverPod("node-2"), t0, nil)
+		s.host("node-2", func(h *HostFacts) { h.DriverReady, h.DriverReadyAt = true, nil })
+		return s
+	}})
+
+var _ = answer(knownAnswer{rule: PeermemRace, name: "the failure's time unknown (no finishedAt)", source: "realworld/peermem-ctr-invalid-argument-symbol-mismatch.txt",
+	raises: true, node: "node-2", evidence: `failure's time is unknown`,
+	state: func(t *testing.T) State { return peermemCrash(t, nvidiaDriverPod("node-2"), time.Time{}, at(t0)) }})
+
+// No evidence line of a finding may claim an order its facts lack.
+func TestNoUnobservedOrderIsStated(t *testing.T) {
+	for _, s := range []State{
+		func() State {
+			s := peermemCrash(t, nvidiaDriverPod("node-2"), t0, nil)
+			s.host("node-2", func(h *HostFacts) { h.DriverReady, h.DriverReadyAt = true, nil })
+			return s
+		}(),
+		peermemCrash(t, nvidiaDriverPod("node-2"), time.Time{}, at(t0)),
+	} {
+		for _, f := range Diagnose(s) {
+			for _, e := range f.Evidence {
+				if strings.Contains(e, "created after the failure") || strings.Contains(e, "was ready first") {
+					t.Errorf("%s states an order it did not observe: %q", f.ID, e)
+				}
+			}
+		}
+	}
+}
+
+// Issue 27.7: one cause gives one finding per pod. A generic "not Ready"
+// finding is not raised beside the specific finding that names why the
+// same node's pod is not Ready.
+func TestGenericFindingYieldsToTheSpecificOne(t *testing.T) {
+	s := peermemCrash(t, nvidiaDriverPod("node-2"), t0, nil)
+	// peermem loaded with no client: the specific host finding.
+	s.host("node-2", func(h *HostFacts) {
+		h.PeermemLoaded, h.DriverReady, h.DriverReadyAt = true, true, at(t0.Add(-time.Hour))
+	})
+	s.log(nvidiaDriverPod("node-2"), "nvidia-peermem-ctr", "waiting")
+	ids := map[string]bool{}
+	for _, f := range Diagnose(s) {
+		if f.Node == "node-2" {
+			ids[f.ID] = true
+		}
+	}
+	if !ids[PeermemNotRegistered] {
+		t.Fatalf("the specific finding is missing: %v", ids)
+	}
+	if ids[GPUDriverNotReady] {
+		t.Fatalf("the generic %s is raised beside %s on the same pod: %v", GPUDriverNotReady, PeermemNotRegistered, ids)
+	}
+}

@@ -512,3 +512,34 @@ var _ = answer(knownAnswer{rule: RDMADeviceMissing, name: "the MOFED driver pod 
 		s.host("node-1", noRDMADevice)
 		return s
 	}})
+
+// Issue 27.7: a MOFED pod Pending with no node yet (no DaemonSet affinity
+// naming one) is kept: attributed to the node its scheduler message names,
+// else reported cluster-wide as a failure carrying that message.
+func unplacedMOFED(msg string) State {
+	s := healthy()
+	p := mofedPod("node-x")
+	p.Name = "mofed-ubuntu22.04-ds-unplaced"
+	p.Spec.NodeName, p.Spec.Affinity = "", nil
+	p.Status.Phase = corev1.PodPending
+	p.Status.ContainerStatuses = nil
+	p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: "Unschedulable", Message: msg}}
+	s.Pods = append(s.Pods, p)
+	return s
+}
+
+var _ = answer(knownAnswer{rule: MOFEDNotReady, name: "Pending with no node, the scheduler's message names none: cluster-wide", source: "realworld/scheduler-untolerated-taint-messages.txt",
+	raises: true, node: "*", evidence: `untolerated taint`,
+	state: func(t *testing.T) State {
+		msg := strings.TrimSpace(strings.SplitN(realWorld(t, "scheduler-untolerated-taint-messages.txt"), "\n", 2)[0])
+		if !strings.Contains(msg, "untolerated taint") {
+			t.Fatalf("excerpt's first line: %q", msg)
+		}
+		return unplacedMOFED(msg)
+	}})
+
+var _ = answer(knownAnswer{rule: MOFEDNotReady, name: "Pending with no node, the scheduler's message names node-2", source: "staged",
+	raises: true, node: "node-2", evidence: `Insufficient memory`,
+	state: func(*testing.T) State {
+		return unplacedMOFED(`0/3 nodes are available: 1 node(s) were unschedulable, node "node-2": Insufficient memory. preemption: 0/3 nodes are available`)
+	}})

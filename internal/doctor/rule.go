@@ -13,6 +13,7 @@ package doctor
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 )
 
@@ -50,6 +51,11 @@ type Hit struct {
 }
 
 func hit(node string, evidence ...string) Hit { return Hit{Node: node, Evidence: evidence} }
+
+// ClusterWide is a Hit's node for a failure seen but not attributable to
+// one node (a pod no node was chosen for): a failing check without nodes.
+// A Hit with Node "" is something that could not be looked at (not-run).
+const ClusterWide = "*"
 
 // Finding is one observed failure mode on one node.
 type Finding struct {
@@ -106,7 +112,35 @@ func Diagnose(s State) []Finding {
 			out = append(out, r.finding(h))
 		}
 	}
-	return dedupe(out)
+	return yieldToSpecific(dedupe(out))
+}
+
+// specificFor lists, per generic "this pod is not Ready" rule, the rules
+// that name why the same node's pod of that kind is not Ready: one cause
+// gives one finding per pod, the one that says most.
+var specificFor = map[string][]string{
+	GPUDriverNotReady: {PeermemRace, PeermemMismatch, PeermemNotRegistered, GPUDriverWaitsForMOFED},
+	MOFEDCrashLoop:    {StorageModules, StorageModulesPodOutdated, StorageModulesNoFix, MOFEDBlockedByPeermem},
+	// Not the untolerated taint: its finding is about the policy, and the
+	// Pending pod's own finding carries the scheduler's message.
+	MOFEDNotReady: {StorageModules, StorageModulesPodOutdated, StorageModulesNoFix, MOFEDBlockedByPeermem, MOFEDCrashLoop},
+}
+
+// yieldToSpecific drops a generic finding on a node where a specific one
+// for the same pod kind was raised.
+func yieldToSpecific(fs []Finding) []Finding {
+	raised := map[string]bool{}
+	for _, f := range fs {
+		raised[f.ID+"|"+f.Node] = true
+	}
+	out := fs[:0]
+	for _, f := range fs {
+		if f.Node != "" && slices.ContainsFunc(specificFor[f.ID], func(id string) bool { return raised[id+"|"+f.Node] }) {
+			continue
+		}
+		out = append(out, f)
+	}
+	return out
 }
 
 // dedupe merges hits of one rule on one node (e.g. the API and the host

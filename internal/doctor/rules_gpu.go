@@ -95,8 +95,17 @@ func (v *View) peermemVerdict(n *NodeView, f peermemFailure) (string, []string) 
 		return PeermemRace, append(ev, "host facts missing: whether .driver-ready predates the failure is unknown; if it does, the cause is a GPU driver/MOFED mismatch ("+PeermemMismatch+")")
 	case !h.DriverReady:
 		return PeermemRace, append(ev, "host: /run/mellanox/drivers/.driver-ready absent")
+	case h.DriverReadyAt == nil:
+		// Only the order of two observed times is stated as fact.
+		return PeermemRace, append(ev, "host: .driver-ready is present but its time is unknown, so whether MOFED was ready before the failure is not known; "+
+			"its modification time would tell (ls -l --time-style=full-iso /run/mellanox/drivers/.driver-ready on the node): before the failure means "+PeermemMismatch)
+	case f.at.IsZero():
+		return PeermemRace, append(ev, fmt.Sprintf("the failure's time is unknown (the container records no finishedAt), so its order against .driver-ready (%s) is not known; "+
+			"the container's previous log timestamps would tell (kubectl logs --previous --timestamps): a failure after it means %s",
+			h.DriverReadyAt.UTC().Format(time.RFC3339), PeermemMismatch))
 	default:
-		return PeermemRace, append(ev, "host: .driver-ready was created after the failure: MOFED became ready too late")
+		return PeermemRace, append(ev, fmt.Sprintf("host: .driver-ready was created at %s, after the failure at %s: MOFED became ready too late",
+			h.DriverReadyAt.UTC().Format(time.RFC3339), f.at.UTC().Format(time.RFC3339)))
 	}
 }
 
@@ -224,7 +233,7 @@ var _ = register(Rule{ID: GPUDriverNotReady, Severity: Warning, Seed: "field",
 	Cause:  "the GPU driver pod on the node is not Ready for a reason not in the catalogue (a container crash-looping or waiting): GPUs, the container toolkit and GPUDirect RDMA are not usable there",
 	Fix:    "read the failing container's log in the evidence (kubectl logs -n <ns> <pod> -c <container> --previous) and the node's dmesg",
 	Raises: "a GPU driver pod (ClusterPolicy or NVIDIADriver) not Ready and explained by no other rule (peermem insert failure, waiting for MOFED), e.g. nvidia-peermem-ctr \"Module nvidia-peermem not found\"",
-	Silent: []string{"a Ready driver pod", "a driver pod whose failure another rule names (peermem-before-mofed, peermem-mofed-mismatch, gpu-driver-waits-for-mofed)"},
+	Silent: []string{"a Ready driver pod", "a driver pod whose failure another rule names on the node (peermem-before-mofed, peermem-mofed-mismatch, peermem-not-registered, gpu-driver-waits-for-mofed): one cause, one finding per pod"},
 	Eval: func(v *View) []Hit {
 		var out []Hit
 		for _, n := range v.Nodes {

@@ -145,7 +145,7 @@ var _ = register(Rule{ID: MOFEDCrashLoop, Severity: Critical, Seed: "000",
 var _ = register(Rule{ID: MOFEDNotReady, Severity: Warning, Seed: "002",
 	Cause:  "the MOFED driver pod for the node is not Running and Ready (still building/loading the driver, or not scheduled at all)",
 	Fix:    "for a pod the scheduler could not place, read its reason in the evidence (taints, resources); otherwise wait for the driver build/load to finish (minutes after a kernel upgrade) and read its events and log if it stays",
-	Raises: "a MOFED pod for the node (scheduled there, or Pending with the node in its DaemonSet affinity) that is not Ready and not crash-looping; a Pending pod's evidence carries the scheduler's message",
+	Raises: "a MOFED pod for the node (scheduled there, or Pending with the node in its DaemonSet affinity) that is not Ready and not crash-looping; a Pending pod's evidence carries the scheduler's message. A MOFED pod Pending with no node at all is raised on the node its scheduler message names, else cluster-wide (node *)",
 	Silent: []string{"a Ready MOFED pod", "a crash-looping one (mofed-crashloop or a storage-module finding)"},
 	Eval: func(v *View) []Hit {
 		var out []Hit
@@ -157,6 +157,20 @@ var _ = register(Rule{ID: MOFEDNotReady, Severity: Warning, Seed: "002",
 					out = append(out, hit(n.Name, fmt.Sprintf("MOFED pod %s/%s: %s", p.Namespace, p.Name, podState(p))))
 				}
 			}
+		}
+		// A MOFED pod with no node yet: the node its scheduler message
+		// names, else the whole cluster (ClusterWide: a failure, not a
+		// not-run).
+		for _, p := range v.Unplaced {
+			if !v.Roles.isMOFED(p) {
+				continue
+			}
+			where := ClusterWide
+			why, _ := unscheduled(p)
+			if n := v.nodeNamedIn(why); n != "" {
+				where = n
+			}
+			out = append(out, hit(where, fmt.Sprintf("MOFED pod %s/%s has no node yet: %s", p.Namespace, p.Name, podState(p))))
 		}
 		return out
 	}})

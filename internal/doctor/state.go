@@ -62,6 +62,10 @@ type State struct {
 	// missing .driver-ready are the expected state.
 	NoNetworkOperator bool
 	Hosts             map[string]HostFacts
+	// APIOnly: no host facts are gathered by design (rdmasuite doctor): the
+	// node check is doctor/node-api, judged on the API facts alone, and no
+	// host-level row is written (the command says how to run those).
+	APIOnly bool
 	// HostsMissing says, per node, why its host facts are absent from Hosts
 	// (probe refused by PodSecurity, --node-probe=false, API-only doctor).
 	HostsMissing map[string]string

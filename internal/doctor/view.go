@@ -15,7 +15,10 @@ type View struct {
 	State
 	Nodes  []*NodeView
 	byName map[string]*NodeView
-	Policy PolicyFacts
+	// Unplaced are MOFED and GPU driver pods with no node yet (Pending,
+	// no DaemonSet affinity naming one).
+	Unplaced []*corev1.Pod
+	Policy   PolicyFacts
 }
 
 // NodeView is one selected node and everything known about it.
@@ -69,6 +72,12 @@ func NewView(s State) *View {
 		p := &s.Pods[i]
 		n := v.byName[podNode(p)]
 		if n == nil {
+			// An operator driver pod the scheduler has not placed, with no
+			// DaemonSet affinity naming a node: kept, its scheduler message
+			// is the evidence.
+			if podNode(p) == "" && (s.Roles.isMOFED(p) || s.Roles.isGPUDriver(p)) {
+				v.Unplaced = append(v.Unplaced, p)
+			}
 			continue
 		}
 		switch {
@@ -209,4 +218,39 @@ func (v *View) portUnused(node, port string) bool {
 		}
 	}
 	return false
+}
+
+// nodeNamedIn returns the one selected node a scheduler message names
+// ("node-2": Insufficient memory), or "" when it names none or several.
+func (v *View) nodeNamedIn(msg string) string {
+	found := ""
+	for _, n := range v.Nodes {
+		if !wordIn(msg, n.Name) {
+			continue
+		}
+		if found != "" {
+			return ""
+		}
+		found = n.Name
+	}
+	return found
+}
+
+// wordIn says whether name occurs in s bounded by characters a node name
+// cannot contain.
+func wordIn(s, name string) bool {
+	isNameChar := func(b byte) bool {
+		return b == '-' || b == '.' || b >= '0' && b <= '9' || b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z'
+	}
+	for i := 0; ; {
+		j := strings.Index(s[i:], name)
+		if j < 0 {
+			return false
+		}
+		start, end := i+j, i+j+len(name)
+		if (start == 0 || !isNameChar(s[start-1])) && (end == len(s) || !isNameChar(s[end])) {
+			return true
+		}
+		i = start + 1
+	}
 }
