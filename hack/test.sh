@@ -125,6 +125,15 @@ step "SIGINT deletes everything the suite created"
   { tail -5 "$results/suite-help.txt"; echo "the suite's --help did not exit 0"; exit 1; }
 grep -q '^Suite flags:' "$results/suite-help.txt" && ! grep -q 'panic calling' "$results/suite-help.txt" ||
   { head -20 "$results/suite-help.txt"; echo "the suite's --help does not list its own flags first, or panicked"; exit 1; }
+# A bad flag value fails before any API call, naming the flag: with a
+# kubeconfig that does not exist, the message must be about the flag.
+for bad in "--variants bogus" "--bw-sizes 64Q" "--pairing ringg"; do
+  rc=0
+  # shellcheck disable=SC2086
+  msg=$(cd suites && "$results/suites.test" --kubeconfig=/nonexistent/kubeconfig $bad 2>&1) || rc=$?
+  [[ $rc == 2 && $msg == *"${bad%% *}"* && $msg != *nonexistent* ]] ||
+    { echo "$msg"; echo "suite $bad: exit $rc; want 2 naming ${bad%% *} before reading the kubeconfig"; exit 1; }
+done
 (cd suites && exec "$results/suites.test" --kubeconfig="$BED_DIR/kubeconfig" --labels suite=rdma \
   --bw-duration=30s --bw-iters=0 >"$results/sigint.log" 2>&1) &
 suite_pid=$!

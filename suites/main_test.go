@@ -308,6 +308,12 @@ func TestMain(m *testing.M) {
 	if flag.Lookup("test.list") != nil && flag.Lookup("test.list").Value.String() != "" {
 		os.Exit(m.Run()) // listing tests needs no cluster
 	}
+	// Every flag is checked before the first API call: a typo fails in
+	// seconds with its fix, never after the cluster answered.
+	rcfg, err := config()
+	if err != nil {
+		fatal(err)
+	}
 	if err := publishConfig(); err != nil {
 		fatal(err)
 	}
@@ -326,10 +332,6 @@ func TestMain(m *testing.M) {
 		fatal(err)
 	}
 	kl, err := klient.New(rc)
-	if err != nil {
-		fatal(err)
-	}
-	rcfg, err := config()
 	if err != nil {
 		fatal(err)
 	}

@@ -43,6 +43,10 @@ func runCleanup(args []string, stdout io.Writer) error {
 	if len(pos) > 0 {
 		return fmt.Errorf("unexpected argument %q: rdmasuite cleanup [--namespace NS] [--older-than D | --run ID] [--dry-run] (see: rdmasuite cleanup --help)", pos[0])
 	}
+	if o.RunID == "" && o.OlderThan <= 0 {
+		// Every run is at least 0 old: this would delete a run in progress.
+		return fmt.Errorf("--older-than %s selects every run, a live one included: give a positive age such as 2h, or --run ID for one run", o.OlderThan)
+	}
 	rc, where, err := cluster.RESTConfig(*kubeconfig, "")
 	if err != nil {
 		return err

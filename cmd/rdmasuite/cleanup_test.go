@@ -129,3 +129,15 @@ func TestCleanupRunNamespacesUnchanged(t *testing.T) {
 		t.Fatalf("printed %q, left %s", out.String(), left(t, cs))
 	}
 }
+
+// Issue 28.4: a negative or zero --older-than would select every run, a
+// live one included: refused before any API call, naming the fix.
+func TestCleanupRefusesANonPositiveAge(t *testing.T) {
+	for _, v := range []string{"-1h", "0s"} {
+		var out, errb strings.Builder
+		code := run([]string{"cleanup", "--kubeconfig", "/nonexistent/kubeconfig", "--older-than", v}, &out, &errb)
+		if code != 2 || !strings.Contains(errb.String(), "--older-than") || strings.Contains(errb.String(), "kubeconfig") {
+			t.Errorf("--older-than %s: exit %d, %q", v, code, errb.String())
+		}
+	}
+}
