@@ -12,7 +12,7 @@
 # code and client, pod create/poll/log/delete, the verdicts.
 #
 # Env: FLEET_NODES (256), FLEET_SIZES (16,64,256), FLEET_PAIRINGS (ring,all),
-# FLEET_CONCURRENCY (4, the suite's default), FLEET_MAX_PAIRS (300: larger
+# FLEET_CONCURRENCY (0, the suite's default: a round's pairs all at once), FLEET_MAX_PAIRS (300: larger
 # schedules are reported from the schedule only), FLEET_PORT_BASE (16443:
 # apiserver; +1 kwok's kubelet server; etcd on 22379/22380).
 set -euo pipefail
@@ -25,7 +25,7 @@ KWOK_BIN_DIR=$RDMASUITE_CACHE/kwok-$KWOK_VERSION
 NODES=${FLEET_NODES:-256}
 SIZES=${FLEET_SIZES:-16,64,256}
 PAIRINGS=${FLEET_PAIRINGS:-ring,all}
-CONC=${FLEET_CONCURRENCY:-4}
+CONC=${FLEET_CONCURRENCY:-0}
 MAX_PAIRS=${FLEET_MAX_PAIRS:-300}
 API_PORT=${FLEET_PORT_BASE:-16443}
 KWOK_PORT=$((API_PORT + 1))

@@ -80,7 +80,7 @@ var (
 	flagPairing         = flag.String("pairing", "ring", "ring (every node as client and server, 2 rounds) or all (every pair)")
 	flagRails           = flag.String("rails", "same", "rail pairing inside a node pair: same (rail i ↔ rail i) or cross (every rail × every rail)")
 	flagRailParallel    = flag.Bool("rail-parallel", false, "measure a pair's rails at the same time (default: one after another)")
-	flagConcurrency     = flag.Int("concurrency", 4, "pairs (or memlock / host probe pods) run at the same time")
+	flagConcurrency     = flag.Int("concurrency", 0, "pairs (or memlock / host probe pods) run at the same time; 0: every disjoint pair of a round (every node) at once, so wall time is rounds, not pairs")
 	flagLoopback        = flag.Bool("loopback", false, "also run a same-node pair on every node")
 	flagThresholds      = flag.String("thresholds", "", "thresholds file laid over the built-in thresholds/skus.yaml: its SKUs replace those of the same name whole, or are added (one new SKU is all it needs)")
 	flagThresholdsRepl  = flag.Bool("thresholds-replace", false, "use --thresholds FILE alone, without the built-in SKUs")

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/rdmasuite/rdmasuite/reports"
 )
@@ -36,5 +37,37 @@ func TestCollectReportsProgress(t *testing.T) {
 	// Without a Progress func nothing is reported and nothing breaks.
 	if got := New(nil, Config{}, "r2").Collect(1, func(int) []reports.Check { return nil }); len(got) != 0 {
 		t.Fatal(got)
+	}
+}
+
+// Issue 28.1: wall time is rounds, not pairs. Concurrency 0 (the suite's
+// default) runs every item of a group at once: the disjoint pairs of a
+// round share no node. A positive value caps it.
+func TestCollectUnlimitedRunsTheWholeRoundAtOnce(t *testing.T) {
+	for _, tc := range []struct{ limit, n, wantPeak int }{{0, 64, 64}, {4, 64, 4}, {-1, 8, 8}} {
+		r := New(nil, Config{Concurrency: tc.limit}, "c")
+		var mu sync.Mutex
+		running, peak := 0, 0
+		all := make(chan struct{})
+		r.Collect(tc.n, func(int) []reports.Check {
+			mu.Lock()
+			running++
+			peak = max(peak, running)
+			if running == tc.n {
+				close(all)
+			}
+			mu.Unlock()
+			select { // hold every item until all run, or a short while when capped
+			case <-all:
+			case <-time.After(20 * time.Millisecond):
+			}
+			mu.Lock()
+			running--
+			mu.Unlock()
+			return nil
+		})
+		if peak != tc.wantPeak {
+			t.Errorf("concurrency %d over %d items: peak %d, want %d", tc.limit, tc.n, peak, tc.wantPeak)
+		}
 	}
 }

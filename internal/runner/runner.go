@@ -236,7 +236,8 @@ func NotRun(id, variant, reason string, nodes ...string) reports.Check {
 	return reports.Check{ID: id, Variant: variant, Nodes: nodes, Status: reports.NotRun, Reason: reason}
 }
 
-// Collect runs fn(0..n-1) concurrently, at most Concurrency at a time,
+// Collect runs fn(0..n-1) concurrently, at most Concurrency at a time
+// (0: all at once),
 // stamps each call's checks with how long it took, and returns them in index
 // order (stable reports, whatever order the calls finish in).
 func (r *Runner) Collect(n int, fn func(i int) []reports.Check) []reports.Check {
@@ -292,6 +293,9 @@ func progressLine(cs []reports.Check, done, n int, took time.Duration) string {
 
 // parallel runs fn(0..n-1), at most limit at a time, and waits for all.
 func parallel(n, limit int, fn func(i int)) {
+	if limit <= 0 {
+		limit = n // unlimited: every item at once (a round's pairs share no node)
+	}
 	sem := make(chan struct{}, max(limit, 1))
 	var wg sync.WaitGroup
 	for i := 0; i < n; i++ {

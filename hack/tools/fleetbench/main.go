@@ -192,7 +192,7 @@ func runCmd(args []string) error {
 	kubeconfig := fs.String("kubeconfig", "", "kubeconfig of the private control plane")
 	sizesFlag := fs.String("sizes", "16,64,256", "fleet sizes")
 	modes := fs.String("pairings", "ring,all", "pairing modes")
-	conc := fs.Int("concurrency", 4, "runner concurrency (--concurrency; the suite's default is 4)")
+	conc := fs.Int("concurrency", 0, "runner concurrency (--concurrency; 0, the suite's default: every pair of a round at once)")
 	maxPairs := fs.Int("max-pairs", 300, "run a scenario only when its schedule has at most this many pairs; larger ones are computed from the schedule")
 	thr := fs.String("thresholds", "thresholds/skus.yaml", "thresholds file")
 	probeSec := fs.Float64("probe-sec", 0, "simulated probe duration of the kwok stages (for the report)")
@@ -258,6 +258,10 @@ func maxLen(s [][]pairing.Pair) int {
 func waves(s [][]pairing.Pair, conc int) int {
 	w := 0
 	for _, r := range s {
+		if conc <= 0 { // the suite's default: a round's pairs all at once
+			w++
+			continue
+		}
 		w += (len(r) + conc - 1) / conc
 	}
 	return w
