@@ -91,6 +91,15 @@ t=$SECONDS
 make -s e2e
 e2e_s=$((SECONDS - t))
 
+step "--dry-run: the plan, and nothing created"
+before=$("$K8S_BIN_DIR/kubectl" --kubeconfig "$BED_DIR/kubeconfig" get ns,pods -A -o name | sort)
+suite --kubeconfig="$BED_DIR/kubeconfig" --labels suite=rdma --dry-run >"$results/dry-run.log" 2>&1 ||
+  { cat "$results/dry-run.log"; echo "--dry-run did not exit 0"; exit 1; }
+grep -E 'plan \[shared-dev\]: [0-9]+ node\(s\) measured, [0-9]+ round\(s\).*wave\(s\); estimated' "$results/dry-run.log" ||
+  { cat "$results/dry-run.log"; echo "--dry-run printed no plan with rounds, waves and an estimate"; exit 1; }
+[[ $("$K8S_BIN_DIR/kubectl" --kubeconfig "$BED_DIR/kubeconfig" get ns,pods -A -o name | sort) == "$before" ]] ||
+  { echo "--dry-run created namespaces or pods"; exit 1; }
+
 step "suite against the bed: bandwidth + memlock (must report the bed's real state)"
 t=$SECONDS
 if suite -test.timeout=10m --kubeconfig="$BED_DIR/kubeconfig" --labels suite=rdma \

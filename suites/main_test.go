@@ -82,6 +82,7 @@ var (
 	flagRailParallel    = flag.Bool("rail-parallel", false, "measure a pair's rails at the same time (default: one after another)")
 	flagConcurrency     = flag.Int("concurrency", 0, "pairs (or memlock / host probe pods) run at the same time; 0: every disjoint pair of a round (every node) at once, so wall time is rounds, not pairs")
 	flagLoopback        = flag.Bool("loopback", false, "also run a same-node pair on every node")
+	flagDryRun          = flag.Bool("dry-run", false, "print the plan (nodes, pairs, rounds, waves, estimated duration) and the thresholds header, create nothing, exit 0")
 	flagThresholds      = flag.String("thresholds", "", "thresholds file laid over the built-in thresholds/skus.yaml: its SKUs replace those of the same name whole, or are added (one new SKU is all it needs)")
 	flagThresholdsRepl  = flag.Bool("thresholds-replace", false, "use --thresholds FILE alone, without the built-in SKUs")
 	flagThresholdsOver  = flag.String("thresholds-overlay", "", "thresholds file laid over the built-in ones (or --thresholds): each of its SKUs replaces the SKU of the same name whole (no field merge) or is added, and its SKUs are matched to nodes first; e.g. a ConfigMap mounted at /etc/rdmasuite/thresholds/skus.yaml")
@@ -388,7 +389,16 @@ func TestMain(m *testing.M) {
 	for _, l := range run.ThresholdsHeader(hctx) {
 		say("rdmasuite: %s\n", l)
 	}
+	// The plan before anything is created: pairs, rounds, waves and an
+	// estimate. --dry-run stops here.
+	for _, l := range run.Plan(hctx) {
+		say("rdmasuite: %s\n", l)
+	}
 	hcancel()
+	if *flagDryRun {
+		say("rdmasuite: --dry-run: nothing was created; the run would start here\n")
+		os.Exit(0)
+	}
 	started := time.Now()
 
 	// The internal deadline: features stop starting pods in time for the

@@ -218,37 +218,8 @@ func PlanLine(variant string, groups [][]sharedPair) string {
 // pair's judged checks, and for bandwidth the same-node pairs and the
 // per-node ports/isolation rows.
 func (r *Runner) runPaired(ctx context.Context, v Variant, plan []string) map[string][]reports.Check {
-	feats := map[string]pairedFeature{}
-	out := map[string][]reports.Check{}
-	rounds := map[string][][]pairing.Pair{}
-	byName := map[string]corev1.Node{}
-	var order, loopback []string
-	var bwNodes []corev1.Node
-	for _, name := range plan {
-		f := r.pairedFeature(name)
-		feats[name] = f
-		with, rs, rows, done := r.pairedNodesOf(ctx, v, f)
-		out[name] = rows
-		for _, n := range with {
-			byName[n.Name] = n
-		}
-		if name == PairedBandwidth {
-			// The ports and isolation rows are every node's, measured
-			// or not; a feature whose nodes could not be listed has none.
-			if !done {
-				bwNodes = with
-				if r.Cfg.Loopback {
-					loopback = nodeNames(with)
-				}
-			}
-		}
-		if done {
-			continue
-		}
-		rounds[name] = rs
-		order = append(order, name)
-	}
-	groups := pairGroups(order, rounds, loopback)
+	sch := r.schedulePaired(ctx, v, plan)
+	feats, out, byName, groups, bwNodes := sch.feats, sch.rows, sch.byName, sch.groups, sch.bwNodes
 	if r.Progress != nil && len(groups) > 0 {
 		r.Progress(PlanLine(v.Label, groups))
 	}
@@ -478,4 +449,128 @@ func splitSide(logs string, podExit int32, podErr error, names []string) []runSi
 		}
 	}
 	return out
+}
+
+// pairedSchedule is what a variant's paired features will run: each
+// feature's own rows (nodes without the resource, no pair), the node
+// pairs grouped into rounds that share pods, and the nodes whose
+// ports/isolation rows bandwidth owes. Reads the API only.
+type pairedSchedule struct {
+	feats   map[string]pairedFeature
+	rows    map[string][]reports.Check
+	byName  map[string]corev1.Node
+	groups  [][]sharedPair
+	bwNodes []corev1.Node
+}
+
+func (r *Runner) schedulePaired(ctx context.Context, v Variant, plan []string) pairedSchedule {
+	feats := map[string]pairedFeature{}
+	out := map[string][]reports.Check{}
+	rounds := map[string][][]pairing.Pair{}
+	byName := map[string]corev1.Node{}
+	var order, loopback []string
+	var bwNodes []corev1.Node
+	for _, name := range plan {
+		f := r.pairedFeature(name)
+		feats[name] = f
+		with, rs, rows, done := r.pairedNodesOf(ctx, v, f)
+		out[name] = rows
+		for _, n := range with {
+			byName[n.Name] = n
+		}
+		if name == PairedBandwidth {
+			// The ports and isolation rows are every node's, measured
+			// or not; a feature whose nodes could not be listed has none.
+			if !done {
+				bwNodes = with
+				if r.Cfg.Loopback {
+					loopback = nodeNames(with)
+				}
+			}
+		}
+		if done {
+			continue
+		}
+		rounds[name] = rs
+		order = append(order, name)
+	}
+	groups := pairGroups(order, rounds, loopback)
+	return pairedSchedule{feats: feats, rows: out, byName: byName, groups: groups, bwNodes: bwNodes}
+}
+
+// typicalPodStart is the plan's allowance for starting a pod pair (image
+// present, device plugin ready); the run's phases table shows the real one.
+const typicalPodStart = 15 * time.Second
+
+// Plan says, before anything is created, what the paired features of each
+// variant will run: the pod-sharing line, the nodes measured, rounds,
+// waves at the run's concurrency, and an estimated duration from the
+// flags (pod start plus each rail × op × size's measurement). It reads the
+// API only; --dry-run prints it and stops.
+func (r *Runner) Plan(ctx context.Context) []string {
+	var out []string
+	for _, v := range r.Cfg.VariantList() {
+		plan := r.Cfg.PairedPlan[v.Label]
+		if len(plan) == 0 {
+			continue
+		}
+		sch := r.schedulePaired(ctx, v, plan)
+		if len(sch.groups) == 0 {
+			why := "no pair can run"
+			for _, rows := range sch.rows {
+				if len(rows) > 0 && rows[0].Reason != "" {
+					why = rows[0].Reason
+					break
+				}
+			}
+			out = append(out, fmt.Sprintf("plan [%s]: %s: nothing will be measured", v.Label, why))
+			continue
+		}
+		waves, maxPairs := 0, 0
+		var est time.Duration
+		for _, g := range sch.groups {
+			maxPairs = max(maxPairs, len(g))
+			w := 1
+			if r.Cfg.Concurrency > 0 {
+				w = (len(g) + r.Cfg.Concurrency - 1) / r.Cfg.Concurrency
+			}
+			waves += w
+			var longest time.Duration
+			for _, sp := range g {
+				longest = max(longest, r.pairEstimate(sch, sp))
+			}
+			est += time.Duration(w) * (typicalPodStart + longest)
+		}
+		conc := "all at once"
+		if r.Cfg.Concurrency > 0 {
+			conc = fmt.Sprintf("at most %d at once", r.Cfg.Concurrency)
+		}
+		out = append(out, PlanLine(v.Label, sch.groups),
+			fmt.Sprintf("plan [%s]: %d node(s) measured, %d round(s) of up to %d pair(s), %s: %d wave(s); estimated ≈ %s (a wave: pod start ≈ %s + its longest pair's measurement)",
+				v.Label, len(sch.byName), len(sch.groups), maxPairs, conc, waves, est.Round(time.Second), typicalPodStart))
+	}
+	return out
+}
+
+// pairEstimate is one pair's measurement time from the flags: per feature,
+// rails (the client's SKU ports, one with --device or --rail-parallel) ×
+// ops × sizes × the time per measurement (--bw-duration, or about a second
+// for an iteration count), plus a second of setup per rail and op.
+func (r *Runner) pairEstimate(sch pairedSchedule, sp sharedPair) time.Duration {
+	rails := 1
+	if !r.Cfg.RailParallel && r.Cfg.Device == "" {
+		if sku, err := r.Cfg.Thresholds.ForNode(sp.p.Client, sch.byName[sp.p.Client].Labels, r.Cfg.SKU); err == nil && sku.PortsPerNode.Value != nil {
+			rails = max(1, int(*sku.PortsPerNode.Value))
+		}
+	}
+	var d time.Duration
+	for _, name := range sp.feats {
+		f := sch.feats[name]
+		per := time.Second
+		if name == PairedBandwidth && r.Cfg.BWIters == 0 && r.Cfg.BWDuration > 0 {
+			per = r.Cfg.BWDuration
+		}
+		d += time.Duration(rails*len(f.ops)) * (time.Duration(len(f.sizes))*per + time.Second)
+	}
+	return d
 }

@@ -3,12 +3,14 @@ package runner
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
@@ -237,5 +239,39 @@ func TestStopDuringSharedPairsNamesTheRidingFeatures(t *testing.T) {
 	<-done
 	if n := r.RecordUnfinished("after"); n != 0 {
 		t.Errorf("%d features still marked running after the session", n)
+	}
+}
+
+// Issue 28.1: the plan before the run: rounds, waves at the concurrency,
+// an estimate, and nothing created. 256 nodes in a ring are 2 rounds of
+// 128 disjoint pairs: 2 waves at the default, 64 at --concurrency 4.
+func TestPlanIsRoundsNotPairs(t *testing.T) {
+	var objs []runtime.Object
+	for i := range 256 {
+		objs = append(objs, testNode(fmt.Sprintf("gpu-%03d", i), 8))
+	}
+	for _, tc := range []struct {
+		conc  int
+		waves string
+	}{{0, "2 wave(s)"}, {4, "64 wave(s)"}} {
+		cs := fake.NewClientset(objs...)
+		cfg := testConfig(t)
+		cfg.Concurrency = tc.conc
+		cfg.PairedPlan = map[string][]string{VariantSharedDev: {PairedBandwidth}}
+		r := New(cs, cfg, "plan")
+		got := strings.Join(r.Plan(context.Background()), "\n")
+		for _, want := range []string{"256 pair(s), 512 pod starts", "256 node(s) measured", "2 round(s) of up to 128 pair(s)", tc.waves, "estimated ≈ "} {
+			if !strings.Contains(got, want) {
+				t.Errorf("concurrency %d: plan lacks %q:\n%s", tc.conc, want, got)
+			}
+		}
+		if pods, _ := cs.CoreV1().Pods("").List(context.Background(), metav1.ListOptions{}); len(pods.Items) != 0 {
+			t.Fatalf("the plan created %d pods", len(pods.Items))
+		}
+		for _, a := range cs.Actions() {
+			if a.GetVerb() != "list" && a.GetVerb() != "get" {
+				t.Fatalf("the plan did %s %s", a.GetVerb(), a.GetResource().Resource)
+			}
+		}
 	}
 }
