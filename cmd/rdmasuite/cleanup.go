@@ -43,9 +43,10 @@ func runCleanup(args []string, stdout io.Writer) error {
 	if len(pos) > 0 {
 		return fmt.Errorf("unexpected argument %q: rdmasuite cleanup [--namespace NS] [--older-than D | --run ID] [--dry-run] (see: rdmasuite cleanup --help)", pos[0])
 	}
-	if o.RunID == "" && o.OlderThan <= 0 {
-		// Every run is at least 0 old: this would delete a run in progress.
-		return fmt.Errorf("--older-than %s selects every run, a live one included: give a positive age such as 2h, or --run ID for one run", o.OlderThan)
+	if o.RunID == "" && o.OlderThan < 0 {
+		// A negative age is a typo (-1h for 1h), never a request: it would
+		// select every run, a live one included. 0s says that on purpose.
+		return fmt.Errorf("--older-than %s is negative: it would select every run, a live one included; give an age such as 2h (0s deletes every run on purpose), or --run ID for one run", o.OlderThan)
 	}
 	rc, where, err := cluster.RESTConfig(*kubeconfig, "")
 	if err != nil {
