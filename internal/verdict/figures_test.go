@@ -29,6 +29,18 @@ func judgeOne(t *testing.T, metric *metric, edit func(f *bw.Figures, c, s *bw.Pr
 	return cs[0]
 }
 
+// expectFigures: want "" means the check passes; otherwise it is an error
+// whose reason names want.
+func expectFigures(t *testing.T, name string, c reports.Check, want string) {
+	t.Helper()
+	switch {
+	case want == "" && c.Status != reports.Pass:
+		t.Errorf("%s: %s %s", name, c.Status, c.Reason+c.Diagnosis)
+	case want != "" && (c.Status != reports.Error || !strings.Contains(c.Reason, want)):
+		t.Errorf("%s: want error naming %q, got %s %q", name, want, c.Status, c.Reason+c.Diagnosis)
+	}
+}
+
 // Issue 27.1: a figure the facts beside it contradict is refused (an
 // error naming the contradiction), never judged against the floor.
 func TestImpossibleBandwidthFiguresAreErrors(t *testing.T) {
@@ -71,13 +83,7 @@ func TestImpossibleBandwidthFiguresAreErrors(t *testing.T) {
 			c.Rails = append(c.Rails, again)
 		}, "measured twice"},
 	} {
-		c := judgeOne(t, nil, tc.edit)
-		switch {
-		case tc.want == "" && c.Status != reports.Pass:
-			t.Errorf("%s: %s %s", tc.name, c.Status, c.Reason+c.Diagnosis)
-		case tc.want != "" && (c.Status != reports.Error || !strings.Contains(c.Reason, tc.want)):
-			t.Errorf("%s: want error naming %q, got %s %q", tc.name, tc.want, c.Status, c.Reason+c.Diagnosis)
-		}
+		expectFigures(t, tc.name, judgeOne(t, nil, tc.edit), tc.want)
 	}
 }
 
@@ -137,13 +143,7 @@ func TestImpossibleLatencyFiguresAreErrors(t *testing.T) {
 			tc.edit(summary(f), f)
 		})
 		in := latInput(t, []string{"write"}, cli, srv)
-		c := Latency(in).Checks[0]
-		switch {
-		case tc.want == "" && c.Status != reports.Pass:
-			t.Errorf("%s: %s %s", tc.name, c.Status, c.Reason+c.Diagnosis)
-		case tc.want != "" && (c.Status != reports.Error || !strings.Contains(c.Reason, tc.want)):
-			t.Errorf("%s: want error naming %q, got %s %q", tc.name, tc.want, c.Status, c.Reason+c.Diagnosis)
-		}
+		expectFigures(t, tc.name, Latency(in).Checks[0], tc.want)
 	}
 }
 
