@@ -261,6 +261,18 @@ func setsText(sets [][]bw.Rail) string {
 // (rails run in sequence unless RailParallel), ops × sizes × (measurement
 // time + 30 s of setup slack).
 func (r *Runner) clientBudget(sku *thresholds.SKU, ops int) time.Duration {
+	rails := r.railsInSequence(sku)
+	per := r.Cfg.BWDuration
+	if r.Cfg.BWIters > 0 {
+		per = 0
+	}
+	return r.Cfg.PodTimeout + time.Duration(rails*ops*len(r.Cfg.BWSizes))*(per+30*time.Second)
+}
+
+// railsInSequence is how many rail pairs a client measures one after
+// another: the SKU's ports (one with --device, --rail-parallel or no SKU),
+// squared in cross mode.
+func (r *Runner) railsInSequence(sku *thresholds.SKU) int {
 	rails := 1
 	if !r.Cfg.RailParallel && sku != nil && sku.PortsPerNode.Value != nil && r.Cfg.Device == "" {
 		rails = max(1, int(*sku.PortsPerNode.Value))
@@ -268,11 +280,7 @@ func (r *Runner) clientBudget(sku *thresholds.SKU, ops int) time.Duration {
 	if r.Cfg.RailMode == bw.RailsCross {
 		rails *= rails
 	}
-	per := r.Cfg.BWDuration
-	if r.Cfg.BWIters > 0 {
-		per = 0
-	}
-	return r.Cfg.PodTimeout + time.Duration(rails*ops*len(r.Cfg.BWSizes))*(per+30*time.Second)
+	return rails
 }
 
 // recordBWPhases adds the client's exchange and measurement time.

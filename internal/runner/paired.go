@@ -517,8 +517,8 @@ func (r *Runner) Plan(ctx context.Context) []string {
 		sch := r.schedulePaired(ctx, v, plan)
 		if len(sch.groups) == 0 {
 			why := "no pair can run"
-			for _, rows := range sch.rows {
-				if len(rows) > 0 && rows[0].Reason != "" {
+			for _, name := range plan { // the first feature's reason, in plan order
+				if rows := sch.rows[name]; len(rows) > 0 && rows[0].Reason != "" {
 					why = rows[0].Reason
 					break
 				}
@@ -553,16 +553,12 @@ func (r *Runner) Plan(ctx context.Context) []string {
 }
 
 // pairEstimate is one pair's measurement time from the flags: per feature,
-// rails (the client's SKU ports, one with --device or --rail-parallel) ×
+// rails (railsInSequence, as the client's pod budget counts them) ×
 // ops × sizes × the time per measurement (--bw-duration, or about a second
 // for an iteration count), plus a second of setup per rail and op.
 func (r *Runner) pairEstimate(sch pairedSchedule, sp sharedPair) time.Duration {
-	rails := 1
-	if !r.Cfg.RailParallel && r.Cfg.Device == "" {
-		if sku, err := r.Cfg.Thresholds.ForNode(sp.p.Client, sch.byName[sp.p.Client].Labels, r.Cfg.SKU); err == nil && sku.PortsPerNode.Value != nil {
-			rails = max(1, int(*sku.PortsPerNode.Value))
-		}
-	}
+	sku, _ := r.Cfg.Thresholds.ForNode(sp.p.Client, sch.byName[sp.p.Client].Labels, r.Cfg.SKU)
+	rails := r.railsInSequence(sku) // no SKU: one rail
 	var d time.Duration
 	for _, name := range sp.feats {
 		f := sch.feats[name]
