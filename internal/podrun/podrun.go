@@ -16,7 +16,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/rdmasuite/rdmasuite/internal/cluster"
@@ -118,7 +119,7 @@ type Result struct {
 	Logs     string
 	Collect  time.Duration // fetching logs after the pod ended
 	// StartLatency is create → first seen with its container started (or
-	// finished), at the poll interval's resolution; API timestamps have only
+	// finished), as the watch saw it; API timestamps have only
 	// whole seconds.
 	StartLatency time.Duration
 }
@@ -153,11 +154,7 @@ func Start(ctx context.Context, cs kubernetes.Interface, s Spec, timeout time.Du
 	}
 	cur := created
 	var ended error
-	werr := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
-		p, err := pods.Get(ctx, created.Name, metav1.GetOptions{})
-		if err != nil {
-			return false, nil
-		}
+	werr := watchPod(ctx, cs, created, timeout, func(p *corev1.Pod) (bool, error) {
 		cur = p
 		if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
 			logs, _ := Logs(ctx, cs, s.Namespace, p.Name)
@@ -187,13 +184,8 @@ func Wait(ctx context.Context, cs kubernetes.Interface, pod *corev1.Pod, timeout
 
 // waitFrom is Wait; with createdAt set it also measures the start latency.
 func waitFrom(ctx context.Context, cs kubernetes.Interface, pod *corev1.Pod, timeout time.Duration, createdAt time.Time) (Result, error) {
-	pods := cs.CoreV1().Pods(pod.Namespace)
 	res := Result{Pod: pod}
-	werr := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
-		p, err := pods.Get(ctx, pod.Name, metav1.GetOptions{})
-		if err != nil {
-			return false, nil
-		}
+	werr := watchPod(ctx, cs, pod, timeout, func(p *corev1.Pod) (bool, error) {
 		res.Pod, res.Phase = p, p.Status.Phase
 		if res.StartLatency == 0 && !createdAt.IsZero() && containerStarted(p) {
 			res.StartLatency = time.Since(createdAt)
@@ -214,6 +206,75 @@ func waitFrom(ctx context.Context, cs kubernetes.Interface, pod *corev1.Pod, tim
 			res.Pod.Spec.NodeName, timeout, Describe(res.Pod), warningEvents(context.WithoutCancel(ctx), cs, pod.Namespace, pod.Name))
 	}
 	return res, nil
+}
+
+// watchPod calls cond with the pod as it is now and on every change until
+// cond says done, cond fails, or timeout passes: one GET and one watch per
+// wait (both again only if the API ends the watch), never a GET per
+// interval, so a round of hundreds of pods does not queue behind the
+// client's rate limit. A non-nil error means cond did not finish it (the
+// caller tells its own timeout from the run's ctx).
+func watchPod(ctx context.Context, cs kubernetes.Interface, pod *corev1.Pod, timeout time.Duration, cond func(*corev1.Pod) (bool, error)) error {
+	wctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	pods := cs.CoreV1().Pods(pod.Namespace)
+	byName := fields.OneTermEqualSelector("metadata.name", pod.Name).String()
+	for {
+		cur, err := pods.Get(wctx, pod.Name, metav1.GetOptions{})
+		if err == nil {
+			if done, err := cond(cur); done || err != nil {
+				return err
+			}
+		}
+		if wctx.Err() != nil {
+			return wctx.Err()
+		}
+		opts := metav1.ListOptions{FieldSelector: byName}
+		if cur != nil && err == nil {
+			opts.ResourceVersion = cur.ResourceVersion
+		}
+		w, werr := pods.Watch(wctx, opts)
+		if werr != nil {
+			// The API refused the watch: wait a moment and start over
+			// (a GET, then a new watch).
+			select {
+			case <-wctx.Done():
+				return wctx.Err()
+			case <-time.After(time.Second):
+			}
+			continue
+		}
+		done, err := drain(wctx, w, pod.Name, cond)
+		w.Stop()
+		if done || err != nil {
+			return err
+		}
+		if wctx.Err() != nil {
+			return wctx.Err()
+		}
+	}
+}
+
+// drain feeds cond the pod's watch events until cond finishes, the watch
+// ends (done false, err nil: the caller starts over) or ctx ends.
+func drain(ctx context.Context, w watch.Interface, name string, cond func(*corev1.Pod) (bool, error)) (bool, error) {
+	for {
+		select {
+		case <-ctx.Done():
+			return false, ctx.Err()
+		case e, ok := <-w.ResultChan():
+			if !ok || e.Type == watch.Error {
+				return false, nil
+			}
+			p, isPod := e.Object.(*corev1.Pod)
+			if !isPod || p.Name != name || e.Type == watch.Deleted {
+				continue
+			}
+			if done, err := cond(p); done || err != nil {
+				return true, err
+			}
+		}
+	}
 }
 
 // stopped is the error for a pod the run itself stopped waiting for: the

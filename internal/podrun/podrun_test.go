@@ -4,12 +4,16 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 )
 
 func TestPodIsUnprivilegedAndLabelled(t *testing.T) {
@@ -69,5 +73,55 @@ func TestRunStoppedByTheRunsDeadline(t *testing.T) {
 	}
 	if _, err := cs.CoreV1().Pods("ns").Get(context.Background(), "p", metav1.GetOptions{}); err == nil {
 		t.Fatal("the pod must be deleted when the run stops waiting")
+	}
+}
+
+// Issue 28.1: waiting on a pod is a watch, not a poll: a whole round of
+// pods (hundreds at once) must not queue behind the client's rate limit.
+// The fake API counts what the waiters ask: one list and one watch per
+// wait, and no GET per interval, however long the pod takes.
+func TestWaitingWatchesInsteadOfPolling(t *testing.T) {
+	cs := fake.NewClientset()
+	var gets, lists, watches atomic.Int32
+	cs.PrependReactor("get", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if a.GetSubresource() == "" { // not the log read
+			gets.Add(1)
+		}
+		return false, nil, nil
+	})
+	cs.PrependReactor("list", "pods", func(k8stesting.Action) (bool, runtime.Object, error) { lists.Add(1); return false, nil, nil })
+	cs.PrependWatchReactor("pods", func(k8stesting.Action) (bool, watch.Interface, error) { watches.Add(1); return false, nil, nil })
+	s := Spec{Name: "srv", Namespace: "ns", RunID: "r", Image: "img:1"}
+	go func() { // the kubelet: running after 1.5 s, done after 3 s
+		time.Sleep(1500 * time.Millisecond)
+		setPhase(t, cs, "srv", corev1.PodRunning, "10.0.0.7")
+		time.Sleep(1500 * time.Millisecond)
+		setPhase(t, cs, "srv", corev1.PodSucceeded, "10.0.0.7")
+	}()
+	pod, took, err := Start(context.Background(), cs, s, 10*time.Second)
+	if err != nil || pod.Status.PodIP != "10.0.0.7" || took < time.Second {
+		t.Fatalf("start: %v %v %v", pod, took, err)
+	}
+	res, err := Wait(context.Background(), cs, pod, 10*time.Second)
+	if err != nil || res.Phase != corev1.PodSucceeded {
+		t.Fatalf("wait: %+v %v", res, err)
+	}
+	if gets.Load() > 4 || watches.Load() < 2 { // the simulated kubelet's own 2 GETs count too
+		t.Fatalf("%d GETs, %d lists, %d watches over 3 s of waiting: polling, not watching", gets.Load(), lists.Load(), watches.Load())
+	}
+}
+
+func setPhase(t *testing.T, cs *fake.Clientset, name string, phase corev1.PodPhase, ip string) {
+	p, err := cs.CoreV1().Pods("ns").Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil {
+		t.Error(err)
+		return
+	}
+	p.Status.Phase, p.Status.PodIP = phase, ip
+	if phase == corev1.PodSucceeded {
+		p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "probe", State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 0}}}}
+	}
+	if _, err := cs.CoreV1().Pods("ns").UpdateStatus(context.Background(), p, metav1.UpdateOptions{}); err != nil {
+		t.Error(err)
 	}
 }
