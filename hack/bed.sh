@@ -105,7 +105,7 @@ step_images() {
   # guest node (hack/guestnode/up.sh copies $img/*.tar) imports both.
   rm -f "$img/rdmaprobe.tar" "$img/rdmasuite-runner.tar"
   make -s --no-print-directory -C "$repo" images BIN_DIR="$bin" IMAGES_DIR="$img" \
-    IMAGE_REPO=docker.io/rdmasuite IMAGE_TAG="$IMAGE_TAG" >&2
+    IMAGE_REPO=docker.io/rdmasuite IMAGE_TAG="$IMAGE_TAG" VERSION="$IMAGE_TAG" >&2
   [[ -s $img/rdmaprobe.tar && -s $img/rdmasuite-runner.tar ]] ||
     die "make images wrote no $img/rdmaprobe.tar or $img/rdmasuite-runner.tar"
 }

@@ -8,6 +8,11 @@
 # the resources a guest node advertises, and no Network Operator (the guest
 # loads rdma_rxe itself: drivers managed outside Kubernetes). Sourced by
 # hack/demo.sh and hack/test.sh.
-GUEST_SUITE_ARGS=(--node-selector rdmasuite.io/guest-node=true --variants shared-dev,hostdev --loopback
+# GUEST_RUN_ARGS leave nodes and variants to the suite's defaults (make
+# test's main guest run proves they choose the two guests and both
+# variants); GUEST_SUITE_ARGS name them, for beds whose host nodes also
+# advertise the RDMA resource.
+GUEST_RUN_ARGS=(--loopback
   --bw-iters 100 --bw-sizes 64K --bw-qps 2 --memlock-max 16M
   --preflight-resources rdma/rdma_shared_device_a,nvidia.com/hostdev --network-operator=false)
+GUEST_SUITE_ARGS=(--node-selector rdmasuite.io/guest-node=true --variants shared-dev,hostdev "${GUEST_RUN_ARGS[@]}")

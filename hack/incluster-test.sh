@@ -99,6 +99,13 @@ grep -q 'site-h100-pcie ("NVIDIA-H100-PCIe\*") takes over H100-PCIe/NDR-400 (par
   { grep 'thresholds' "$out/failing-job-full.log"; echo "the Job's header does not name the built-ins the overlay takes over"; exit 1; }
 grep -Eq 'thresholds: SKU A100/HDR-200 from [^ ]+skus.yaml judges [0-9]+ node\(s\): .*node-1' "$out/failing-job-full.log" ||
   { grep 'thresholds' "$out/failing-job-full.log"; echo "the Job's header does not name the SKU and file judging node-1"; exit 1; }
+# The shipped Job runs unedited (no --image, --variants or --node-selector):
+# the runner's own version picks the probe image, auto skips hostdev on a
+# cluster without Multus and says why, and the default selection takes the
+# nodes that advertise the RDMA resource.
+grep -q 'variants: shared-dev (auto: what the cluster can run; skipped hostdev (Multus is not installed' "$out/failing-job-full.log" &&
+  grep -Eq 'nodes: 2 selected \(no --node-selector' "$out/failing-job-full.log" ||
+  { grep -E 'variants|nodes:' "$out/failing-job-full.log"; echo "the Job's header does not say which variants and nodes its defaults chose"; exit 1; }
 hack/tool.sh expectresults -results "$out/failing.json" -expect hack/incluster/acceptance-expect.txt
 grep -q 'hack/incluster/acceptance/skus.yaml' "$out/failing.json" ||
   { echo "no check in the results was judged against the overlay's threshold"; exit 1; }
@@ -114,6 +121,8 @@ can get pods:log "$ns" yes
 can create jobs.batch "$ns" yes
 can create services "$ns" yes
 can list nodes - yes
+can get network-attachment-definitions.k8s.cni.cncf.io default yes
+can create network-attachment-definitions.k8s.cni.cncf.io default no
 can update configmaps/rdmasuite-latest "$ns" yes
 can create pods default no
 can create pods kube-system no

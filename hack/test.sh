@@ -97,12 +97,20 @@ suite --kubeconfig="$BED_DIR/kubeconfig" --labels suite=rdma --dry-run >"$result
   { cat "$results/dry-run.log"; echo "--dry-run did not exit 0"; exit 1; }
 grep -E 'plan \[shared-dev\]: [0-9]+ node\(s\) measured, [0-9]+ round\(s\).*wave\(s\); estimated' "$results/dry-run.log" ||
   { cat "$results/dry-run.log"; echo "--dry-run printed no plan with rounds, waves and an estimate"; exit 1; }
+# The defaults on a cluster without Multus: --variants auto runs shared-dev
+# and names the skipped hostdev with its reason; without --node-selector the
+# nodes that advertise the RDMA resource are selected, and the header says so.
+grep -F 'variants: shared-dev (auto: what the cluster can run; skipped hostdev (Multus is not installed' "$results/dry-run.log" &&
+  grep -E '^rdmasuite: nodes: 2 selected \(no --node-selector: the nodes that advertise rdma/rdma_shared_device_a, never the control plane\)' "$results/dry-run.log" ||
+  { cat "$results/dry-run.log"; echo "--dry-run's header does not say which variants and nodes the defaults chose"; exit 1; }
 [[ $("$K8S_BIN_DIR/kubectl" --kubeconfig "$BED_DIR/kubeconfig" get ns,pods -A -o name | sort) == "$before" ]] ||
   { echo "--dry-run created namespaces or pods"; exit 1; }
 
 step "suite against the bed: bandwidth + memlock (must report the bed's real state)"
 t=$SECONDS
-if suite -test.timeout=10m --kubeconfig="$BED_DIR/kubeconfig" --labels suite=rdma \
+# Both variants named: a variant the operator asks for and the cluster
+# cannot run (hostdev, no Multus) is not skipped, it fails the run.
+if suite -test.timeout=10m --kubeconfig="$BED_DIR/kubeconfig" --labels suite=rdma --variants shared-dev,hostdev \
   --report-dir="$results" --bw-duration=2s >"$results/suite.log" 2>&1; then
   cat "$results/suite.log"
   echo "the rdma suite passed on a bed without RDMA devices: it must fail there"; exit 1
@@ -212,6 +220,20 @@ for g in rxe-node-1 rxe-node-2; do
 done
 [[ $(kc get node rxe-node-2 -o 'jsonpath={.spec.taints[*].key}') == *rdmasuite.io/staged* ]] ||
   { echo "rxe-node-2 lacks the taint of $guest_conf"; exit 1; }
+# The host nodes beside the guests become the defaults' traps (issue 28.5):
+# node-1 still advertises the RDMA resource but is labelled control plane;
+# node-2 becomes a CPU node (no RDMA labels, no extended resources). The
+# main guest run names no --node-selector and no --variants: it must take
+# the two guests and both variants, and say why it left the others out.
+kc label node node-1 node-role.kubernetes.io/control-plane= --overwrite >/dev/null
+kc label node node-2 feature.node.kubernetes.io/pci-15b3.present- network.nvidia.com/operator.mofed.wait- nvidia.com/gpu.present- nvidia.com/gpu.product- >/dev/null
+kc patch node node-2 --subresource=status --type=json -p '[{"op":"remove","path":"/status/capacity/rdma~1rdma_shared_device_a"},{"op":"remove","path":"/status/capacity/nvidia.com~1hostdev"},{"op":"remove","path":"/status/capacity/nvidia.com~1gpu"}]' >/dev/null
+for _ in $(seq 30); do
+  [[ $(kc get node node-2 -o 'jsonpath={.status.allocatable}') != *rdma_shared_device_a* ]] && break
+  sleep 1
+done
+[[ $(kc get node node-2 -o 'jsonpath={.status.allocatable}') != *rdma_shared_device_a* ]] ||
+  { echo "node-2 still advertises rdma/rdma_shared_device_a"; exit 1; }
 t=$SECONDS
 hack/guestnode/selftest.sh rxe-node-1 rxe-node-2
 # Rail 1 of rxe-node-2 goes down (its eth2, under rxe1): that rail must fail
@@ -223,12 +245,15 @@ guest_results=$results/guest
 # run fail; every other check must pass (hack/guest-expect.txt says which is
 # which).
 if suite -test.timeout=30m --kubeconfig="$BED_DIR/kubeconfig" --labels suite=rdma,suite=doctor,suite=latency,suite=msgrate \
-  --report-dir="$guest_results" "${GUEST_SUITE_ARGS[@]}" >"$results/guest.log" 2>&1; then
+  --report-dir="$guest_results" "${GUEST_RUN_ARGS[@]}" >"$results/guest.log" 2>&1; then
   echo "the guest suite passed although rxe-node-2's memlock is 64 KiB and its rail 1 is down: it must fail there"; exit 1
 fi
 [[ -f $guest_results/results.json ]] || { tail -40 "$results/guest.log"; echo "the guest suite wrote no results"; exit 1; }
 hack/tool.sh expectresults -results "$guest_results/results.json" -expect hack/guest-expect.txt ||
   { tail -40 "$results/guest.log"; exit 1; }
+grep -F 'rdmasuite: variants: shared-dev, hostdev (auto: what the cluster can run)' "$results/guest.log" &&
+  grep -F ': 2 advertise; left out: 1 control plane (node-1), 1 without an RDMA resource or label (node-2)' "$results/guest.log" ||
+  { grep -E '^rdmasuite: (variants|nodes)' "$results/guest.log"; echo "the default run's header does not say it chose both variants and the two guests"; exit 1; }
 expect_rc 1 "$rdmasuite" report "$guest_results/results.json" >"$results/guest-report.txt"
 cut -c1-220 "$results/guest-report.txt"
 guest_s=$((SECONDS - t))

@@ -51,16 +51,16 @@ import (
 // Suite-wide flags (after -args). e2e-framework's own flags (--kubeconfig,
 // --labels, --feature, --assess, --fail-fast, …) work as documented there.
 var (
-	flagImage       = flag.String("image", "rdmasuite/rdmaprobe:dev", "rdmaprobe image the probe pods run (build it from images/rdmaprobe)")
+	flagImage       = flag.String("image", runner.DefaultProbeImage(), "rdmaprobe image the probe pods run (default: the released probe image of this suite's version; build your own with make images)")
 	flagRDMARes     = flag.String("rdma-resource", "rdma/rdma_shared_device_a", "extended resource(s) of the RDMA shared device plugin, comma-separated")
 	flagPodTimeout  = flag.Duration("pod-timeout", 2*time.Minute, "how long one probe pod may take from create to finish")
-	flagNodeLabels  = flag.String("node-selector", "", "label selector for the nodes to test (default: every node; every selected node must advertise the resource)")
+	flagNodeLabels  = flag.String("node-selector", "", "label selector for the nodes to test; every selected node must then advertise the resource (default: the nodes that advertise a resource of the run's variants, or are RDMA nodes by their labels, never the control plane)")
 	flagCleanupWait = flag.Duration("cleanup-timeout", 90*time.Second, "how long to wait for the run namespace to be deleted (with --namespace: for the run's pods to be gone)")
 	// e2e-framework defines --namespace only when nothing else has; the
 	// suite's replaces it (the suite always chose the namespace itself).
 	flagNamespace = flag.String("namespace", "", "run inside this existing namespace (created by you, with the Pod Security labels the probe pods need) instead of creating rdmasuite-<run>; the suite never creates or deletes it and deletes only the run's own objects there (label rdmasuite.io/run), so the suite's RBAC can be a Role in it plus read-only cluster access")
 
-	flagVariants        = flag.String("variants", "shared-dev,hostdev", "pod variants: shared-dev (RDMA shared device plugin) and/or hostdev (SR-IOV + Multus)")
+	flagVariants        = flag.String("variants", runner.VariantsAuto, "pod variants: auto (those the cluster can run: the header names a skipped one and why), or shared-dev (RDMA shared device plugin) and/or hostdev (SR-IOV + Multus), which must then run")
 	flagHostdevRes      = flag.String("hostdev-resource", "nvidia.com/hostdev", "extended resource of the SR-IOV (hostdev) device plugin")
 	flagHostdevNet      = flag.String("hostdev-network", "default/sriov-rdma", "Multus network (namespace/name of the NetworkAttachmentDefinition) for hostdev pods")
 	flagHostdevNetdev   = flag.String("hostdev-netdev", "net1", "interface Multus adds in hostdev pods; the probe uses the RDMA device behind it")
@@ -176,7 +176,7 @@ func config() (runner.Config, error) {
 		}
 	}
 	c := runner.Config{Image: *flagImage, PodTimeout: *flagPodTimeout, NodeSelector: *flagNodeLabels, Concurrency: *flagConcurrency,
-		Variants: runner.SplitList(*flagVariants), RDMAResources: runner.SplitList(*flagRDMARes), HostdevRes: *flagHostdevRes,
+		RDMAResources: runner.SplitList(*flagRDMARes), HostdevRes: *flagHostdevRes,
 		HostdevNet: *flagHostdevNet, HostdevNetdev: *flagHostdevNetdev, Device: *flagDevice, GPUs: *flagGPUs,
 		BWOps: runner.SplitList(*flagBWOps), BWSizes: sizes, BWQPs: *flagBWQPs, BWDuration: *flagBWDuration, BWIters: *flagBWIters,
 		LatOps: runner.SplitList(*flagLatOps), LatSizes: latSizes, LatIters: *flagLatIters,
@@ -185,6 +185,7 @@ func config() (runner.Config, error) {
 		Thresholds: set, SKU: *flagSKU, MemlockRequired: *flagMemlockRequired, MemlockMax: *flagMemlockMax, MemlockIPCLock: *flagMemlockIPCLock,
 		NodeProbe: *flagNodeProbe, NodeProbeHostPath: *flagNodeProbePath, NodeProbeWindow: *flagNodeProbeWin,
 		AllowNotRun: runner.SplitList(*flagAllowNotRun), KeepOnFailure: *flagKeepOnFailure, Namespace: *flagNamespace}
+	c.Variants, c.VariantsAuto = runner.ParseVariants(*flagVariants)
 	c.AllowDisruptive, c.DisruptNodes, c.StallPeer = *flagAllowDisruptive, runner.SplitList(*flagDisruptNodes), *flagStallPeer
 	c.StallPVC, c.StallPVCNamespace, c.StallDurability, c.StallForce = *flagStallPVC, *flagStallPVCNS, *flagStallDurability, *flagStallForce
 	c.MOFEDNamespace, c.MOFEDSelector, c.MOFEDContainer = *flagMOFEDNS, *flagMOFEDSelector, *flagMOFEDContainer
@@ -336,6 +337,19 @@ func TestMain(m *testing.M) {
 	if err != nil {
 		fatal(err)
 	}
+	// --variants auto: the variants this cluster can run, decided before
+	// the features are declared (they are declared per variant).
+	var variantLines []string
+	if rcfg.VariantsAuto {
+		vctx, vcancel := context.WithTimeout(context.Background(), 30*time.Second)
+		facts, err := runner.GatherVariantFacts(vctx, kube, rcfg)
+		vcancel()
+		if err != nil {
+			variantLines = append(variantLines, fmt.Sprintf("variants: auto could not read the cluster (%v): running %s", err, strings.Join(rcfg.Variants, ", ")))
+		} else {
+			rcfg, variantLines = runner.ResolveVariants(rcfg, facts)
+		}
+	}
 	// The paired features the run selected share their pods (the plan
 	// line of each variant says how).
 	rcfg.PairedPlan = pairedPlan(cfg, rcfg.VariantList())
@@ -386,6 +400,13 @@ func TestMain(m *testing.M) {
 	}
 	say("rdmasuite: cluster %s (%s, kubeconfig %s), run %s, namespace %s%s\n", rc.Host, version, where, runID, ns, mode)
 	hctx, hcancel := context.WithTimeout(context.Background(), 30*time.Second)
+	for _, l := range variantLines {
+		say("rdmasuite: %s\n", l)
+	}
+	say("rdmasuite: %s\n", run.NodesHeader(hctx))
+	if note := runner.ImageNote(rcfg.Image); note != "" {
+		say("rdmasuite: %s\n", note)
+	}
 	for _, l := range run.ThresholdsHeader(hctx) {
 		say("rdmasuite: %s\n", l)
 	}

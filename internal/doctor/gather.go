@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
 
@@ -21,7 +22,10 @@ var NicClusterPolicyGVR = schema.GroupVersionResource{Group: "mellanox.com", Ver
 
 // GatherOptions say where the operators live and what to require.
 type GatherOptions struct {
-	NodeSelector      string
+	NodeSelector string
+	// Nodes, when not nil, narrows the nodes to these names (the suite's
+	// default selection, so the doctor judges the nodes the run covers).
+	Nodes             []string
 	Resources         []string
 	NetworkOperatorNS string
 	GPUOperatorNS     []string
@@ -52,9 +56,12 @@ func Gather(ctx context.Context, cs kubernetes.Interface, dyn dynamic.Interface,
 	if err != nil {
 		return s, fmt.Errorf("list nodes: %w", err)
 	}
-	s.Nodes = nodes.Items
 	selected := map[string]bool{}
-	for _, n := range s.Nodes {
+	for _, n := range nodes.Items {
+		if o.Nodes != nil && !slices.Contains(o.Nodes, n.Name) {
+			continue
+		}
+		s.Nodes = append(s.Nodes, n)
 		selected[n.Name] = true
 	}
 	for _, ns := range append([]string{o.NetworkOperatorNS}, s.Roles.GPUNamespaces...) {

@@ -43,3 +43,22 @@ func TestGatherKeepsPendingPodsAndEveryContainersLog(t *testing.T) {
 		t.Fatalf("the Pending pod is not attributed to node-2: %v", got)
 	}
 }
+
+// Issue 28.4: the suite's default selection narrows the doctor to the
+// run's nodes by name (Nodes), so a node outside it is not judged and its
+// pods are not gathered.
+func TestGatherNarrowsToTheRunsNodes(t *testing.T) {
+	n1, n2 := rdmaNode("node-1"), rdmaNode("node-2")
+	p2 := mofedPod("node-2")
+	cs := fake.NewClientset(&n1, &n2, &p2)
+	s, err := Gather(context.Background(), cs, nil, GatherOptions{Nodes: []string{"node-1"}, NetworkOperatorNS: netNS})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Nodes) != 1 || s.Nodes[0].Name != "node-1" || len(s.Pods) != 0 {
+		t.Fatalf("nodes %d, pods %d: want node-1 alone and no pod of node-2", len(s.Nodes), len(s.Pods))
+	}
+	if s, _ := Gather(context.Background(), cs, nil, GatherOptions{NetworkOperatorNS: netNS}); len(s.Nodes) != 2 {
+		t.Fatalf("without Nodes every node is judged: %d", len(s.Nodes))
+	}
+}

@@ -20,6 +20,7 @@ import (
 	"github.com/rdmasuite/rdmasuite/workloads/bw"
 	"github.com/rdmasuite/rdmasuite/workloads/nccl"
 	"github.com/rdmasuite/rdmasuite/workloads/ncclbench"
+	"github.com/rdmasuite/rdmasuite/workloads/probeout"
 	"github.com/rdmasuite/rdmasuite/workloads/units"
 )
 
@@ -30,7 +31,10 @@ type Config struct {
 	NodeSelector string
 	Concurrency  int
 
-	Variants      []string // shared-dev, hostdev
+	Variants []string // shared-dev, hostdev
+	// VariantsAuto (--variants auto, the default): Variants are the
+	// candidates; ResolveVariants keeps those the cluster can run.
+	VariantsAuto  bool
 	RDMAResources []string
 	HostdevRes    string
 	HostdevNet    string
@@ -271,11 +275,14 @@ func (c Config) Validate() error {
 		return fmt.Errorf("--pairing %q: ring or all", c.Pairing)
 	}
 	if len(c.Variants) == 0 {
-		return fmt.Errorf("--variants is empty: give shared-dev, hostdev or both")
+		return fmt.Errorf("--variants is empty: give auto (the default), shared-dev, hostdev or both")
 	}
 	for i, v := range c.Variants {
+		if v == VariantsAuto {
+			return fmt.Errorf("--variants: auto stands alone (the variants the cluster can run); or name shared-dev, hostdev or both")
+		}
 		if v != VariantSharedDev && v != VariantHostdev {
-			return fmt.Errorf("--variants: unknown variant %q: shared-dev or hostdev", v)
+			return fmt.Errorf("--variants: unknown variant %q: auto, shared-dev or hostdev", v)
 		}
 		if slices.Contains(c.Variants[:i], v) {
 			return fmt.Errorf("--variants: %s given twice", v)
@@ -355,4 +362,34 @@ func checkOps(flagName string, ops []string, allowed ...bw.Op) error {
 		}
 	}
 	return nil
+}
+
+// ParseVariants reads --variants: "auto" (the variants the cluster can
+// run, decided by ResolveVariants once the API answers) or a list.
+func ParseVariants(flag string) (variants []string, auto bool) {
+	if strings.TrimSpace(flag) == VariantsAuto {
+		return []string{VariantSharedDev, VariantHostdev}, true
+	}
+	return SplitList(flag), false
+}
+
+// ProbeImageRepo is where the released probe images are published
+// (README "Images": make push-images).
+const ProbeImageRepo = "docker.io/rdmasuite/rdmaprobe"
+
+// DefaultProbeImage is the released probe image of the suite's own version
+// (the version make stamps into both binaries, so the runner image of
+// version X defaults to the probe image of version X). A build without a
+// stamped version (go test from a source tree) says "dev": the bed's own
+// image, which the header flags on a real cluster.
+func DefaultProbeImage() string { return ProbeImageRepo + ":" + probeout.Version }
+
+// ImageNote is a header line when the probe image is a development build's
+// default, which no registry serves; "" otherwise.
+func ImageNote(image string) string {
+	if image == ProbeImageRepo+":dev" {
+		return "image " + image + ": the default of a build without a release version (go test from a source tree); " +
+			"on a real cluster pass --image with a released tag or your own build (make push-images)"
+	}
+	return ""
 }

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/rdmasuite/rdmasuite/reports"
 	"github.com/rdmasuite/rdmasuite/thresholds"
@@ -31,8 +30,8 @@ func (r *Runner) Results(started time.Time, server, version string) reports.Run 
 		AllowNotRun: r.Cfg.AllowNotRun}
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
-	if list, err := r.Kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: r.Cfg.NodeSelector}); err == nil {
-		for _, n := range list.Items {
+	if nodes, err := r.SelectedNodes(ctx); err == nil { // the nodes the run covered, however chosen
+		for _, n := range nodes {
 			run.Nodes = append(run.Nodes, r.nodeFacts(n))
 		}
 	}

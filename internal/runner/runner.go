@@ -1,16 +1,13 @@
 package runner
 
 import (
-	"context"
 	"fmt"
 	"slices"
-	"sort"
 	"strings"
 	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/rdmasuite/rdmasuite/internal/cluster"
@@ -187,20 +184,6 @@ func (r *Runner) Failing(cs []reports.Check) []reports.Check {
 		out = append(out, c)
 	}
 	return out
-}
-
-// SelectedNodes lists the nodes under test (--node-selector), sorted.
-func (r *Runner) SelectedNodes(ctx context.Context) ([]corev1.Node, error) {
-	list, err := r.Kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: r.Cfg.NodeSelector})
-	if err != nil {
-		return nil, fmt.Errorf("list nodes: %w", err)
-	}
-	if len(list.Items) == 0 {
-		return nil, fmt.Errorf("no node matches --node-selector=%q", r.Cfg.NodeSelector)
-	}
-	nodes := list.Items
-	sort.Slice(nodes, func(i, j int) bool { return nodes[i].Name < nodes[j].Name })
-	return nodes, nil
 }
 
 // SplitAdvertising separates the nodes that advertise resource

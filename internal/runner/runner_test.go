@@ -26,12 +26,18 @@ func testNode(name string, count int64) *corev1.Node {
 	return n
 }
 
+// everyNode is an explicit --node-selector that matches every node: the
+// feature tests are about what explicitly selected nodes get (a node that
+// does not advertise gets a failing row); the default selection has its
+// own tests (nodeselect_test.go).
+const everyNode = "!rdmasuite.io/never-set"
+
 func testConfig(t *testing.T) Config {
 	set, err := thresholds.Load("")
 	if err != nil {
 		t.Fatal(err)
 	}
-	return Config{Image: "img", PodTimeout: time.Second, Concurrency: 2, Variants: []string{VariantSharedDev},
+	return Config{Image: "img", PodTimeout: time.Second, NodeSelector: everyNode, Concurrency: 2, Variants: []string{VariantSharedDev},
 		RDMAResources: []string{res}, BWOps: []string{"write", "read"}, BWSizes: []int{65536}, Pairing: "ring",
 		RailMode: bw.RailsSame, Thresholds: set, MemlockMax: "1G", LatOps: []string{"write", "read", "send"}, LatSizes: []int{2}, LatIters: 1000,
 		MsgRateSizes: []int{2}, MsgRateQPs: 4, MsgRateIters: 5000}

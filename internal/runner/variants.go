@@ -1,11 +1,15 @@
 package runner
 
 import (
+	"context"
 	"fmt"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 
 	"github.com/rdmasuite/rdmasuite/internal/podrun"
 )
@@ -89,4 +93,111 @@ func Prerequisite(kube kubernetes.Interface, v Variant) string {
 		return fmt.Sprintf("cannot check for Multus: %v", err)
 	}
 	return ""
+}
+
+// VariantsAuto is --variants' default: the variants the cluster can run.
+const VariantsAuto = "auto"
+
+// VariantFacts is what deciding --variants auto reads from the cluster.
+type VariantFacts struct {
+	// Nodes are the nodes the run may cover (the --node-selector's, or
+	// every node but the control plane).
+	Nodes []corev1.Node
+	// MultusErr is the NetworkAttachmentDefinition CRD lookup's outcome
+	// (Prerequisite's wording), "" when the CRD is served.
+	MultusErr string
+	// NADErr is why --hostdev-network cannot be used ("" when it exists).
+	NADErr string
+}
+
+// ResolveVariants narrows an auto run to the variants the cluster can run
+// and says, per variant, what it runs and what it skipped and why. A
+// variant the operator named is never dropped here: it runs and fails
+// with its reason. When no variant can run, shared-dev is kept so the run
+// fails saying why instead of measuring nothing and passing.
+func ResolveVariants(c Config, f VariantFacts) (Config, []string) {
+	if !c.VariantsAuto {
+		return c, nil
+	}
+	advertised := func(r string) bool {
+		for _, n := range f.Nodes {
+			if q, ok := n.Status.Allocatable[corev1.ResourceName(r)]; ok && !q.IsZero() {
+				return true
+			}
+		}
+		return false
+	}
+	var keep, skipped []string
+	var shared []string
+	for _, r := range c.RDMAResources {
+		if advertised(r) {
+			shared = append(shared, r)
+		} else {
+			skipped = append(skipped, fmt.Sprintf("shared-dev %s (no node advertises it)", r))
+		}
+	}
+	if len(shared) > 0 {
+		keep = append(keep, VariantSharedDev)
+	}
+	switch {
+	case f.MultusErr != "":
+		skipped = append(skipped, "hostdev ("+f.MultusErr+")")
+	case f.NADErr != "":
+		skipped = append(skipped, "hostdev ("+f.NADErr+")")
+	case !advertised(c.HostdevRes):
+		skipped = append(skipped, fmt.Sprintf("hostdev (no node advertises %s)", c.HostdevRes))
+	default:
+		keep = append(keep, VariantHostdev)
+	}
+	out := c
+	if len(keep) == 0 {
+		out.Variants = []string{VariantSharedDev}
+		return out, []string{fmt.Sprintf("variants: auto found none the cluster can run (skipped %s); running shared-dev so the run reports why "+
+			"(name the variants with --variants, the resources with --rdma-resource / --hostdev-resource)", strings.Join(skipped, "; "))}
+	}
+	out.Variants = keep
+	if len(shared) > 0 {
+		out.RDMAResources = shared
+	}
+	line := "variants: " + strings.Join(keep, ", ") + " (auto: what the cluster can run"
+	if len(skipped) > 0 {
+		line += "; skipped " + strings.Join(skipped, "; ") + "; name a variant with --variants to require it"
+	}
+	return out, []string{line + ")"}
+}
+
+// GatherVariantFacts reads what ResolveVariants needs: the nodes the run
+// may cover, the Multus CRD and the hostdev network's
+// NetworkAttachmentDefinition.
+func GatherVariantFacts(ctx context.Context, kube kubernetes.Interface, c Config) (VariantFacts, error) {
+	var f VariantFacts
+	list, err := kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: c.NodeSelector})
+	if err != nil {
+		return f, fmt.Errorf("list nodes: %w", err)
+	}
+	for _, n := range list.Items {
+		if c.NodeSelector != "" || !isControlPlane(n) {
+			f.Nodes = append(f.Nodes, n)
+		}
+	}
+	f.MultusErr = Prerequisite(kube, Variant{Network: c.HostdevNet})
+	if f.MultusErr != "" {
+		return f, nil
+	}
+	ns, name, ok := strings.Cut(c.HostdevNet, "/")
+	if !ok {
+		ns, name = "default", c.HostdevNet
+	}
+	rc, _ := kube.Discovery().RESTClient().(*rest.RESTClient)
+	if rc == nil { // a client without REST access (a fake): nothing to read
+		return f, nil
+	}
+	err = rc.Get().AbsPath("/apis/k8s.cni.cncf.io/v1/namespaces", ns, "network-attachment-definitions", name).Do(ctx).Error()
+	switch {
+	case apierrors.IsNotFound(err):
+		f.NADErr = fmt.Sprintf("no NetworkAttachmentDefinition %s/%s (--hostdev-network)", ns, name)
+	case err != nil:
+		f.NADErr = fmt.Sprintf("cannot read NetworkAttachmentDefinition %s/%s: %v", ns, name, err)
+	}
+	return f, nil
 }
