@@ -75,6 +75,15 @@ go test -c -o "$results/suites.test" ./suites
 export SUITE_BIN=$results/suites.test
 # suite ARGS...: the compiled suite, run from suites/ as go test would.
 suite() { (cd suites && exec "$SUITE_BIN" "$@"); }
+# follow DIR / unfollow: stream a run's progress log (DIR/progress.log,
+# internal/progress) into make test's output while the suite runs, so a
+# long guest stage is not silent in the CI log (issue 28.1).
+follow() {
+  mkdir -p "$1"
+  tail -n +1 -F "$1/progress.log" 2>/dev/null > >(sed -u 's/^/  | /') &
+  follow_pid=$!
+}
+unfollow() { kill "$follow_pid" 2>/dev/null || true; wait "$follow_pid" 2>/dev/null || true; }
 
 step "bed up"
 t=$SECONDS
@@ -244,10 +253,15 @@ guest_results=$results/guest
 # The staged 64 KiB memlock and the down rail on rxe-node-2 must make the
 # run fail; every other check must pass (hack/guest-expect.txt says which is
 # which).
+follow "$guest_results"
 if suite -test.timeout=30m --kubeconfig="$BED_DIR/kubeconfig" --labels suite=rdma,suite=doctor,suite=latency,suite=msgrate \
   --report-dir="$guest_results" "${GUEST_RUN_ARGS[@]}" >"$results/guest.log" 2>&1; then
+  unfollow
   echo "the guest suite passed although rxe-node-2's memlock is 64 KiB and its rail 1 is down: it must fail there"; exit 1
 fi
+unfollow
+grep -Eq 'round [0-9]+/[0-9]+, pairs [0-9]+/[0-9]+, ' "$guest_results/progress.log" ||
+  { cat "$guest_results/progress.log"; echo "the progress log has no per-pair line with its round"; exit 1; }
 [[ -f $guest_results/results.json ]] || { tail -40 "$results/guest.log"; echo "the guest suite wrote no results"; exit 1; }
 hack/tool.sh expectresults -results "$guest_results/results.json" -expect hack/guest-expect.txt ||
   { tail -40 "$results/guest.log"; exit 1; }

@@ -40,6 +40,7 @@ import (
 	"github.com/rdmasuite/rdmasuite/internal/cluster"
 	"github.com/rdmasuite/rdmasuite/internal/latest"
 	"github.com/rdmasuite/rdmasuite/internal/nodemark"
+	"github.com/rdmasuite/rdmasuite/internal/progress"
 	"github.com/rdmasuite/rdmasuite/internal/runner"
 	"github.com/rdmasuite/rdmasuite/internal/suiteflags"
 	"github.com/rdmasuite/rdmasuite/internal/termwidth"
@@ -283,10 +284,18 @@ func setupProgress() {
 	}
 }
 
-// say prints a run-level line on stdout and, without -v, on the terminal.
+// plog is the run's progress log (internal/progress), once the run id
+// is known.
+var plog *progress.Log
+
+// say prints a run-level line on stdout and in the progress log, and
+// without -v on the terminal.
 func say(format string, a ...any) {
 	fmt.Printf(format, a...)
-	if progressOut != io.Writer(os.Stdout) {
+	switch {
+	case plog != nil:
+		plog.Line(fmt.Sprintf(format, a...)) // the file, and the terminal when there is one
+	case progressOut != io.Writer(os.Stdout):
 		fmt.Fprintf(progressOut, format, a...)
 	}
 }
@@ -395,8 +404,35 @@ func TestMain(m *testing.M) {
 		}
 	}
 	setupProgress()
+	var term io.Writer // the terminal, when the run has one
+	if progressOut != io.Writer(os.Stdout) {
+		term = progressOut
+	}
+	if !*flagDryRun { // a dry run creates nothing, not even a file
+		plog, err = progress.Open(runner.ReportDir(*flagReportDir), runID, term)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "rdmasuite: warning: %v: progress goes to the terminal and stdout only\n", err)
+		}
+	}
+	stamp := func(line string) string {
+		return fmt.Sprintf("rdmasuite: %s %s", time.Now().Format(time.TimeOnly), line)
+	}
 	run.Progress = func(line string) {
-		fmt.Fprintf(progressOut, "rdmasuite: %s %s\n", time.Now().Format(time.TimeOnly), line)
+		l := stamp(line)
+		if term == nil {
+			fmt.Println(l) // stdout: go test -v, the in-cluster Job's log
+		}
+		if plog != nil {
+			plog.Line(l)
+		} else if term != nil {
+			fmt.Fprintln(term, l)
+		}
+	}
+	if term != nil && plog != nil {
+		run.Status = func(line string) { plog.Status(stamp(line)) }
+	}
+	if plog.Path() != "" {
+		say("rdmasuite: progress in %s (tail -f it: without -v, go test shows the run's output only when it ends)\n", plog.Path())
 	}
 	say("rdmasuite: cluster %s (%s, kubeconfig %s), run %s, namespace %s%s\n", rc.Host, version, where, runID, ns, mode)
 	hctx, hcancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -503,6 +539,9 @@ func finishRun(started time.Time, server, version string, code int) int {
 	} else {
 		written = path
 		say("rdmasuite: results in %s (render: rdmasuite report %s), acceptance page %s\n", path, path, page)
+	}
+	if plog != nil {
+		plog.EndStatus() // the table starts on a line of its own
 	}
 	if len(res.Checks) > 0 {
 		_ = reports.TableWidth(os.Stdout, res, termwidth.Controlling(os.Stdout))

@@ -224,9 +224,14 @@ func (r *Runner) runPaired(ctx context.Context, v Variant, plan []string) map[st
 		r.Progress(PlanLine(v.Label, groups))
 	}
 	seen := newRailsSeen()
+	rp := &roundProgress{rounds: len(groups), start: time.Now()}
 	for _, g := range groups {
+		rp.total += len(g)
+	}
+	for gi, g := range groups {
+		rp.round = gi + 1
 		per := make([]map[string][]reports.Check, len(g))
-		r.Collect(len(g), func(i int) []reports.Check {
+		r.collect(len(g), func(i int) []reports.Check {
 			start := time.Now()
 			sp := g[i]
 			runs := make([]pairRun, len(sp.feats))
@@ -259,7 +264,7 @@ func (r *Runner) runPaired(ctx context.Context, v Variant, plan []string) map[st
 				all = append(all, cs...)
 			}
 			return all
-		})
+		}, rp)
 		for i := range g {
 			for _, name := range g[i].feats {
 				out[name] = append(out[name], per[i][name]...)

@@ -71,3 +71,48 @@ func TestCollectUnlimitedRunsTheWholeRoundAtOnce(t *testing.T) {
 		}
 	}
 }
+
+// Issue 28.1: a paired run reports its round, the pairs done of all its
+// pairs, the time elapsed and an ETA with every finished pair; a clean
+// pair goes to Status (a terminal's refreshing line) when one is set, and
+// a pair with any other outcome stays a line of its own.
+func TestPairedProgressSaysRoundPairsAndETA(t *testing.T) {
+	rp := &roundProgress{rounds: 2, total: 4, start: time.Now().Add(-10 * time.Second)}
+	r := New(nil, Config{}, "r3")
+	var mu sync.Mutex
+	var lines, status []string
+	r.Progress = func(s string) { mu.Lock(); lines = append(lines, s); mu.Unlock() }
+	r.Status = func(s string) { mu.Lock(); status = append(status, s); mu.Unlock() }
+	for round := range 2 {
+		rp.round = round + 1
+		r.collect(2, func(i int) []reports.Check {
+			st := reports.Pass
+			if round == 1 && i == 1 {
+				st = reports.Fail
+			}
+			return []reports.Check{{ID: "bandwidth/write", Variant: "shared-dev", Nodes: []string{"a", "b"}, Status: st}}
+		}, rp)
+	}
+	if len(status) != 3 || len(lines) != 1 {
+		t.Fatalf("status %q, lines %q: want 3 clean pairs as status, the failed one as a line", status, lines)
+	}
+	all := strings.Join(append(status, lines...), "\n")
+	for _, want := range []string{"round 1/2", "round 2/2", "pairs 1/4", "pairs 4/4", "s elapsed", "ETA ", "1 fail"} {
+		if !strings.Contains(all, want) {
+			t.Errorf("progress lacks %q:\n%s", want, all)
+		}
+	}
+	for _, l := range append(status, lines...) {
+		if strings.Contains(l, "pairs 4/4") == strings.Contains(l, "ETA") {
+			t.Errorf("every pair but the last has an ETA: %s", l)
+		}
+	}
+	// Without Status every pair is a line (off a terminal: one line per
+	// finished pair).
+	r.Status = nil
+	lines = nil
+	r.collect(2, func(int) []reports.Check { return []reports.Check{{ID: "x", Status: reports.Pass}} }, nil)
+	if len(lines) != 2 {
+		t.Errorf("lines %q", lines)
+	}
+}

@@ -65,9 +65,7 @@ func (r *Runner) nodeFacts(n corev1.Node) reports.Node {
 // WriteResults stores run as dir/results-<run>.json (atomically) and points
 // dir/results.json at it, for scripts and `rdmasuite report`.
 func WriteResults(dir string, run reports.Run) (string, error) {
-	if dir == "" {
-		dir = "rdmasuite-results"
-	}
+	dir = ReportDir(dir)
 	path, err := filepath.Abs(filepath.Join(dir, "results-"+run.RunID+".json"))
 	if err != nil {
 		return "", err
@@ -80,6 +78,14 @@ func WriteResults(dir string, run reports.Run) (string, error) {
 		return path, err
 	}
 	return path, os.Symlink(filepath.Base(path), latest)
+}
+
+// ReportDir is --report-dir, or its default.
+func ReportDir(flag string) string {
+	if flag == "" {
+		return "rdmasuite-results"
+	}
+	return flag
 }
 
 // WritePage writes run's acceptance page (reports.HTML, no baseline)

@@ -32,6 +32,10 @@ type Runner struct {
 	// (a pair, a node, a world): what ran where, its outcome, k/n. It is
 	// called from the items' goroutines, one call at a time.
 	Progress func(line string)
+	// Status, when set, gets the clean items (every check passed) instead
+	// of Progress: a terminal shows them on one refreshing line, while an
+	// item with any other outcome stays on Progress, a line of its own.
+	Status func(line string)
 
 	mu      sync.Mutex
 	checks  []reports.Check
@@ -224,6 +228,30 @@ func NotRun(id, variant, reason string, nodes ...string) reports.Check {
 // stamps each call's checks with how long it took, and returns them in index
 // order (stable reports, whatever order the calls finish in).
 func (r *Runner) Collect(n int, fn func(i int) []reports.Check) []reports.Check {
+	return r.collect(n, fn, nil)
+}
+
+// roundProgress is where a paired run is: its round, the pairs of every
+// round and how many finished, and when it started (for the ETA).
+type roundProgress struct {
+	round, rounds, done, total int
+	start                      time.Time
+}
+
+// text is "round r/R, pairs d/T, E elapsed, ETA X" (no ETA once done; the
+// ETA assumes the pairs still to run take as long as those that ran).
+func (p *roundProgress) text() string {
+	el := time.Since(p.start)
+	s := fmt.Sprintf("round %d/%d, pairs %d/%d, %s elapsed", p.round, p.rounds, p.done, p.total, el.Round(time.Second))
+	if p.done > 0 && p.done < p.total {
+		s += ", ETA " + (el / time.Duration(p.done) * time.Duration(p.total-p.done)).Round(time.Second).String()
+	}
+	return s
+}
+
+// collect is Collect with, for paired runs, rp's round and pair counts in
+// each progress line.
+func (r *Runner) collect(n int, fn func(i int) []reports.Check, rp *roundProgress) []reports.Check {
 	results := make([][]reports.Check, n)
 	var pmu sync.Mutex
 	done := 0
@@ -237,7 +265,17 @@ func (r *Runner) Collect(n int, fn func(i int) []reports.Check) []reports.Check 
 		if r.Progress != nil {
 			pmu.Lock()
 			done++
-			r.Progress(progressLine(cs, done, n, time.Since(start)))
+			where := fmt.Sprintf("%d/%d", done, n)
+			if rp != nil {
+				rp.done++
+				where = rp.text()
+			}
+			line := progressLine(cs, where, time.Since(start))
+			if r.Status != nil && allPass(cs) {
+				r.Status(line)
+			} else {
+				r.Progress(line)
+			}
 			pmu.Unlock()
 		}
 	})
@@ -248,15 +286,24 @@ func (r *Runner) Collect(n int, fn func(i int) []reports.Check) []reports.Check 
 	return out
 }
 
+func allPass(cs []reports.Check) bool {
+	for _, c := range cs {
+		if c.Status != reports.Pass {
+			return false
+		}
+	}
+	return len(cs) > 0
+}
+
 // progressLine is one finished item: its checks' id and variant, where
 // it ran (client → server for a pair), the outcome counted by status, its
 // time and how far the feature is.
-func progressLine(cs []reports.Check, done, n int, took time.Duration) string {
+func progressLine(cs []reports.Check, where string, took time.Duration) string {
 	if len(cs) == 0 {
-		return fmt.Sprintf("%d/%d: no check (%.1f s)", done, n, took.Seconds())
+		return fmt.Sprintf("%s: no check (%.1f s)", where, took.Seconds())
 	}
 	c := cs[0]
-	where := reports.NodesText(c)
+	nodes := reports.NodesText(c)
 	count := map[reports.Status]int{}
 	for _, x := range cs {
 		count[x.Status]++
@@ -271,7 +318,7 @@ func progressLine(cs []reports.Check, done, n int, took time.Duration) string {
 	if len(cs) > 1 && cs[len(cs)-1].ID != c.ID {
 		id += " …"
 	}
-	return fmt.Sprintf("[%s %s] %d/%d: %s: %s (%.1f s)", id, c.Variant, done, n, where, strings.Join(parts, ", "), took.Seconds())
+	return fmt.Sprintf("[%s %s] %s: %s: %s (%.1f s)", id, c.Variant, where, nodes, strings.Join(parts, ", "), took.Seconds())
 }
 
 // parallel runs fn(0..n-1), at most limit at a time, and waits for all.
