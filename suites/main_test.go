@@ -32,6 +32,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/e2e-framework/klient"
 	"sigs.k8s.io/e2e-framework/pkg/env"
@@ -342,6 +343,19 @@ func TestMain(m *testing.M) {
 	if kube, err = kubernetes.NewForConfig(rc); err != nil {
 		fatal(err)
 	}
+	// The client's rate grows with the fleet (cluster.ScaleClientRate), so
+	// that a round whose pairs all start at once never queues in the
+	// suite's own client.
+	var rateLine string
+	lctx, lcancel := context.WithTimeout(context.Background(), 30*time.Second)
+	if nl, err := kube.CoreV1().Nodes().List(lctx, metav1.ListOptions{}); err == nil && cluster.ScaleClientRate(rc, len(nl.Items)) {
+		rateLine = fmt.Sprintf("client rate %.0f requests/s, burst %d (%d nodes in the cluster: %d/%d per node)",
+			rc.QPS, rc.Burst, len(nl.Items), cluster.ClientQPSPerNode, cluster.ClientBurstPerNode)
+		if kube, err = kubernetes.NewForConfig(rc); err != nil {
+			fatal(err)
+		}
+	}
+	lcancel()
 	kl, err := klient.New(rc)
 	if err != nil {
 		fatal(err)
@@ -438,6 +452,9 @@ func TestMain(m *testing.M) {
 	hctx, hcancel := context.WithTimeout(context.Background(), 30*time.Second)
 	for _, l := range variantLines {
 		say("rdmasuite: %s\n", l)
+	}
+	if rateLine != "" {
+		say("rdmasuite: %s\n", rateLine)
 	}
 	say("rdmasuite: %s\n", run.NodesHeader(hctx))
 	if note := runner.ImageNote(rcfg.Image); note != "" {

@@ -50,6 +50,32 @@ const (
 	ClientBurst = 100
 )
 
+// Per node of the run, the client's rate grows (ScaleClientRate): with
+// --concurrency 0 a ring round starts every disjoint pair at once, about 3
+// requests per node to start its pods (create, get, watch) and 2 to end
+// them (log, delete). Burst 8 per node lets a round start without
+// queueing; 4 per node drains the rest within about a second. The API
+// server's priority and fairness still bounds the suite's share.
+const (
+	ClientQPSPerNode   = 4
+	ClientBurstPerNode = 8
+)
+
+// ScaleClientRate raises cfg's rate for a run over nodes nodes, unless the
+// kubeconfig set its own (RESTConfig leaves that one alone too). It
+// returns whether it changed the rate.
+func ScaleClientRate(cfg *rest.Config, nodes int) bool {
+	if cfg.RateLimiter != nil || cfg.QPS != ClientQPS || cfg.Burst != ClientBurst {
+		return false
+	}
+	qps, burst := max(ClientQPS, ClientQPSPerNode*nodes), max(ClientBurst, ClientBurstPerNode*nodes)
+	if float32(qps) == cfg.QPS && burst == cfg.Burst {
+		return false
+	}
+	cfg.QPS, cfg.Burst = float32(qps), burst
+	return true
+}
+
 // RESTConfig picks the cluster as kubectl does: the --kubeconfig flag;
 // else every file of $KUBECONFIG, merged (the first file's current
 // context wins); else ~/.kube/config; else the pod's ServiceAccount. where

@@ -26,9 +26,11 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"runtime"
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"text/tabwriter"
 	"time"
 
@@ -169,7 +171,7 @@ func logsCmd(args []string) error {
 		out.Found = append(out.Found, r)
 		out.Rails = append(out.Rails, bw.RailResult{Local: r, Peer: &p, Runs: []bw.Report{{Role: "client",
 			Params:  bw.Params{Op: "write", Sizes: []int{sizeBytes}},
-			Results: []bw.SizeResult{{Local: bw.Figures{Bytes: sizeBytes, AvgGbps: 0.95 * rate}}}}}})
+			Results: []bw.SizeResult{{Local: cannedFigures(rate)}}}}})
 	}
 	var b bytes.Buffer
 	if err := probeout.Write(&b, bw.ProbeName, out); err != nil {
@@ -180,6 +182,16 @@ func logsCmd(args []string) error {
 		fmt.Printf("%s stdout F %s\n", ts, line)
 	}
 	return nil
+}
+
+// cannedFigures are one size's figures at 95 % of rate, made by perftest's
+// arithmetic (bw.Compute) so that they agree with themselves: the suite
+// re-derives every figure and errors on any that its own facts contradict
+// (a canned average without operations or time is refused).
+func cannedFigures(rateGbps float64) bw.Figures {
+	const ops = 10000
+	elapsed := time.Duration(float64(sizeBytes) * ops * 8 / (0.95 * rateGbps * 1e9) * float64(time.Second))
+	return bw.Compute(sizeBytes, ops, elapsed, elapsed/ops)
 }
 
 type scenario struct {
@@ -275,7 +287,8 @@ func measure(kubeconfig string, s scenario, set *thresholds.Set, conc int, sched
 		return nil, err
 	}
 	rec := newRecorder()
-	cfg := rest.CopyConfig(rc) // the suite's client: no QPS/Burst set, client-go defaults
+	cfg := rest.CopyConfig(rc) // the suite's client: cluster.RESTConfig's rate, scaled to the fleet as the suite does
+	cluster.ScaleClientRate(cfg, s.n)
 	rec.instrument(cfg)
 	kube, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
@@ -311,10 +324,17 @@ func measure(kubeconfig string, s scenario, set *thresholds.Set, conc int, sched
 	for i := range sched {
 		rec.rounds[i] = roundStats{pairs: len(sched[i]), byKind: map[string]int{}}
 	}
+	runtime.GC()
+	var ms0 runtime.MemStats
+	runtime.ReadMemStats(&ms0)
+	peak := sampleHeap()
 	start, cpu0 := time.Now(), cpuTime()
 	checks := r.Bandwidth(ctx, v)
 	rec.finish()
-	m := &measurement{rec: rec, wall: time.Since(start), cpu: cpuTime() - cpu0, status: map[reports.Status]int{}}
+	var ms1 runtime.MemStats
+	runtime.ReadMemStats(&ms1)
+	m := &measurement{rec: rec, wall: time.Since(start), cpu: cpuTime() - cpu0, status: map[reports.Status]int{},
+		alloc: ms1.TotalAlloc - ms0.TotalAlloc, peakHeap: peak() - ms0.HeapInuse, qps: cfg.QPS, burst: cfg.Burst}
 	for _, c := range checks {
 		m.status[c.Status]++
 		if c.Status != reports.Pass && m.firstBad == "" {
@@ -332,10 +352,47 @@ type measurement struct {
 	rec      *recorder
 	wall     time.Duration
 	cpu      time.Duration
+	alloc    uint64 // bytes the runner allocated during the run
+	peakHeap uint64 // the heap's peak above its size at the start
+	qps      float32
+	burst    int
 	checks   int
 	status   map[reports.Status]int
 	firstBad string
 	podsLeft int
+}
+
+// sampleHeap samples the heap in use every 20 ms until the returned func
+// is called, which returns the peak.
+func sampleHeap() func() uint64 {
+	var mu sync.Mutex
+	var peak uint64
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(20 * time.Millisecond)
+		defer t.Stop()
+		for {
+			var ms runtime.MemStats
+			runtime.ReadMemStats(&ms)
+			mu.Lock()
+			peak = max(peak, ms.HeapInuse)
+			mu.Unlock()
+			select {
+			case <-stop:
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	return func() uint64 {
+		close(stop)
+		<-done
+		mu.Lock()
+		defer mu.Unlock()
+		return peak
+	}
 }
 
 func (m *measurement) printRounds(s scenario) {
@@ -375,10 +432,10 @@ type summaryRow struct {
 func printSummary(rows []summaryRow, conc int, probeSec float64) {
 	fmt.Printf("\nsummary (concurrency %d; simulated probe pair time %.1f s)\n", conc, probeSec)
 	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(w, "pairing\tnodes\trounds\tpairs\tpods\tmax pairs/round\twaves\tmeasured\tAPI calls\tcalls/pair\twall s\ts/wave\trunner CPU s\tCPU ms/pair\tthrottled s\tchecks pass/other\tpods left\t")
+	fmt.Fprintln(w, "pairing\tnodes\trounds\tpairs\tpods\tmax pairs/round\twaves\tmeasured\tclient rate/burst\tAPI calls\tcalls/pair\twall s\twall/(waves×pair)\trunner CPU s\tCPU ms/pair\talloc KB/pair\tpeak heap MB\tthrottled s\tchecks pass/other\tpods left\t")
 	for _, r := range rows {
 		if r.analytic {
-			fmt.Fprintf(w, "%s\t%d\t%d\t%d\t%d\t%d\t%d\tschedule only\t\t\t\t\t\t\t\t\t\t\n", r.s.mode, r.s.n, r.rounds, r.pairs, r.pods, r.maxRound, r.waves)
+			fmt.Fprintf(w, "%s\t%d\t%d\t%d\t%d\t%d\t%d\tschedule only\t\t\t\t\t\t\t\t\t\t\t\t\t\n", r.s.mode, r.s.n, r.rounds, r.pairs, r.pods, r.maxRound, r.waves)
 			continue
 		}
 		m := r.m
@@ -389,9 +446,13 @@ func printSummary(rows []summaryRow, conc int, probeSec float64) {
 		}
 		calls += m.rec.other.calls
 		pass := m.status[reports.Pass]
-		fmt.Fprintf(w, "%s\t%d\t%d\t%d\t%d\t%d\t%d\tyes\t%d\t%.1f\t%.1f\t%.2f\t%.2f\t%.1f\t%.0f\t%d/%d\t%d\t\n", r.s.mode, r.s.n, r.rounds, r.pairs, r.pods, r.maxRound, r.waves,
-			calls, float64(calls)/float64(r.pairs), m.wall.Seconds(), m.wall.Seconds()/float64(r.waves), m.cpu.Seconds(),
-			1000*m.cpu.Seconds()/float64(r.pairs), thr.Seconds(), pass, m.checks-pass, m.podsLeft)
+		ratio := "-"
+		if probeSec > 0 {
+			ratio = fmt.Sprintf("%.2f", m.wall.Seconds()/(float64(r.waves)*probeSec))
+		}
+		fmt.Fprintf(w, "%s\t%d\t%d\t%d\t%d\t%d\t%d\tyes\t%.0f/%d\t%d\t%.1f\t%.1f\t%s\t%.2f\t%.1f\t%.0f\t%.1f\t%.0f\t%d/%d\t%d\t\n", r.s.mode, r.s.n, r.rounds, r.pairs, r.pods, r.maxRound, r.waves,
+			m.qps, m.burst, calls, float64(calls)/float64(r.pairs), m.wall.Seconds(), ratio, m.cpu.Seconds(),
+			1000*m.cpu.Seconds()/float64(r.pairs), float64(m.alloc)/1024/float64(r.pairs), float64(m.peakHeap)/1e6, thr.Seconds(), pass, m.checks-pass, m.podsLeft)
 	}
 	_ = w.Flush()
 	for _, r := range rows {
