@@ -274,6 +274,9 @@ func (c Config) Validate() error {
 	if c.Pairing != pairing.Ring && c.Pairing != pairing.All {
 		return fmt.Errorf("--pairing %q: ring or all", c.Pairing)
 	}
+	if strings.TrimSpace(c.Image) == "" || strings.ContainsAny(c.Image, " \t\n") {
+		return fmt.Errorf("--image %q: give an image reference such as registry.example.com/team/rdmaprobe:v1 (default: %s)", c.Image, DefaultProbeImage())
+	}
 	if len(c.Variants) == 0 {
 		return fmt.Errorf("--variants is empty: give auto (the default), shared-dev, hostdev or both")
 	}

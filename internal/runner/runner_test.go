@@ -157,6 +157,9 @@ func TestConfigValidateNamesTheFlag(t *testing.T) {
 		"--pairing":       func(c *Config) { c.Pairing = "star" },
 		"--variants":      func(c *Config) { c.Variants = []string{"sriov"} },
 		"--allow-not-run": func(c *Config) { c.AllowNotRun = []string{"everything"} },
+		"--image":         func(c *Config) { c.Image = "" },
+		"--image ":        func(c *Config) { c.Image = "registry/rdmaprobe: v1" },
+		"--variants ":     func(c *Config) { c.Variants = []string{"auto", "shared-dev"} },
 	} {
 		c := testConfig(t)
 		edit(&c)
