@@ -243,10 +243,11 @@ func TestRenderersShowRailAndNode(t *testing.T) {
 		Measured: []Measurement{{Name: "write_1MiB_avg", Node: "node-2", Port: "mlx5_1/1", Value: 190, Unit: "Gb/s"},
 			{Name: "write_64KiB_avg", Node: "node-1", Port: "mlx5_1/1", Value: 150, Unit: "Gb/s"}}}}}
 	var tb, mb, jb bytes.Buffer
-	if err := Table(&tb, r); err != nil {
+	// A passing row: folded by default, shown with All (--all).
+	if err := TableWith(&tb, r, TableOptions{All: true}); err != nil {
 		t.Fatal(err)
 	}
-	if err := Markdown(&mb, r); err != nil {
+	if err := MarkdownWith(&mb, r, MarkdownOptions{All: true}); err != nil {
 		t.Fatal(err)
 	}
 	if err := JUnit(&jb, r); err != nil {

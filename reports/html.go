@@ -12,33 +12,48 @@ import (
 // The HTML acceptance report: one self-contained file (inline CSS and
 // SVG, no script, no font, no image, no link out; a Content-Security-Policy
 // of default-src 'none' makes a browser refuse anything else), in the
-// order an operator reads after an upgrade: did anything get worse than
-// last time, which node/port is below its floor, memlock, what doctor
-// found, NCCL, the NFS stall, then every check with its evidence.
+// order an operator reads after an upgrade: the verdict and, under it,
+// the culprits the localisation found; did anything get worse than last
+// time; which node/port is below its floor (the fleet view: a cell per
+// port; the per-op heat map for small runs); memlock, what doctor found,
+// NCCL, the NFS stall, then every check with its evidence (at fleet scale
+// the passing ones folded or counted).
 
-// Heat-map colours, also what hack/html-report-test.sh looks for in the
-// browser's screenshot.
+// Heat-map and fleet-matrix colours, also what hack/html-report-test.sh
+// looks for in the browser's screenshot. The scale reads as an operator
+// does: green is healthy (the floor is met: a healthy NDR port at
+// 388-396 Gb/s against a 380 Gb/s floor is green), amber is a miss by a
+// little, red a clear miss.
 const (
-	ColorBelowFloor = "#d73027" // measured below the floor
-	ColorNearFloor  = "#fdae61" // within 10 % above the floor
-	ColorAboveFloor = "#1a9850" // 10 % or more above the floor
+	ColorBelowFloor = "#d73027" // 10 % or more below the floor, or failed without a value
+	ColorNearFloor  = "#fdae61" // below the floor by less than 10 % (a marginal miss: still a fail)
+	ColorAboveFloor = "#1a9850" // met the floor
 	ColorNoFloor    = "#9ecae1" // measured, no floor to compare with
 	ColorUnmeasured = "#bdbdbd" // asked for, not measured (the reason is in the cell's title)
 	ColorStall      = "#762a83" // an I/O stall on the disruption timeline
 	ColorAbsent     = "#9e9ac8" // any other interval on it (the driver gone)
+	// ColorPartner: a port that failed only with a localised culprit (a
+	// bad port, node or link at the other end): not a failure of its own.
+	ColorPartner = "#80cdc1"
+	// ColorCulprit: the background of the culprits' banner under the
+	// verdict, first screen of the page.
+	ColorCulprit = "#ffeda0"
 )
 
-// nearFloor: a value less than this factor above its floor is drawn amber.
-const nearFloor = 1.10
+// marginal: a value at or above this fraction of its floor, and below the
+// floor, is a marginal miss (amber); further below is red.
+const marginal = 0.90
 
 // HTML writes the acceptance report of r; diff is the baseline
 // comparison, nil when none was asked for.
 func HTML(w io.Writer, r Run, diff *DiffResult) error {
+	fs := Localize(r)
 	p := htmlPage{
 		RunID: r.RunID, Server: r.Cluster.Server, Version: r.Cluster.Version,
 		Summary: SummaryText(r), Passed: r.Passed(), Exit: r.ExitCode(),
+		Culprits: culpritItems(fs), Fleet: fleetView(r, fs),
 		Heat: heatMap(r), Memlock: memlockRows(r), Findings: doctorRows(r),
-		NCCL: ncclCharts(r), Stalls: stallCharts(r), Localize: Localize(r),
+		NCCL: ncclCharts(r), Stalls: stallCharts(r), Localize: fs,
 	}
 	if !r.Started.IsZero() {
 		p.When = r.Started.UTC().Format("2006-01-02 15:04:05Z") + " → " + r.Finished.UTC().Format("15:04:05Z")
@@ -52,13 +67,11 @@ func HTML(w io.Writer, r Run, diff *DiffResult) error {
 			p.Passed = false
 		}
 	}
-	for _, n := range r.Nodes {
-		p.Nodes = append(p.Nodes, nodeRow{Name: n.Name, SKU: n.SKU, File: n.ThresholdsFile, Kernel: n.Kernel, Kubelet: n.Kubelet})
+	for _, g := range nodeGroups(r.Nodes, false) {
+		n := g.Node
+		p.Nodes = append(p.Nodes, nodeRow{Name: g.Label, SKU: n.SKU, File: n.ThresholdsFile, Kernel: n.Kernel, Kubelet: n.Kubelet})
 	}
-	for _, c := range r.Checks {
-		p.Checks = append(p.Checks, checkRow{Status: string(c.Status), StatusText: statusText(r, c), ID: checkLabel(c),
-			Variant: c.Variant, Nodes: NodesText(c), Measured: measuredText(c), Verdict: verdictText(c), Evidence: c.Evidence})
-	}
+	p.Checks, p.Passing = htmlCheckRows(r)
 	return htmlTemplate.Execute(w, p)
 }
 
@@ -66,7 +79,9 @@ type htmlPage struct {
 	RunID, Server, Version, When, Summary string
 	Passed                                bool
 	Exit                                  int
+	Culprits                              *culpritBanner
 	Baseline                              *baselineSection
+	Fleet                                 fleetSection
 	Heat                                  heatSection
 	Memlock                               []memlockRow
 	Findings                              []findingRow
@@ -75,6 +90,79 @@ type htmlPage struct {
 	Localize                              []Finding
 	Nodes                                 []nodeRow
 	Checks                                []checkRow
+	Passing                               *passingFold
+}
+
+// culpritBanner lists the culprits under the verdict, on the first screen.
+type culpritBanner struct {
+	Items []culpritItem
+	More  int // culprits not listed here (the localisation lists all)
+}
+
+type culpritItem struct{ Text, Explanation string }
+
+// maxBannerCulprits: the banner lists this many; the localisation under
+// the matrix lists every finding.
+const maxBannerCulprits = 10
+
+func culpritItems(fs []Finding) *culpritBanner {
+	cs := Culprits(fs)
+	if len(cs) == 0 {
+		return nil
+	}
+	mixed := mixedVariants(cs)
+	b := &culpritBanner{More: max(0, len(cs)-maxBannerCulprits)}
+	for _, c := range cs[:min(len(cs), maxBannerCulprits)] {
+		b.Items = append(b.Items, culpritItem{Text: c.Text(mixed), Explanation: c.Explanation})
+	}
+	return b
+}
+
+// foldChecksOver: a run of more checks than this lists the passing ones in
+// a fold under the others, one line each; listPassingUpTo: with more
+// passing checks than this (a fleet: 4096 at 256 nodes × 8 rails), they
+// are counted, not listed: the fleet view holds each port's worst value
+// and results.json every value, and the page stays a page.
+const foldChecksOver, listPassingUpTo = 200, 2000
+
+// passingFold is the passing checks of a large run, one line each (none
+// when there are too many to list).
+type passingFold struct {
+	Count int
+	Lines string
+}
+
+// htmlCheckRows are the rows of "Every check": all of them, in the run's
+// order, for a small run; for a large one the checks that did not pass,
+// and the passing ones as lines in a fold.
+func htmlCheckRows(r Run) ([]checkRow, *passingFold) {
+	row := func(c Check) checkRow {
+		return checkRow{Status: string(c.Status), StatusText: statusText(r, c), ID: checkLabel(c),
+			Variant: c.Variant, Nodes: NodesText(c), Measured: measuredText(c), Verdict: verdictText(c), Evidence: c.Evidence}
+	}
+	var rows []checkRow
+	if len(r.Checks) <= foldChecksOver {
+		for _, c := range r.Checks {
+			rows = append(rows, row(c))
+		}
+		return rows, nil
+	}
+	var b strings.Builder
+	fold := &passingFold{}
+	for _, c := range r.Checks {
+		if c.Status != Pass || c.ShowEvidence {
+			rows = append(rows, row(c))
+			continue
+		}
+		fold.Count++
+		if fold.Count <= listPassingUpTo {
+			fmt.Fprintf(&b, "%s %s %s: %s\n", checkLabel(c), orDash(c.Variant), NodesText(c), measuredText(c))
+		}
+	}
+	if fold.Count <= listPassingUpTo {
+		fold.Lines = b.String()
+	}
+	return rows, fold
 }
 
 type nodeRow struct{ Name, SKU, File, Kernel, Kubelet string }
@@ -136,7 +224,16 @@ func baselineView(d DiffResult) *baselineSection {
 type heatSection struct {
 	SVG        template.HTML
 	Unmeasured []checkRow
+	// Fold: the map is drawn in a fold under the fleet matrix (a mid-size
+	// run); Omitted: the rows it would have had, not drawn at all (a large
+	// run: thousands of rows, megabytes; the matrix summarises them).
+	Fold    bool
+	Omitted int
 }
+
+// The per-op heat map has a row per node and port: drawn open up to
+// heatOpenRows rows, in a fold up to heatFoldRows, not at all above.
+const heatOpenRows, heatFoldRows = 48, 384
 
 type heatCell struct {
 	ratio    float64 // value / floor; NaN without a floor
@@ -154,6 +251,18 @@ type heatCell struct {
 // list under the map: asked for and not measured is never left blank.
 func heatMap(r Run) heatSection {
 	var sec heatSection
+	// A large run's map is not drawn: count its rows before building
+	// thousands of cells to throw away.
+	if n := heatRows(r); n > heatFoldRows {
+		sec.Omitted = n
+		for _, c := range r.Checks {
+			if isBandwidthCheck(c.ID) && !hasUnit(c, "Gb/s") {
+				sec.Unmeasured = append(sec.Unmeasured, checkRow{Status: string(c.Status), StatusText: statusText(r, c), ID: checkLabel(c),
+					Variant: c.Variant, Nodes: NodesText(c), Verdict: verdictText(c)})
+			}
+		}
+		return sec
+	}
 	cells := map[[2]string]*heatCell{}
 	var rows, cols []string
 	seenRow, seenCol := map[string]bool{}, map[string]bool{}
@@ -216,6 +325,7 @@ func heatMap(r Run) heatSection {
 	if len(rows) == 0 {
 		return sec
 	}
+	sec.Fold = len(rows) > heatOpenRows
 	sort.Strings(rows)
 	sort.Strings(cols)
 	// Widths from the longest labels (about 7 px a character at 12 px).
@@ -261,6 +371,44 @@ func heatMap(r Run) heatSection {
 	return sec
 }
 
+// heatRows is how many rows the heat map would have: the node/port pairs
+// that measured bandwidth, and those of the checks that measured none.
+func heatRows(r Run) int {
+	rows := map[string]bool{}
+	for _, c := range r.Checks {
+		if !isBandwidthCheck(c.ID) {
+			continue
+		}
+		if !hasUnit(c, "Gb/s") {
+			rows[firstNode(c)+" "+orDash(railSource(c.Rail))] = true
+			continue
+		}
+		for _, m := range c.Measured {
+			if m.Unit != "Gb/s" {
+				continue
+			}
+			node, port := m.Node, m.Port
+			if node == "" && len(c.Nodes) > 0 {
+				node = c.Nodes[0]
+			}
+			if port == "" {
+				port = railSource(c.Rail)
+			}
+			rows[node+" "+orDash(port)] = true
+		}
+	}
+	return len(rows)
+}
+
+func hasUnit(c Check, unit string) bool {
+	for _, m := range c.Measured {
+		if m.Unit == unit {
+			return true
+		}
+	}
+	return false
+}
+
 func isBandwidthCheck(id string) bool {
 	return strings.HasPrefix(id, "bandwidth/write") || strings.HasPrefix(id, "bandwidth/read") || strings.HasPrefix(id, "gpudirect/")
 }
@@ -274,14 +422,16 @@ func worseCell(a, b *heatCell) bool {
 	return a.ratio < b.ratio
 }
 
+// ratioColor: green when the floor is met, amber when missed by less than
+// 10 %, red below that.
 func ratioColor(ratio float64, met bool) string {
 	switch {
-	case !met:
-		return ColorBelowFloor
-	case ratio < nearFloor:
+	case met:
+		return ColorAboveFloor
+	case ratio >= marginal:
 		return ColorNearFloor
 	}
-	return ColorAboveFloor
+	return ColorBelowFloor
 }
 
 // sizeOf is the size in a bandwidth measurement's name (write_64KiB_avg).
@@ -562,12 +712,20 @@ tr.regression td { background: #fde0dd; }
 .legend span { display: inline-block; padding: 0 .5em; margin-right: .4em; border-radius: 2px; }
 details pre { white-space: pre-wrap; margin: .3em 0; font-size: 12px; } .muted { color: #666; }
 .fix { background: #fff7e6; } .scroll { overflow-x: auto; } td.num { white-space: nowrap; }
+.culprits { background: ` + ColorCulprit + `; border-left: 6px solid ` + ColorBelowFloor + `; padding: .4em 1em; margin: .6em 0; }
+.culprits ul { margin: .2em 0; padding-left: 1.2em; }
+.fleet .colhead, .fleet .rowhead { font: 10px system-ui, sans-serif; fill: #222; } .fleet .empty { fill: #fafafa; stroke: #eee; }
+.fleet .culprit { stroke: #000; stroke-width: 2px; }
+.legend .swatch { display: inline-block; width: 12px; height: 10px; padding: 0; margin: 0 .3em 0 0; vertical-align: middle; }
+.legend .swatch.culprit { outline: 2px solid #000; outline-offset: -2px; }
+ul.legend { list-style: none; padding: 0; margin: .3em 0; columns: 2; font-size: 13px; }
 </style>
 </head>
 <body>
 <h1>rdmasuite acceptance report</h1>
 <p class="muted">run <code>{{.RunID}}</code>{{if .Server}} against <code>{{.Server}}</code>{{end}}{{if .Version}} (Kubernetes {{.Version}}){{end}}{{if .When}}, {{.When}}{{end}}</p>
 <p class="verdict {{if .Passed}}passed{{else}}failed{{end}}" id="verdict">{{.Summary}}{{if .Baseline}}{{if .Baseline.Regressions}} — {{.Baseline.Regressions}} regression(s) against the baseline{{end}}{{end}} — exit code {{.Exit}}</p>
+{{with .Culprits}}<div class="culprits" id="culprits"><b>Where it fails</b> (localised from the pairs that failed; the partners of a culprit failed with it, not on their own):<ul>{{range .Items}}<li><b>{{.Text}}</b>: {{.Explanation}}</li>{{end}}{{if .More}}<li>and {{.More}} more: see the localisation under the matrix.</li>{{end}}</ul></div>{{end}}
 
 <h2 id="baseline">Since the baseline</h2>
 {{with .Baseline}}
@@ -584,9 +742,15 @@ details pre { white-space: pre-wrap; margin: .3em 0; font-size: 12px; } .muted {
 {{else}}<p class="muted">No baseline given: render with <code>--baseline OLDER.json</code> to see what changed since then.</p>{{end}}
 
 <h2 id="bandwidth">Bandwidth per node and port against the floor</h2>
-{{if .Heat.SVG}}<p class="legend"><span style="background:` + ColorBelowFloor + `">below floor</span><span style="background:` + ColorNearFloor + `">&lt; 10 % above</span><span style="background:` + ColorAboveFloor + `;color:#fff">≥ 10 % above</span><span style="background:` + ColorNoFloor + `">no floor</span><span style="background:` + ColorUnmeasured + `">not measured</span> Each cell: the worst measurement of that port (hover for partner, floor and source).</p>
-<div class="scroll">{{.Heat.SVG}}</div>
-{{else}}<p class="muted">No bandwidth check in this run.</p>{{end}}
+{{with .Fleet}}{{if .SVG}}<p>Fleet view: {{.Nodes}} node(s) × {{.Ports}} port(s), one cell per port of a node; each cell is the worst of every bandwidth measurement of that port (all ops, sizes, partners and variants), as its ratio to the floor. Values in Gb/s (average RDMA bandwidth of one port). Floors:
+{{range $i, $f := .Floors}}{{if $i}}; {{end}}{{$f}}{{else}}none recorded{{end}}. Rows: nodes; {{.Columns}}. Hover a cell for the node, port, worst value, its partner and the floor.</p>
+<ul class="legend">{{range .Legend}}<li><span class="swatch" style="background:{{.Color}}"></span>{{.Text}} ({{.Count}})</li>{{end}}<li><span class="swatch culprit" style="background:` + ColorBelowFloor + `"></span>outlined: a culprit (bad port, node or link){{if .CulpritsCount}} ({{.CulpritsCount}}){{end}}</li></ul>
+<div class="scroll">{{.SVG}}</div>{{end}}{{end}}
+{{if .Heat.SVG}}{{if .Heat.Fold}}<details><summary>Per op and size: every node and port (a row each)</summary>{{else}}<p>Per op and size:</p>{{end}}
+<p class="legend"><span style="background:` + ColorBelowFloor + `">≥ 10 % below the floor</span><span style="background:` + ColorNearFloor + `">&lt; 10 % below</span><span style="background:` + ColorAboveFloor + `;color:#fff">met the floor</span><span style="background:` + ColorNoFloor + `">no floor</span><span style="background:` + ColorUnmeasured + `">not measured</span> Each cell: the worst measurement of that port in Gb/s and its ratio to the floor (hover for partner, floor and source).</p>
+<div class="scroll">{{.Heat.SVG}}</div>{{if .Heat.Fold}}</details>{{end}}
+{{else if .Heat.Omitted}}<p class="muted">The per-op heat map ({{.Heat.Omitted}} node/port rows) is not drawn at this size: the fleet view above summarises it; every value is in results.json (<code>rdmasuite report --all</code> prints them).</p>
+{{else if not .Fleet.SVG}}<p class="muted">No bandwidth check in this run.</p>{{end}}
 {{if .Heat.Unmeasured}}<p>Asked for and not measured:</p><table><tr><th>status</th><th>check</th><th>variant</th><th>nodes</th><th>why</th></tr>
 {{range .Heat.Unmeasured}}<tr><td class="st {{.Status}}">{{.StatusText}}</td><td>{{.ID}}</td><td>{{.Variant}}</td><td>{{.Nodes}}</td><td>{{.Verdict}}</td></tr>
 {{end}}</table>{{end}}
@@ -620,6 +784,7 @@ details pre { white-space: pre-wrap; margin: .3em 0; font-size: 12px; } .muted {
 <table><tr><th>status</th><th>check</th><th>variant</th><th>nodes</th><th>measured</th><th>diagnosis / reason / fix</th></tr>
 {{range .Checks}}<tr><td class="st {{.Status}}">{{.StatusText}}</td><td>{{.ID}}</td><td>{{.Variant}}</td><td>{{.Nodes}}</td><td>{{.Measured}}</td><td>{{.Verdict}}{{if .Evidence}}<details><summary>evidence</summary>{{range .Evidence}}<pre>{{.}}</pre>{{end}}</details>{{end}}</td></tr>
 {{end}}</table>
+{{with .Passing}}{{if .Lines}}<details><summary>{{.Count}} passing check(s), one line each</summary><pre>{{.Lines}}</pre></details>{{else}}<p class="muted">{{.Count}} passing checks are not listed at this size: the fleet view holds each port's worst value; every value is in results.json (<code>rdmasuite report --all</code> prints them).</p>{{end}}{{end}}
 </body>
 </html>
 `))

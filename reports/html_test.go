@@ -189,10 +189,11 @@ func TestHTMLHeatMapAgainstTheFloor(t *testing.T) {
 		!strings.Contains(red[0], "0.79× the floor") {
 		t.Errorf("below-floor cells: %q", red)
 	}
-	if amber := rects[ColorNearFloor]; len(amber) != 1 || !strings.Contains(amber[0], "n2 → n1") {
+	// Green is met (issue 28): 399 and 440 Gb/s against 380 are healthy.
+	if amber := rects[ColorNearFloor]; len(amber) != 0 {
 		t.Errorf("near-floor cells: %q", amber)
 	}
-	if green := rects[ColorAboveFloor]; len(green) != 1 || !strings.Contains(green[0], "n3 → n1") {
+	if green := rects[ColorAboveFloor]; len(green) != 2 || !strings.Contains(strings.Join(green, "|"), "n2 → n1") || !strings.Contains(strings.Join(green, "|"), "n3 → n1") {
 		t.Errorf("above-floor cells: %q", green)
 	}
 	grey := rects[ColorUnmeasured]
@@ -207,8 +208,16 @@ func TestHTMLHeatMapAgainstTheFloor(t *testing.T) {
 	r.Checks = append(r.Checks, pairBW("bandwidth/write", "shared-dev", "n1", "n3", "mlx5_0/1→mlx5_0/1", 450, 380, Pass))
 	s, _ = htmlString(r, nil)
 	rects = heatRects(t, parseHTML(t, s))
-	if len(rects[ColorBelowFloor]) != 1 || len(rects[ColorAboveFloor]) != 1 {
+	if len(rects[ColorBelowFloor]) != 1 || len(rects[ColorAboveFloor]) != 2 {
 		t.Errorf("n1's port must show its worst partner (red), got %v", rects)
+	}
+	// A marginal miss (370 against 380: within 10 %) is amber, not red.
+	r = htmlFixture()
+	r.Checks[0] = pairBW("bandwidth/write", "shared-dev", "n1", "n2", "mlx5_0/1→mlx5_0/1", 370, 380, Fail)
+	s, _ = htmlString(r, nil)
+	rects = heatRects(t, parseHTML(t, s))
+	if amber := rects[ColorNearFloor]; len(amber) != 1 || !strings.Contains(amber[0], "n1 → n2") || len(rects[ColorBelowFloor]) != 0 {
+		t.Errorf("a marginal miss: %v", rects)
 	}
 }
 

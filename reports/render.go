@@ -20,15 +20,18 @@ func newTable(w io.Writer) *tablewriter.Table {
 		tablewriter.NewConfigBuilder().WithHeaderAutoFormat(tw.Off).WithRowAutoWrap(tw.WrapNone).Build()))
 }
 
-// measuredText prints a check's numbers with their thresholds.
+// measuredText prints a check's numbers with their thresholds, each with
+// its node and port where the check's first node and its rail do not
+// already say them.
 func measuredText(c Check) string {
 	var parts []string
 	for _, m := range c.Measured {
 		s := m.Name + "=" + fmtVal(m.Value, m.Unit)
-		if m.Port != "" {
+		otherNode := m.Node != "" && (len(c.Nodes) == 0 || m.Node != c.Nodes[0])
+		if m.Port != "" && (otherNode || m.Port != railSource(c.Rail)) {
 			s = m.Port + " " + s
 		}
-		if m.Node != "" && (len(c.Nodes) == 0 || m.Node != c.Nodes[0]) {
+		if otherNode {
 			s = m.Node + " " + s
 		}
 		if t := m.Threshold; t != nil {
@@ -74,97 +77,6 @@ func verdictText(c Check) string {
 		s += " — fix: " + c.Fix
 	}
 	return s
-}
-
-// Table renders the run with one line per row, however long: for files,
-// pipes and CI logs, where a line is what grep finds. TableWidth fits a
-// terminal.
-func Table(w io.Writer, r Run) error { return TableWidth(w, r, 0) }
-
-// TableWidth renders the run for a terminal of width columns (0: no
-// limit): the summary line, a per-node roll-up (an operator sees at once
-// which node is in every failing pair), then one row per check, pairs as
-// client → server with the rail's ports. Long cells wrap to fit; nothing
-// is cut, the fix least of all.
-func TableWidth(w io.Writer, r Run, width int) error {
-	if width > 0 && width < 60 {
-		width = 60
-	}
-	fmt.Fprintln(w, wrapText(fmt.Sprintf("rdmasuite run %s on %s (%s): %s", r.RunID, r.Cluster.Server, r.Cluster.Version, SummaryText(r)), width, ""))
-	if err := nodeRollup(w, r, width); err != nil {
-		return err
-	}
-	rows := [][]string{}
-	for _, c := range r.Checks {
-		rows = append(rows, []string{statusText(r, c), checkLabel(c), c.Variant, NodesText(c), measuredText(c), verdictText(c)})
-	}
-	// The diagnosis (with the fix) keeps the most room, then measured.
-	if err := renderFitted(w, width, []string{"status", "check", "variant", "nodes (client → server)", "measured", "diagnosis / fix"},
-		rows, []column{{7, 0.5}, {16, 1.2}, {10, 0.6}, {10, 1.2}, {12, 1.5}, {20, 3}}); err != nil {
-		return err
-	}
-	if fs := Localize(r); len(fs) > 0 {
-		fmt.Fprintln(w, "localisation (pair checks: node, port or link):")
-		for _, f := range fs {
-			fmt.Fprintln(w, wrapText(findingText(f), width, "  "))
-		}
-	}
-	PhasesText(w, r.Phases)
-	return nil
-}
-
-// column says how a column gives way when the table is too wide: it
-// never gets narrower than min, and the column widest for its weight
-// gives way first, so a heavy column (the diagnosis) keeps the most room.
-type column struct {
-	min    int
-	weight float64
-}
-
-// renderFitted prints a table whose lines are at most width columns
-// (0: unlimited), wrapping cells at spaces (and inside words longer than
-// their column) so no text is lost.
-func renderFitted(w io.Writer, width int, header []string, rows [][]string, cols []column) error {
-	widths := make([]int, len(header))
-	for _, row := range append([][]string{header}, rows...) {
-		for i, cell := range row {
-			widths[i] = max(widths[i], runewidth.StringWidth(cell))
-		}
-	}
-	// A border and a space each side: 3 columns per column, plus one.
-	avail := width - 3*len(header) - 1
-	for width > 0 {
-		total, widest := 0, -1
-		for i, wd := range widths {
-			total += wd
-			if wd > cols[i].min && (widest < 0 || float64(wd)/cols[i].weight > float64(widths[widest])/cols[widest].weight) {
-				widest = i
-			}
-		}
-		if total <= avail || widest < 0 {
-			break
-		}
-		widths[widest]--
-	}
-	t := tablewriter.NewTable(w, tablewriter.WithConfig(
-		tablewriter.NewConfigBuilder().WithHeaderAutoFormat(tw.Off).WithHeaderAutoWrap(tw.WrapNone).WithRowAutoWrap(tw.WrapNone).Build()))
-	wrapRow := func(row []string) []string {
-		out := make([]string, len(row))
-		for i, cell := range row {
-			out[i] = cell
-			if width > 0 {
-				out[i] = wrapCell(cell, widths[i])
-			}
-		}
-		return out
-	}
-	t.Header(wrapRow(header))
-	for _, row := range rows {
-		if err := t.Append(wrapRow(row)); err != nil {
-			return err
-		}
-	}
-	return t.Render()
 }
 
 // wrapCell breaks s into lines of at most width columns: at spaces, and
@@ -221,56 +133,6 @@ func isPairCheck(id string) bool {
 	return false
 }
 
-// nodeRollup prints, per node, how its checks came out and which failed:
-// a pair check counts for both of its nodes.
-func nodeRollup(w io.Writer, r Run, width int) error {
-	type tally struct {
-		n       [4]int
-		failing []string
-	}
-	by := map[string]*tally{}
-	var order []string
-	for _, c := range r.Checks {
-		for _, n := range c.Nodes {
-			t := by[n]
-			if t == nil {
-				t = &tally{}
-				by[n] = t
-				order = append(order, n)
-			}
-			switch c.Status {
-			case Pass:
-				t.n[0]++
-			case Fail:
-				t.n[1]++
-			case Error:
-				t.n[2]++
-			case NotRun:
-				t.n[3]++
-			}
-			if c.Status == Fail || c.Status == Error {
-				label := checkLabel(c)
-				if len(c.Nodes) == 2 && isPairCheck(c.ID) {
-					label += " " + NodesText(c)
-				}
-				t.failing = append(t.failing, label)
-			}
-		}
-	}
-	if len(order) == 0 {
-		return nil
-	}
-	sort.Strings(order)
-	fmt.Fprintln(w, "per node (a pair check counts for both of its nodes):")
-	var rows [][]string
-	for _, n := range order {
-		c := by[n]
-		rows = append(rows, []string{n, fmt.Sprint(c.n[0]), fmt.Sprint(c.n[1]), fmt.Sprint(c.n[2]), fmt.Sprint(c.n[3]), strings.Join(c.failing, "; ")})
-	}
-	return renderFitted(w, width, []string{"node", "pass", "fail", "error", "not run", "failed or errored checks"}, rows,
-		[]column{{8, 1}, {4, 0.2}, {4, 0.2}, {5, 0.2}, {7, 0.2}, {20, 3}})
-}
-
 // wrapText breaks s into lines of at most width columns (wrapCell), the
 // first indented by indent, the rest by indent and two spaces.
 func wrapText(s string, width int, indent string) string {
@@ -317,8 +179,9 @@ func phaseNames(m map[string]Phase) []string {
 }
 
 // SummaryText is the one-line verdict every renderer prints: PASSED or NOT
-// PASSED, why when nothing was measured, and the counts by status with the
-// allowed not-runs apart.
+// PASSED, why when nothing was measured, the localised culprits (bad node,
+// port or link; the first few, then how many more), and the counts by
+// status with the allowed not-runs apart.
 func SummaryText(r Run) string {
 	if len(r.Checks) == 0 {
 		return "NOT PASSED — no check ran (the results hold no checks)"
@@ -331,63 +194,12 @@ func SummaryText(r Run) string {
 	if s[NotRun] == len(r.Checks) {
 		verdict += " — nothing was measured (every check not run)"
 	}
+	// Where it fails comes before how much: at 256 nodes the counts say
+	// little, the culprit says where to go.
+	if c := culpritsText(Culprits(Localize(r))); c != "" {
+		verdict += " — " + c
+	}
 	return fmt.Sprintf("%s — %d pass, %d fail, %d error, %d not run (%d allowed)", verdict, s[Pass], s[Fail], s[Error], s[NotRun], r.AllowedNotRun())
-}
-
-// Markdown renders the acceptance report as Markdown.
-func Markdown(w io.Writer, r Run) error {
-	fmt.Fprintf(w, "# rdmasuite acceptance report\n\nRun `%s` against `%s` (%s), %s → %s.\n\n**%s**\n\n",
-		r.RunID, r.Cluster.Server, r.Cluster.Version, r.Started.Format("2006-01-02 15:04:05Z07:00"),
-		r.Finished.Format("15:04:05"), SummaryText(r))
-	if len(r.Nodes) > 0 {
-		fmt.Fprintf(w, "## Nodes\n\n| node | SKU | thresholds file | kubelet | kernel |\n|---|---|---|---|---|\n")
-		for _, n := range r.Nodes {
-			fmt.Fprintf(w, "| %s | %s | %s | %s | %s |\n", n.Name, n.SKU, n.ThresholdsFile, n.Kubelet, n.Kernel)
-		}
-		fmt.Fprintln(w)
-	}
-	fmt.Fprintf(w, "## Checks\n\n| status | check | variant | nodes | measured | diagnosis / fix |\n|---|---|---|---|---|---|\n")
-	for _, c := range r.Checks {
-		badge := statusBadge(c.Status)
-		if r.Allowed(c) {
-			badge += " (allowed)"
-		}
-		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s |\n", badge, md(checkLabel(c)), md(c.Variant),
-			md(strings.Join(c.Nodes, ", ")), md(measuredText(c)), md(verdictText(c)))
-	}
-	if fs := Localize(r); len(fs) > 0 {
-		fmt.Fprintf(w, "\n## Localisation\n\n")
-		for _, f := range fs {
-			v := ""
-			if f.Variant != "" {
-				v = " (" + f.Variant + ")"
-			}
-			ids := ""
-			if len(f.Checks) > 0 {
-				ids = " — `" + strings.Join(f.Checks, "`, `") + "`"
-			}
-			fmt.Fprintf(w, "- **%s**%s: %s%s\n", f.Kind, v, strings.ReplaceAll(f.Explanation, "\n", " "), ids)
-		}
-	}
-	failed := false
-	for _, c := range r.Checks {
-		if (c.Status == Pass && !c.ShowEvidence) || len(c.Evidence) == 0 {
-			continue
-		}
-		if !failed {
-			fmt.Fprintf(w, "\n## Evidence\n")
-			failed = true
-		}
-		fmt.Fprintf(w, "\n### %s %s (%s)\n\n```\n%s\n```\n", checkLabel(c), c.Variant, strings.Join(c.Nodes, ", "), strings.Join(c.Evidence, "\n"))
-	}
-	if len(r.Phases) > 0 {
-		fmt.Fprintf(w, "\n## Time per phase\n\n| phase | count | total s | max s |\n|---|---|---|---|\n")
-		for _, n := range phaseNames(r.Phases) {
-			p := r.Phases[n]
-			fmt.Fprintf(w, "| %s | %d | %.2f | %.2f |\n", n, p.Count, p.TotalSec, p.MaxSec)
-		}
-	}
-	return nil
 }
 
 func statusBadge(s Status) string {
@@ -410,15 +222,26 @@ type junitSuites struct {
 	Suites  []junitSuite `xml:"testsuite"`
 }
 type junitSuite struct {
-	Name     string      `xml:"name,attr"`
-	Tests    int         `xml:"tests,attr"`
-	Failures int         `xml:"failures,attr"`
-	Errors   int         `xml:"errors,attr"`
-	Skipped  int         `xml:"skipped,attr"`
-	Cases    []junitCase `xml:"testcase"`
+	Name     string `xml:"name,attr"`
+	Tests    int    `xml:"tests,attr"`
+	Failures int    `xml:"failures,attr"`
+	Errors   int    `xml:"errors,attr"`
+	Skipped  int    `xml:"skipped,attr"`
+	// Properties carry the verdict with its culprits, before the cases:
+	// one case per check stays (CI systems count them), and a reader of
+	// a thousand cases learns where the failure is first.
+	Properties *junitProperties `xml:"properties,omitempty"`
+	Cases      []junitCase      `xml:"testcase"`
 	// SystemOut carries the localisation findings (after the cases, where
 	// the JUnit schema puts a suite's system-out).
 	SystemOut string `xml:"system-out,omitempty"`
+}
+type junitProperties struct {
+	List []junitProperty `xml:"property"`
+}
+type junitProperty struct {
+	Name  string `xml:"name,attr"`
+	Value string `xml:"value,attr"`
 }
 type junitCase struct {
 	Name      string        `xml:"name,attr"`
@@ -438,8 +261,9 @@ type junitMessage struct {
 // an allowed not-run → skipped with its reason, a not-run the operator did
 // not allow → failure. A run with no check, or where every check is
 // not-run, gets a failing "rdmasuite/run" case: CI never reads it as green.
-// The localisation findings (Localize), when there are any, are the
-// suite's system-out.
+// The suite's properties carry the verdict line and each culprit
+// (rdmasuite.verdict, rdmasuite.culprit.N); the localisation findings
+// (Localize), when there are any, are the suite's system-out.
 func JUnit(w io.Writer, r Run) error { return junit(w, r, nil) }
 
 // JUnitWithDiff is JUnit plus one "rdmasuite/baseline" case for the
@@ -449,7 +273,7 @@ func JUnit(w io.Writer, r Run) error { return junit(w, r, nil) }
 func JUnitWithDiff(w io.Writer, r Run, d DiffResult) error { return junit(w, r, &d) }
 
 func junit(w io.Writer, r Run, diff *DiffResult) error {
-	s := junitSuite{Name: "rdmasuite " + r.RunID}
+	s := junitSuite{Name: "rdmasuite " + r.RunID, Properties: junitVerdict(r)}
 	for _, c := range r.Checks {
 		name := c.ID
 		for _, p := range []string{c.Variant, c.Rail, strings.Join(c.Nodes, ",")} {
@@ -524,6 +348,18 @@ func junit(w io.Writer, r Run, diff *DiffResult) error {
 	}
 	_, err := io.WriteString(w, "\n")
 	return err
+}
+
+// junitVerdict is the suite's properties: rdmasuite.verdict (SummaryText)
+// and rdmasuite.culprit.N, one per culprit, none left out.
+func junitVerdict(r Run) *junitProperties {
+	p := &junitProperties{List: []junitProperty{{Name: "rdmasuite.verdict", Value: SummaryText(r)}}}
+	cs := Culprits(Localize(r))
+	mixed := mixedVariants(cs)
+	for i, c := range cs {
+		p.List = append(p.List, junitProperty{Name: fmt.Sprintf("rdmasuite.culprit.%d", i+1), Value: c.Text(mixed)})
+	}
+	return p
 }
 
 // fmtVal prints a value with its unit; byte counts in binary units, -1

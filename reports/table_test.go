@@ -48,20 +48,25 @@ func TestTableFitsWrapsAndRollsUpPerNode(t *testing.T) {
 		if !strings.Contains(flat, "set LimitMEMLOCK=infinity in") || !strings.Contains(flat, "stay visible, never cut") {
 			t.Errorf("width %d: the fix was cut:\n%s", width, out)
 		}
-		if !strings.Contains(flat, "gpu-a → gpu-b") || !strings.Contains(flat, "gpu-c → gpu-a") {
+		if !strings.Contains(flat, "gpu-a → gpu-b") || !strings.Contains(flat, "gpu-c → gpu-a") || !strings.Contains(flat, "mlx5_0/1→mlx5_0/1") {
 			t.Errorf("width %d: pairs without direction:\n%s", width, out)
 		}
 		if strings.Contains(flat, "gpu-a → gpu-b → gpu-c") {
 			t.Errorf("width %d: a world of three is not a pair:\n%s", width, out)
 		}
+		// Failures first (issue 28): the failing rows, then the roll-up.
 		roll := strings.Index(out, "per node")
 		main := strings.Index(out, "diagnosis / fix")
-		if roll < 0 || main < 0 || roll > main {
-			t.Fatalf("width %d: the per-node roll-up must come first:\n%s", width, out)
+		if roll < 0 || main < 0 || roll < main {
+			t.Fatalf("width %d: the failing rows must come before the per-node roll-up:\n%s", width, out)
+		}
+		// The passing pair is folded into one line that says how to see it.
+		if strings.Contains(flat, "gpu-b → gpu-c") || !strings.Contains(flat, "1 passing row folded (bandwidth/write): --all shows them") {
+			t.Errorf("width %d: the passing row is not folded:\n%s", width, out)
 		}
 		// gpu-a: 3 failing checks (two pairs and its memlock), gpu-b and
 		// gpu-c one failing pair each.
-		rollup := out[roll:main]
+		rollup := out[roll:]
 		for node, want := range map[string]string{"gpu-a": "3", "gpu-b": "1", "gpu-c": "1"} {
 			var line string
 			var f []string

@@ -561,9 +561,13 @@ func finishRun(started time.Time, server, version string, code int) int {
 		plog.EndStatus() // the table starts on a line of its own
 	}
 	if len(res.Checks) > 0 {
-		_ = reports.TableWidth(os.Stdout, res, termwidth.Controlling(os.Stdout))
+		width := termwidth.Controlling(os.Stdout)
+		if width == 0 {
+			width = termwidth.Default // a CI log or the Job's: 80 columns, passing rows folded
+		}
+		_ = reports.TableWidth(os.Stdout, res, width)
 		if progressOut != io.Writer(os.Stdout) {
-			_ = reports.TableWidth(progressOut, res, termwidth.Controlling(os.Stdout))
+			_ = reports.TableWidth(progressOut, res, width)
 		}
 		say("rdmasuite: %s, exit %d\n", reports.SummaryText(res), code)
 	} else {

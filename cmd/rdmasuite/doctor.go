@@ -80,8 +80,8 @@ func runDoctor(args []string, stdout io.Writer) error {
 			return err
 		}
 	}
-	width := 0
-	if f, ok := stdout.(*os.File); ok {
+	width := termwidth.Default
+	if f, ok := stdout.(*os.File); ok && termwidth.Of(f) > 0 {
 		width = termwidth.Of(f)
 	}
 	if err := reports.TableWidth(stdout, run, width); err != nil {

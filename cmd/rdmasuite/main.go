@@ -132,6 +132,8 @@ func runReport(args []string, stdout io.Writer) error {
 	tolerance := fs.Float64("tolerance", 0.05, "relative drop counted as a regression")
 	out := fs.String("o", "", "write to this file instead of stdout; with --format prometheus it is replaced atomically "+
 		"(temp file + rename), so node_exporter's textfile collector can read e.g. /var/lib/node_exporter/textfile/rdmasuite.prom")
+	all := fs.Bool("all", false, "table and markdown: show every row and node (by default passing rows and all-pass nodes are folded into a line each)")
+	widthFlag := fs.Int("width", -1, "table: columns to fit (default: the terminal's width, else 80; 0: one line per row, for grep)")
 	var allow listFlag
 	fs.Var(&allow, "allow-not-run", "check ids (or prefixes ending in /) allowed to be not-run, besides those the run allowed; comma-separated, repeatable")
 	pos, err := parseArgs(fs, args)
@@ -178,13 +180,16 @@ func runReport(args []string, stdout io.Writer) error {
 	}
 	switch *format {
 	case "table":
-		width := 0
-		if f, ok := w.(*os.File); ok {
-			width = termwidth.Of(f)
+		width := *widthFlag
+		if width < 0 {
+			width = termwidth.Default
+			if f, ok := w.(*os.File); ok && termwidth.Of(f) > 0 {
+				width = termwidth.Of(f)
+			}
 		}
-		err = reports.TableWidth(w, run, width)
+		err = reports.TableWith(w, run, reports.TableOptions{Width: width, All: *all})
 	case "markdown", "md":
-		err = reports.Markdown(w, run)
+		err = reports.MarkdownWith(w, run, reports.MarkdownOptions{All: *all})
 	case "junit":
 		if diff != nil {
 			err = reports.JUnitWithDiff(w, run, *diff)

@@ -10,6 +10,10 @@ import (
 	"golang.org/x/term"
 )
 
+// Default is the width a table gets where no terminal says otherwise
+// (pipes, files, CI logs): 80 columns, the width every log viewer shows.
+const Default = 80
+
 // Of is the width for output to f: $COLUMNS when set, else the terminal's
 // width when f is one, else 0.
 func Of(f *os.File) int {
