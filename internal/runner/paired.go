@@ -533,6 +533,17 @@ func (r *Runner) Plan(ctx context.Context) []string {
 		}
 		waves, maxPairs := 0, 0
 		var est time.Duration
+		railsLo, railsHi := 0, 0
+		for _, g := range sch.groups {
+			for _, sp := range g {
+				sku, _ := r.Cfg.Thresholds.ForNode(sp.p.Client, sch.byName[sp.p.Client].Labels, r.Cfg.SKU)
+				n := r.railsInSequence(sku)
+				if railsLo == 0 || n < railsLo {
+					railsLo = n
+				}
+				railsHi = max(railsHi, n)
+			}
+		}
 		for _, g := range sch.groups {
 			maxPairs = max(maxPairs, len(g))
 			w := 1
@@ -551,10 +562,27 @@ func (r *Runner) Plan(ctx context.Context) []string {
 			conc = fmt.Sprintf("at most %d at once", r.Cfg.Concurrency)
 		}
 		out = append(out, PlanLine(v.Label, sch.groups),
-			fmt.Sprintf("plan [%s]: %d node(s) measured, %d round(s) of up to %d pair(s), %s: %d wave(s); estimated ≈ %s (a wave: pod start ≈ %s + its longest pair's measurement)",
-				v.Label, len(sch.byName), len(sch.groups), maxPairs, conc, waves, est.Round(time.Second), typicalPodStart))
+			fmt.Sprintf("plan [%s]: %d node(s) measured, %d round(s) of up to %d pair(s), %s: %d wave(s); %s; estimated ≈ %s (a wave: pod start ≈ %s + its longest pair's measurement)",
+				v.Label, len(sch.byName), len(sch.groups), maxPairs, conc, waves, r.railsText(railsLo, railsHi), est.Round(time.Second), typicalPodStart))
 	}
 	return out
+}
+
+// railsText says how a pair measures its rails: how many one after
+// another (the SKU's ports per node, or the one named device), or all at
+// once with --rail-parallel.
+func (r *Runner) railsText(lo, hi int) string {
+	switch {
+	case r.Cfg.RailParallel:
+		return "a pair's rails measured at once (--rail-parallel)"
+	case r.Cfg.Device != "":
+		return "one rail per pair (--device " + r.Cfg.Device + ")"
+	case lo == hi && lo == 1:
+		return "rails one after another (no SKU port count: counted as 1 in the estimate)"
+	case lo == hi:
+		return fmt.Sprintf("%d rail(s) per pair, one after another", lo)
+	}
+	return fmt.Sprintf("%d-%d rail(s) per pair, one after another", lo, hi)
 }
 
 // pairEstimate is one pair's measurement time from the flags: per feature,

@@ -260,7 +260,7 @@ func TestPlanIsRoundsNotPairs(t *testing.T) {
 		cfg.PairedPlan = map[string][]string{VariantSharedDev: {PairedBandwidth}}
 		r := New(cs, cfg, "plan")
 		got := strings.Join(r.Plan(context.Background()), "\n")
-		for _, want := range []string{"256 pair(s), 512 pod starts", "256 node(s) measured", "2 round(s) of up to 128 pair(s)", tc.waves, "estimated ≈ "} {
+		for _, want := range []string{"256 pair(s), 512 pod starts", "256 node(s) measured", "2 round(s) of up to 128 pair(s)", tc.waves, "8 rail(s) per pair, one after another", "estimated ≈ "} {
 			if !strings.Contains(got, want) {
 				t.Errorf("concurrency %d: plan lacks %q:\n%s", tc.conc, want, got)
 			}
