@@ -2,8 +2,7 @@
 SHELL := /bin/bash
 BIN_DIR ?= $(CURDIR)/bin
 VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
-COMMIT ?= $(shell git rev-parse HEAD 2>/dev/null)
-LDFLAGS := -X github.com/rdmasuite/rdmasuite/workloads/probeout.Version=$(VERSION) -X github.com/rdmasuite/rdmasuite/workloads/probeout.Commit=$(COMMIT)
+LDFLAGS := -X github.com/rdmasuite/rdmasuite/workloads/probeout.Version=$(VERSION)
 BED_DIR ?= /var/lib/rdmasuite-bed
 export BED_DIR
 
