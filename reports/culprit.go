@@ -44,14 +44,7 @@ func Culprits(fs []Finding) []Culprit {
 		}
 	}
 	sort.SliceStable(out, func(i, j int) bool {
-		a, b := out[i], out[j]
-		if a.Kind != b.Kind {
-			return kindOrder[a.Kind] < kindOrder[b.Kind]
-		}
-		if x, y := strings.Join(a.Nodes, ","), strings.Join(b.Nodes, ","); x != y {
-			return x < y
-		}
-		return a.Rail < b.Rail
+		return locusLess(out[i].Kind, out[j].Kind, out[i].Nodes, out[j].Nodes, out[i].Rail, out[j].Rail)
 	})
 	return out
 }

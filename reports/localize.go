@@ -137,15 +137,21 @@ func Localize(run Run) []Finding {
 		if a.Variant != b.Variant {
 			return a.Variant < b.Variant
 		}
-		if a.Kind != b.Kind {
-			return kindOrder[a.Kind] < kindOrder[b.Kind]
-		}
-		if x, y := strings.Join(a.Nodes, ","), strings.Join(b.Nodes, ","); x != y {
-			return x < y
-		}
-		return a.Rail < b.Rail
+		return locusLess(a.Kind, b.Kind, a.Nodes, b.Nodes, a.Rail, b.Rail)
 	})
 	return out
+}
+
+// locusLess orders what a finding blames: by kind (bad node before bad
+// port …), then nodes, then rail. Findings and culprits share it.
+func locusLess(ka, kb FindingKind, na, nb []string, ra, rb string) bool {
+	if ka != kb {
+		return kindOrder[ka] < kindOrder[kb]
+	}
+	if x, y := strings.Join(na, ","), strings.Join(nb, ","); x != y {
+		return x < y
+	}
+	return ra < rb
 }
 
 func (ev *variantEvidence) localize(variant string) []Finding {

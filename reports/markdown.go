@@ -98,22 +98,16 @@ func markdownRollup(w io.Writer, r Run, all bool) {
 		return
 	}
 	fmt.Fprintf(w, "\n## Per node\n\nA pair check counts for both of its nodes.\n\n")
-	quiet, allowed, listed := 0, 0, 0
-	for _, n := range order {
+	shown, quiet, allowed := foldNodes(by, order, all)
+	if len(shown) > 0 {
+		fmt.Fprintf(w, "| node | pass | fail | error | not run | failed or errored checks |\n|---|---|---|---|---|---|\n")
+	}
+	for _, n := range shown {
 		t := by[n]
-		if !all && !t.listed() {
-			quiet++
-			allowed += t.allowed
-			continue
-		}
-		if listed == 0 {
-			fmt.Fprintf(w, "| node | pass | fail | error | not run | failed or errored checks |\n|---|---|---|---|---|---|\n")
-		}
-		listed++
 		fmt.Fprintf(w, "| %s | %d | %d | %d | %d | %s |\n", md(n), t.pass, t.fail, t.err, t.notRun, md(failingText(t.failing)))
 	}
 	if quiet > 0 {
-		if listed > 0 {
+		if len(shown) > 0 {
 			fmt.Fprintln(w)
 		}
 		fmt.Fprintf(w, "%s.\n", quietNodesText(quiet, allowed, false))

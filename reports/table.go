@@ -539,15 +539,10 @@ func nodeRollup(w io.Writer, r Run, width int, all bool) error {
 	if len(order) == 0 {
 		return nil
 	}
+	shown, quiet, allowed := foldNodes(by, order, all)
 	var rows [][]string
-	quiet, allowed := 0, 0
-	for _, n := range order {
+	for _, n := range shown {
 		t := by[n]
-		if !all && !t.listed() {
-			quiet++
-			allowed += t.allowed
-			continue
-		}
 		rows = append(rows, []string{n, fmt.Sprint(t.pass), fmt.Sprint(t.fail), fmt.Sprint(t.err), fmt.Sprint(t.notRun), failingText(t.failing)})
 	}
 	if len(rows) > 0 {
@@ -561,6 +556,22 @@ func nodeRollup(w io.Writer, r Run, width int, all bool) error {
 		fmt.Fprintln(w, wrapText(quietNodesText(quiet, allowed, len(rows) == 0), width, ""))
 	}
 	return nil
+}
+
+// foldNodes splits the roll-up's nodes into those listed (every node with
+// all; else those with a failure, error or unallowed not-run) and the
+// quiet rest, counted, with the allowed not-runs among them.
+func foldNodes(by map[string]*nodeTally, order []string, all bool) (shown []string, quiet, allowed int) {
+	for _, n := range order {
+		t := by[n]
+		if !all && !t.listed() {
+			quiet++
+			allowed += t.allowed
+			continue
+		}
+		shown = append(shown, n)
+	}
+	return shown, quiet, allowed
 }
 
 // quietNodesText is the line for the folded nodes: "253 nodes all pass".

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"time"
 
@@ -80,11 +79,7 @@ func runDoctor(args []string, stdout io.Writer) error {
 			return err
 		}
 	}
-	width := termwidth.Default
-	if f, ok := stdout.(*os.File); ok && termwidth.Of(f) > 0 {
-		width = termwidth.Of(f)
-	}
-	if err := reports.TableWidth(stdout, run, width); err != nil {
+	if err := reports.TableWidth(stdout, run, termwidth.Fit(stdout)); err != nil {
 		return err
 	}
 	for _, f := range findings {

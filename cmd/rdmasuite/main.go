@@ -182,10 +182,7 @@ func runReport(args []string, stdout io.Writer) error {
 	case "table":
 		width := *widthFlag
 		if width < 0 {
-			width = termwidth.Default
-			if f, ok := w.(*os.File); ok && termwidth.Of(f) > 0 {
-				width = termwidth.Of(f)
-			}
+			width = termwidth.Fit(w)
 		}
 		err = reports.TableWith(w, run, reports.TableOptions{Width: width, All: *all})
 	case "markdown", "md":

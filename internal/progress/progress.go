@@ -59,27 +59,15 @@ func (l *Log) Path() string {
 
 // Line is a line of its own, in the file and on the terminal (after
 // clearing a status line that is showing).
-func (l *Log) Line(s string) {
-	if l == nil {
-		return
-	}
-	s = strings.TrimRight(s, "\n")
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.toFile(s)
-	if l.term == nil {
-		return
-	}
-	if l.status {
-		fmt.Fprint(l.term, "\r\033[K")
-		l.status = false
-	}
-	fmt.Fprintln(l.term, s)
-}
+func (l *Log) Line(s string) { l.write(s, false) }
 
 // Status is a line in the file and, on the terminal, the one refreshing
 // status line (replaced by the next status or line).
-func (l *Log) Status(s string) {
+func (l *Log) Status(s string) { l.write(s, true) }
+
+// write puts s in the file and on the terminal: as the refreshing status
+// line, or as a line of its own after clearing one that is showing.
+func (l *Log) write(s string, status bool) {
 	if l == nil {
 		return
 	}
@@ -90,8 +78,15 @@ func (l *Log) Status(s string) {
 	if l.term == nil {
 		return
 	}
-	fmt.Fprint(l.term, "\r\033[K"+s)
-	l.status = true
+	switch {
+	case status:
+		fmt.Fprint(l.term, "\r\033[K"+s)
+	case l.status:
+		fmt.Fprint(l.term, "\r\033[K"+s+"\n")
+	default:
+		fmt.Fprintln(l.term, s)
+	}
+	l.status = status
 }
 
 // EndStatus ends a status line that is showing, so that what the caller

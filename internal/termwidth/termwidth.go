@@ -4,6 +4,7 @@
 package termwidth
 
 import (
+	"io"
 	"os"
 	"strconv"
 
@@ -26,6 +27,17 @@ func Of(f *os.File) int {
 		}
 	}
 	return 0
+}
+
+// Fit is the width a table written to w should fit: the terminal's when w
+// is one (or $COLUMNS), else Default.
+func Fit(w io.Writer) int {
+	if f, ok := w.(*os.File); ok {
+		if n := Of(f); n > 0 {
+			return n
+		}
+	}
+	return Default
 }
 
 // Controlling is Of(f), falling back to the controlling terminal's width:

@@ -2,6 +2,7 @@ package termwidth
 
 import (
 	"os"
+	"strings"
 	"testing"
 )
 
@@ -23,5 +24,27 @@ func TestWidth(t *testing.T) {
 	t.Setenv("COLUMNS", "wide")
 	if got := Of(w); got != 0 {
 		t.Errorf("COLUMNS=wide: width %d, want 0", got)
+	}
+}
+
+// Fit: a writer that is not a terminal file gets Default; $COLUMNS wins
+// for a file.
+func TestFit(t *testing.T) {
+	t.Setenv("COLUMNS", "")
+	var b strings.Builder
+	if got := Fit(&b); got != Default {
+		t.Errorf("a buffer: %d, want %d", got, Default)
+	}
+	f, err := os.CreateTemp(t.TempDir(), "out")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if got := Fit(f); got != Default {
+		t.Errorf("a plain file: %d, want %d", got, Default)
+	}
+	t.Setenv("COLUMNS", "132")
+	if got := Fit(f); got != 132 {
+		t.Errorf("COLUMNS=132: %d", got)
 	}
 }
