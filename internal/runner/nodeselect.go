@@ -67,7 +67,7 @@ func isControlPlane(n corev1.Node) bool {
 // rdmaNodeReason says why n is an RDMA node of this run, or "".
 func rdmaNodeReason(n corev1.Node, resources []string) string {
 	for _, r := range resources {
-		if q, ok := n.Status.Allocatable[corev1.ResourceName(r)]; ok && !q.IsZero() {
+		if advertises(n, r) {
 			return "advertises " + r
 		}
 	}

@@ -535,16 +535,6 @@ func (r *Runner) Plan(ctx context.Context) []string {
 		var est time.Duration
 		railsLo, railsHi := 0, 0
 		for _, g := range sch.groups {
-			for _, sp := range g {
-				sku, _ := r.Cfg.Thresholds.ForNode(sp.p.Client, sch.byName[sp.p.Client].Labels, r.Cfg.SKU)
-				n := r.railsInSequence(sku)
-				if railsLo == 0 || n < railsLo {
-					railsLo = n
-				}
-				railsHi = max(railsHi, n)
-			}
-		}
-		for _, g := range sch.groups {
 			maxPairs = max(maxPairs, len(g))
 			w := 1
 			if r.Cfg.Concurrency > 0 {
@@ -553,7 +543,12 @@ func (r *Runner) Plan(ctx context.Context) []string {
 			waves += w
 			var longest time.Duration
 			for _, sp := range g {
-				longest = max(longest, r.pairEstimate(sch, sp))
+				d, rails := r.pairEstimate(sch, sp)
+				longest = max(longest, d)
+				if railsLo == 0 || rails < railsLo {
+					railsLo = rails
+				}
+				railsHi = max(railsHi, rails)
 			}
 			est += time.Duration(w) * (typicalPodStart + longest)
 		}
@@ -588,8 +583,9 @@ func (r *Runner) railsText(lo, hi int) string {
 // pairEstimate is one pair's measurement time from the flags: per feature,
 // rails (railsInSequence, as the client's pod budget counts them) ×
 // ops × sizes × the time per measurement (--bw-duration, or about a second
-// for an iteration count), plus a second of setup per rail and op.
-func (r *Runner) pairEstimate(sch pairedSchedule, sp sharedPair) time.Duration {
+// for an iteration count), plus a second of setup per rail and op; and
+// the rails it measures one after another (for the plan line).
+func (r *Runner) pairEstimate(sch pairedSchedule, sp sharedPair) (time.Duration, int) {
 	sku, _ := r.Cfg.Thresholds.ForNode(sp.p.Client, sch.byName[sp.p.Client].Labels, r.Cfg.SKU)
 	rails := r.railsInSequence(sku) // no SKU: one rail
 	var d time.Duration
@@ -601,5 +597,5 @@ func (r *Runner) pairEstimate(sch pairedSchedule, sp sharedPair) time.Duration {
 		}
 		d += time.Duration(rails*len(f.ops)) * (time.Duration(len(f.sizes))*per + time.Second)
 	}
-	return d
+	return d, rails
 }

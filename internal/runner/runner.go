@@ -190,11 +190,17 @@ func (r *Runner) Failing(cs []reports.Check) []reports.Check {
 	return out
 }
 
+// advertises says whether n advertises resource (allocatable > 0).
+func advertises(n corev1.Node, resource string) bool {
+	q, ok := n.Status.Allocatable[corev1.ResourceName(resource)]
+	return ok && !q.IsZero()
+}
+
 // SplitAdvertising separates the nodes that advertise resource
 // (allocatable > 0) from those that do not. Both keep their order.
 func SplitAdvertising(nodes []corev1.Node, resource string) (with, without []corev1.Node) {
 	for _, n := range nodes {
-		if q, ok := n.Status.Allocatable[corev1.ResourceName(resource)]; ok && !q.IsZero() {
+		if advertises(n, resource) {
 			with = append(with, n)
 		} else {
 			without = append(without, n)

@@ -3,6 +3,7 @@ package runner
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -120,12 +121,7 @@ func ResolveVariants(c Config, f VariantFacts) (Config, []string) {
 		return c, nil
 	}
 	advertised := func(r string) bool {
-		for _, n := range f.Nodes {
-			if q, ok := n.Status.Allocatable[corev1.ResourceName(r)]; ok && !q.IsZero() {
-				return true
-			}
-		}
-		return false
+		return slices.ContainsFunc(f.Nodes, func(n corev1.Node) bool { return advertises(n, r) })
 	}
 	var keep, skipped []string
 	var shared []string
