@@ -516,17 +516,23 @@ func (in BWInput) judgeRail(c *reports.Check, op string, rr bw.RailResult, other
 			}
 		}
 	}
-	// The server's own error for this very pair, if it recorded one (a
-	// "peer" error there only echoes the client and is not its own).
+	// The server's own error for this very pair and op, if it recorded
+	// one (a "peer" error there only echoes the client and is not its own).
 	var srvErr *probeout.Error
 	if rr.Peer != nil {
-		if e := srvByRail[pairKey(*rr.Peer, &rr.Local)].Error; e != nil && e.Kind != probeout.KindPeer {
+		if e, _ := opError(srvByRail[pairKey(*rr.Peer, &rr.Local)], op); e != nil && e.Kind != probeout.KindPeer {
 			srvErr = e
 		}
 	}
+	// This op's own error on the rail; another op's is only named.
+	own, other := opError(rr, op)
+	if other != nil {
+		c.Evidence = append(c.Evidence, fmt.Sprintf("%s on this rail failed: %s (its own check says so; %s ran in its own session and is judged on what it measured)",
+			strings.SplitN(other.Message, ":", 2)[0], other.Message, op))
+	}
 	switch {
-	case rr.Error != nil:
-		side, perr := in.Client, rr.Error
+	case own != nil:
+		side, perr := in.Client, own
 		// "The peer failed": the server's own result for its rail says why.
 		if perr.Kind == probeout.KindPeer && srvErr != nil {
 			side, perr = in.Server, srvErr
@@ -565,6 +571,31 @@ func (in BWInput) judgeRail(c *reports.Check, op string, rr bw.RailResult, other
 	}
 }
 
+// opError is op's own error on a rail: the run's own error when the probe
+// attributes errors per op (a run carries one), else the rail's (an older
+// probe, or a failure of the whole rail such as a down port: then every
+// op fails with it). other is the rail's error when it is another op's
+// only: named in the evidence, never this op's result.
+func opError(rr bw.RailResult, op string) (own, other *probeout.Error) {
+	perOp := false
+	for _, r := range rr.Runs {
+		if r.Error == nil {
+			continue
+		}
+		perOp = true
+		if string(r.Params.Op) == op && own == nil {
+			own = &probeout.Error{Kind: r.Error.Kind, Message: op + ": " + r.Error.Message}
+		}
+	}
+	switch {
+	case !perOp:
+		return rr.Error, nil
+	case own != nil:
+		return own, nil
+	}
+	return nil, rr.Error
+}
+
 // explain turns a typed probe error into a status, a message naming the
 // node, pod and port, and the fix.
 func (in BWInput) explain(s Side, port string, e *probeout.Error) (reports.Status, string, string) {
@@ -590,6 +621,9 @@ func (in BWInput) explain(s Side, port string, e *probeout.Error) (reports.Statu
 	case probeout.KindMemlock:
 		return reports.Fail, fmt.Sprintf("%s: memory registration refused: %s", where, e.Message), mr.FixMemlock
 	case probeout.KindTransport:
+		if st, ok := completionStatusOf(e.Message); ok {
+			return reports.Fail, fmt.Sprintf("%s: RDMA transport error: %s: %s", where, e.Message, st.means), st.fix
+		}
 		return reports.Fail, fmt.Sprintf("%s: RDMA transport error: %s", where, e.Message), FixTransport
 	case probeout.KindTimeout:
 		return reports.Fail, fmt.Sprintf("%s: timed out: %s", where, e.Message), FixTimeout

@@ -241,13 +241,16 @@ func runPair(ctx context.Context, cfg ClientConfig, pr pair) RailResult {
 			continue
 		}
 		rep, err := session(ctx, cfg, pr.local, *pr.peer, p)
+		if err != nil {
+			rep.Error = Classify(err)
+		}
 		rr.Runs = append(rr.Runs, rep)
 		if cfg.OnReport != nil {
 			cfg.OnReport(pr.local, pr.peer, rep)
 		}
 		if err != nil {
 			cfg.Logf("rail %s ↔ server %s %s: %v", pr.local.Name(), pr.peer.Name(), op, err)
-			addError(&rr, op, Classify(err))
+			addError(&rr, op, rep.Error)
 		}
 	}
 	if pr.err != nil {

@@ -175,6 +175,7 @@ func (s *server) record(local Rail, peer *Rail, rep Report, perr *probeout.Error
 		s.results[k] = rr
 	}
 	if rep.Params.Op != "" {
+		rep.Error = perr
 		rr.Runs = append(rr.Runs, rep)
 	}
 	addError(rr, rep.Params.Op, perr)

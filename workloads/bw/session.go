@@ -75,6 +75,9 @@ type Report struct {
 	Results []SizeResult `json:"results"`
 	// SetupSec is connect + resource creation + QP exchange + RTR/RTS.
 	SetupSec float64 `json:"setupSec"`
+	// Error is this op's own failure (the rail's Error joins every op's):
+	// one op's error is not another's result. Absent from older probes.
+	Error *probeout.Error `json:"error,omitempty"`
 }
 
 // message is one line of the out-of-band protocol. A connection's first

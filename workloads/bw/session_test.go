@@ -55,6 +55,7 @@ type fakeSide struct {
 	opened    []*fakeRes
 	fail      func(r Rail, p Params) error
 	failAfter map[string]int
+	failOp    Op // when set, failAfter applies to this op's sessions only
 }
 
 func (s *fakeSide) open(r Rail, p Params) (Resources, error) {
@@ -66,7 +67,9 @@ func (s *fakeSide) open(r Rail, p Params) (Resources, error) {
 	res := &fakeRes{n: p.QPs, dev: r.Device}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	res.failAfter = s.failAfter[r.Device]
+	if s.failOp == "" || s.failOp == p.Op {
+		res.failAfter = s.failAfter[r.Device]
+	}
 	s.opened = append(s.opened, res)
 	return res, nil
 }
@@ -319,6 +322,26 @@ func TestTransportFailureAfterFirstSize(t *testing.T) {
 	measured(t, "client", c.out.Rails[1], ops, 2)
 	if len(c.out.Incomplete()) == 0 || len(s.out.Incomplete()) == 0 {
 		t.Fatal("a partial rail must make both sides incomplete (non-zero exit)")
+	}
+}
+
+// Issue 32.3: each op's run carries its own error, so that a verdict can
+// fail the op that broke and not the one that measured cleanly after it on
+// the same rail; the rail's error still joins them (older readers).
+func TestEachOpRunCarriesItsOwnError(t *testing.T) {
+	cli := &fakeSide{failAfter: map[string]int{"c0": 200}, failOp: OpWrite}
+	ops := []Op{OpWrite, OpRead}
+	c, s := runBoth(t, testRails("s0"), &fakeSide{}, ClientConfig{Rails: testRails("c0"), Params: testParams(4096, 65536), Ops: ops}, cli)
+	rr := c.out.Rails[0]
+	if len(rr.Runs) != 2 || rr.Runs[0].Error == nil || rr.Runs[0].Error.Kind != probeout.KindTransport || rr.Runs[1].Error != nil {
+		t.Fatalf("client runs: write %+v, read %+v", rr.Runs[0].Error, rr.Runs[1].Error)
+	}
+	if len(rr.Runs[1].Results) != 2 || rr.Error == nil || !strings.HasPrefix(rr.Error.Message, "write: ") {
+		t.Fatalf("read must be measured whole, the rail error name write: %+v", rr)
+	}
+	srr := s.out.Rails[0]
+	if len(srr.Runs) != 2 || srr.Runs[0].Error == nil || srr.Runs[0].Error.Kind != probeout.KindPeer || srr.Runs[1].Error != nil {
+		t.Fatalf("server runs: %+v", srr.Runs)
 	}
 }
 

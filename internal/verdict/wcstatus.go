@@ -1,0 +1,59 @@
+package verdict
+
+import "strings"
+
+// completionStatus is what a work completion's status says happened and
+// where to look. The names are libibverbs' ibv_wc_status_str texts (the
+// probe prints them, workloads/verbs; rdma-core's libibverbs/enum_strs.c,
+// "Work Request Flushed Error" the one capitalised, so they are matched
+// case-insensitively); their meanings follow the IBTA
+// completion codes as the verbs man pages (ibv_poll_cq(3)) describe them.
+// Only a retry-exceeded status is the fabric's: the others are a refusal,
+// an empty receive queue or a local setup fault, which cabling cannot fix.
+type completionStatus struct {
+	text, means, fix string
+}
+
+// Fixes for the completion statuses that are not the fabric's.
+const (
+	FixRemoteInvalid = "the responder refused the request itself: check that the remote memory region covers every offset the requester " +
+		"writes or reads (size × QPs × depth against the peer's registration), that it was registered with remote write/read access, " +
+		"and that both pods run the same rdmaprobe version (--image); on Soft-RoCE compare with ib_write_bw/ib_read_bw between the same devices"
+	FixRemoteAccess = "the peer refused access to its memory: the rkey, address or length the requester used does not match the peer's " +
+		"registration, or the region lacks remote access; both pods must run the same rdmaprobe version (--image)"
+	FixRemoteOp = "the peer could not complete the operation on its side (its QP went to error, a local fault there): the peer's row " +
+		"and its pod log name its own error; check that node's device and driver"
+	FixRNR = "the receiver had no receive posted when a SEND arrived (receiver not ready, retries used up): the peer must keep receives " +
+		"posted; check that both pods run the same rdmaprobe version (--image) and that the peer is not starved of CPU"
+	FixFlushed         = "the QP had already gone to the error state: this completion was flushed; the first error on this QP (its evidence) is the cause"
+	FixLocalProtection = "the local side's memory registration does not cover the buffer the work request used (a wrong lkey, address or " +
+		"length): a probe fault, not the fabric's; run the rdmaprobe image of this suite version (--image) and report it with the results"
+	FixLocalLength = "a work request's length did not fit the local buffer or the receive: a probe fault in the sizes it posted; " +
+		"run the rdmaprobe image of this suite version (--image) and report it with the results"
+)
+
+var completionStatuses = []completionStatus{
+	{"transport retry counter exceeded", "no acknowledgement came back from the peer within the retry count: packets were lost on the path or the peer's port went away", FixTransport},
+	{"RNR retry counter exceeded", "the peer had no receive queue entry for a SEND (receiver not ready) until the retries ran out", FixRNR},
+	{"remote invalid request error", "the responder refused the request itself (an opcode its QP does not allow, a length or offset outside its memory region): the peer or the probe's memory layout, not the link", FixRemoteInvalid},
+	{"remote access error", "the responder refused access to its memory (rkey, address or permissions): the peer's registration, not the link", FixRemoteAccess},
+	{"remote operation error", "the responder could not complete the operation on its side (a local fault at the peer)", FixRemoteOp},
+	{"work request flushed error", "the work request was flushed because the QP had already failed: an earlier error is the cause", FixFlushed},
+	{"local protection error", "the local memory registration did not cover the work request's buffer", FixLocalProtection},
+	{"local length error", "a work request's length did not fit its local buffer", FixLocalLength},
+	{"local access error", "the local side's memory was not accessible as the operation needed (a READ's response landing in a region without local write)", FixLocalProtection},
+	{"bad response error", "an unexpected transport response came back from the peer: a peer or path fault, not a clean loss", FixRemoteOp},
+	{"local QP operation error", "the local QP could not execute the work request (a malformed request for its state or type)", FixLocalLength},
+}
+
+// completionStatusOf finds a known completion status in a transport
+// error's message.
+func completionStatusOf(msg string) (completionStatus, bool) {
+	lower := strings.ToLower(msg)
+	for _, s := range completionStatuses {
+		if strings.Contains(lower, strings.ToLower(s.text)) {
+			return s, true
+		}
+	}
+	return completionStatus{}, false
+}
