@@ -2,7 +2,8 @@
 SHELL := /bin/bash
 BIN_DIR ?= $(CURDIR)/bin
 VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
-LDFLAGS := -X github.com/rdmasuite/rdmasuite/workloads/probeout.Version=$(VERSION)
+COMMIT ?= $(shell git rev-parse HEAD 2>/dev/null)
+LDFLAGS := -X github.com/rdmasuite/rdmasuite/workloads/probeout.Version=$(VERSION) -X github.com/rdmasuite/rdmasuite/workloads/probeout.Commit=$(COMMIT)
 BED_DIR ?= /var/lib/rdmasuite-bed
 export BED_DIR
 

@@ -4,9 +4,12 @@
 package reports
 
 import (
+	"bytes"
+	"compress/gzip"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -330,19 +333,45 @@ func Write(path string, r Run) error {
 // a check with an empty or unknown status, or a value that is not a
 // number, makes the whole file invalid.
 func Read(path string) (Run, error) {
-	var r Run
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return r, err
+		return Run{}, err
+	}
+	return Decode(path, b)
+}
+
+// gzipMagic starts every gzip stream (RFC 1952).
+var gzipMagic = []byte{0x1f, 0x8b}
+
+// Decode reads a results file's bytes, gzip-compressed or not (the
+// in-cluster ConfigMap stores results.json.gz): the content decides, not
+// the name. name is what errors call it (a path, "standard input").
+func Decode(name string, b []byte) (Run, error) {
+	var r Run
+	if bytes.HasPrefix(b, gzipMagic) {
+		zr, err := gzip.NewReader(bytes.NewReader(b))
+		if err != nil {
+			return r, fmt.Errorf("%s: gzip: %w", name, err)
+		}
+		if b, err = io.ReadAll(io.LimitReader(zr, maxResultsBytes+1)); err != nil {
+			return r, fmt.Errorf("%s: gzip: %w", name, err)
+		}
+		if len(b) > maxResultsBytes {
+			return r, fmt.Errorf("%s: more than %d MiB uncompressed: not a results file", name, maxResultsBytes>>20)
+		}
 	}
 	if err := json.Unmarshal(b, &r); err != nil {
-		return r, fmt.Errorf("%s: not a results file: %w", path, err)
+		return r, fmt.Errorf("%s: not a results file: %w", name, err)
 	}
 	if r.Schema != Schema {
-		return r, fmt.Errorf("%s: schema %q, this rdmasuite reads %q", path, r.Schema, Schema)
+		return r, fmt.Errorf("%s: schema %q, this rdmasuite reads %q", name, r.Schema, Schema)
 	}
 	if err := r.Validate(); err != nil {
-		return r, fmt.Errorf("%s: invalid results: %w", path, err)
+		return r, fmt.Errorf("%s: invalid results: %w", name, err)
 	}
 	return r, nil
 }
+
+// maxResultsBytes bounds a decompressed results file (a 1024-node × 8-rail
+// run is ≈ 41 MB): a gzip bomb is refused, not read into memory.
+const maxResultsBytes = 1 << 30

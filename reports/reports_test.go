@@ -2,6 +2,8 @@ package reports
 
 import (
 	"bytes"
+	"compress/gzip"
+	"encoding/json"
 	"encoding/xml"
 	"os"
 	"path/filepath"
@@ -153,5 +155,29 @@ func TestShowEvidenceOnPass(t *testing.T) {
 	}
 	if !strings.Contains(jb.String(), "new pod Ready at T+31 s") || strings.Contains(jb.String(), "quiet detail") {
 		t.Errorf("junit:\n%s", jb.String())
+	}
+}
+
+// Issue 30.3: a gzip-compressed results file (the in-cluster ConfigMap's
+// results.json.gz) reads like the plain one, whatever its name; garbage
+// after the gzip header is an error naming the input.
+func TestDecodeGzip(t *testing.T) {
+	r := Run{Schema: Schema, RunID: "gz", Checks: []Check{{ID: "memlock/rlimit", Nodes: []string{"n"}, Status: Pass}}}
+	plain, err := json.Marshal(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var z bytes.Buffer
+	zw := gzip.NewWriter(&z)
+	_, _ = zw.Write(plain)
+	_ = zw.Close()
+	for name, b := range map[string][]byte{"plain.json": plain, "results.json.gz": z.Bytes(), "no-suffix": z.Bytes()} {
+		got, err := Decode(name, b)
+		if err != nil || got.RunID != "gz" || len(got.Checks) != 1 {
+			t.Errorf("%s: %+v %v", name, got, err)
+		}
+	}
+	if _, err := Decode("standard input", append([]byte{0x1f, 0x8b}, "junk"...)); err == nil || !strings.Contains(err.Error(), "standard input: gzip") {
+		t.Errorf("bad gzip: %v", err)
 	}
 }

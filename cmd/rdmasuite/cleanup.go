@@ -30,6 +30,7 @@ type cleanupOptions struct {
 func runCleanup(args []string, stdout io.Writer) error {
 	fs := newFlagSet("cleanup")
 	kubeconfig := fs.String("kubeconfig", "", "kubeconfig (default: as kubectl: $KUBECONFIG, ~/.kube/config, else the pod's ServiceAccount)")
+	kubeContext := fs.String("context", "", "kubeconfig context to use (default: its current context)")
 	var o cleanupOptions
 	fs.StringVar(&o.Namespace, "namespace", "", "the existing namespace runs used with the suite's --namespace: delete runs' objects there (by the run label on pods), never the namespace itself")
 	fs.DurationVar(&o.OlderThan, "older-than", 2*time.Hour, "delete runs at least this old (a younger one may be in progress); with --namespace a run's age is its oldest pod's")
@@ -48,7 +49,7 @@ func runCleanup(args []string, stdout io.Writer) error {
 		// select every run, a live one included. 0s says that on purpose.
 		return fmt.Errorf("--older-than %s is negative: it would select every run, a live one included; give an age such as 2h (0s deletes every run on purpose), or --run ID for one run", o.OlderThan)
 	}
-	rc, where, err := cluster.RESTConfig(*kubeconfig, "")
+	rc, where, err := cluster.RESTConfig(*kubeconfig, *kubeContext)
 	if err != nil {
 		return err
 	}

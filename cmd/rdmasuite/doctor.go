@@ -27,6 +27,7 @@ var errFindings = errors.New("known failure modes found")
 func runDoctor(args []string, stdout io.Writer) error {
 	fs := newFlagSet("doctor")
 	kubeconfig := fs.String("kubeconfig", "", "kubeconfig (default: as kubectl: $KUBECONFIG, ~/.kube/config, else the pod's ServiceAccount)")
+	kubeContext := fs.String("context", "", "kubeconfig context to use (default: its current context)")
 	selector := fs.String("node-selector", "", "label selector for the nodes to check")
 	resources := fs.String("resources", "", "extended resources every selected node must advertise; empty: derived per node from the NicClusterPolicy's device-plugin config on RDMA nodes and nvidia.com/gpu on nodes labelled nvidia.com/gpu.present=true")
 	netNS := fs.String("network-operator-namespace", "nvidia-network-operator", "Network Operator namespace")
@@ -41,7 +42,7 @@ func runDoctor(args []string, stdout io.Writer) error {
 	if len(pos) > 0 {
 		return fmt.Errorf("unexpected argument %q (see: rdmasuite doctor --help)", pos[0])
 	}
-	rc, where, err := cluster.RESTConfig(*kubeconfig, "")
+	rc, where, err := cluster.RESTConfig(*kubeconfig, *kubeContext)
 	if err != nil {
 		return err
 	}

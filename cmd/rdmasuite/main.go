@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/debug"
 	"strings"
 
 	"github.com/rdmasuite/rdmasuite/internal/atomicfile"
@@ -49,6 +50,9 @@ func exitCode(err error) int {
 
 func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
 
+// stdin is what "rdmasuite report -" reads (tests replace it).
+var stdin io.Reader = os.Stdin
+
 // run is main without the exit, for tests.
 func run(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 || args[0] == "help" && len(args) == 1 || args[0] == "-h" || args[0] == "--help" || args[0] == "-help" {
@@ -71,11 +75,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = runDoctor(args[1:], stdout)
 	case "cleanup":
 		err = runCleanup(args[1:], stdout)
-	case "version":
+	case "version", "--version", "-version":
 		if suiteflags.WantsHelp(args[1:]) {
 			err = &helpError{command: "version"}
 		} else {
-			fmt.Fprintln(stdout, "rdmasuite", probeout.Version)
+			fmt.Fprintln(stdout, versionLine())
 		}
 	default:
 		fmt.Fprintf(stderr, "rdmasuite: unknown command %q: run 'rdmasuite --help' for the commands\n", args[0])
@@ -235,7 +239,16 @@ func runReport(args []string, stdout io.Writer) error {
 func readRun(paths []string, allow []string) (reports.Run, error) {
 	var runs []reports.Run
 	for _, p := range paths {
-		r, err := reports.Read(p)
+		var r reports.Run
+		var err error
+		if p == "-" { // the results on standard input (e.g. from kubectl get configmap … | base64 -d)
+			var b []byte
+			if b, err = io.ReadAll(stdin); err == nil {
+				r, err = reports.Decode("standard input", b)
+			}
+		} else {
+			r, err = reports.Read(p)
+		}
 		if err != nil {
 			return reports.Run{}, err
 		}
@@ -336,4 +349,42 @@ func orNone(names []string) string {
 		return "none"
 	}
 	return strings.Join(names, ", ")
+}
+
+// versionLine is "rdmasuite VERSION (commit C[, modified], GOVERSION)": the
+// version make stamps (probeout.Version; a go install of a tagged module
+// says its tag) and the commit the Go toolchain embedded, so a binary built
+// without make still says what it was built from.
+func versionLine() string {
+	version, commit, modified, goVersion := probeout.Version, probeout.Commit, false, ""
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		goVersion = bi.GoVersion
+		if version == "dev" && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+			version = bi.Main.Version
+		}
+		for _, s := range bi.Settings {
+			switch s.Key {
+			case "vcs.revision":
+				if commit == "" {
+					commit = s.Value
+				}
+			case "vcs.modified":
+				modified = s.Value == "true" && probeout.Commit == ""
+			}
+		}
+	}
+	if commit == "" {
+		commit = "unknown: built without make and without Go's VCS stamping"
+	}
+	if len(commit) > 12 && !strings.Contains(commit, " ") {
+		commit = commit[:12]
+	}
+	if modified {
+		commit += ", modified"
+	}
+	s := fmt.Sprintf("rdmasuite %s (commit %s", version, commit)
+	if goVersion != "" {
+		s += ", " + goVersion
+	}
+	return s + ")"
 }

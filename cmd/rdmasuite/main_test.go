@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"compress/gzip"
 	"encoding/xml"
 	"errors"
 	"io"
@@ -11,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/rdmasuite/rdmasuite/reports"
+	"github.com/rdmasuite/rdmasuite/workloads/probeout"
 )
 
 func results(t *testing.T, checks ...reports.Check) string {
@@ -200,5 +202,49 @@ func TestThresholdsList(t *testing.T) {
 	}
 	if !strings.Contains(out.String(), "A100/HDR-200") || !strings.Contains(out.String(), "write ≥ 190 Gb/s") {
 		t.Fatalf("%s", out.String())
+	}
+}
+
+// Issue 30.3: --version and version print the version and the commit;
+// report - reads the results on standard input, gzip-compressed or not;
+// the commands that talk to a cluster take --context.
+func TestCLIConventions(t *testing.T) {
+	probeout.Commit = "0123456789abcdef0123"
+	defer func() { probeout.Commit = "" }()
+	for _, args := range [][]string{{"version"}, {"--version"}, {"-version"}} {
+		var out, errb bytes.Buffer
+		if code := run(args, &out, &errb); code != reports.ExitPassed || !strings.HasPrefix(out.String(), "rdmasuite ") ||
+			!strings.Contains(out.String(), "(commit 0123456789ab") {
+			t.Errorf("%q: exit %d: %q %q", args, code, out.String(), errb.String())
+		}
+	}
+	failed := results(t, bw("a", 150, reports.Fail))
+	raw, err := os.ReadFile(failed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var z bytes.Buffer
+	zw := gzip.NewWriter(&z)
+	_, _ = zw.Write(raw)
+	_ = zw.Close()
+	for name, in := range map[string][]byte{"plain": raw, "gzip": z.Bytes()} {
+		stdin = bytes.NewReader(in)
+		var out, errb bytes.Buffer
+		if code := run([]string{"report", "-"}, &out, &errb); code != reports.ExitChecksFailed || !strings.Contains(out.String(), "NOT PASSED") {
+			t.Errorf("report - (%s): exit %d\n%s\n%s", name, code, out.String(), errb.String())
+		}
+	}
+	stdin = strings.NewReader("not json")
+	var out, errb bytes.Buffer
+	if code := run([]string{"report", "-"}, &out, &errb); code != reports.ExitBroken || !strings.Contains(errb.String(), "standard input: not a results file") {
+		t.Errorf("report - with garbage: exit %d: %s", code, errb.String())
+	}
+	stdin = os.Stdin
+	for _, cmd := range []string{"doctor", "cleanup"} {
+		var out, errb bytes.Buffer
+		run([]string{cmd, "--help"}, &out, &errb)
+		if !strings.Contains(out.String(), "-context") {
+			t.Errorf("%s --help lacks --context:\n%s", cmd, out.String())
+		}
 	}
 }

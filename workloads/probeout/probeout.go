@@ -18,6 +18,11 @@ const Schema = 2
 // -ldflags "-X github.com/rdmasuite/rdmasuite/workloads/probeout.Version=…".
 var Version = "dev"
 
+// Commit is the source commit the binary was built from, stamped by make
+// the same way (-X …probeout.Commit=…); empty when not stamped, and then
+// the Go toolchain's vcs.revision (when it embedded one) stands in.
+var Commit = ""
+
 // Envelope wraps one probe result. Error is set when the probe could not
 // produce (all of) its result; the result then holds what it did measure.
 type Envelope struct {
