@@ -309,7 +309,13 @@ var suiteFlags []string
 func init() { suiteFlags = suiteflags.Names(flag.CommandLine) }
 
 func TestMain(m *testing.M) {
-	flag.CommandLine.Usage = func() { suiteflags.Usage(os.Stdout, flag.CommandLine, suiteFlags) }
+	flag.CommandLine.Usage = func() {
+		width := termwidth.Of(os.Stdout)
+		if width == 0 {
+			width = termwidth.Default
+		}
+		suiteflags.UsageWidth(os.Stdout, flag.CommandLine, suiteFlags, width)
+	}
 	cfg, err := envconf.NewFromFlags()
 	if errors.Is(err, flag.ErrHelp) {
 		os.Exit(0)

@@ -5,9 +5,11 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 
 	"github.com/rdmasuite/rdmasuite/internal/suiteflags"
+	"github.com/rdmasuite/rdmasuite/internal/termwidth"
 )
 
 // commandHelp is what `rdmasuite CMD --help` prints besides the flags.
@@ -68,11 +70,14 @@ var helps = map[string]commandHelp{
 		"rdmasuite thresholds list [FILE] [--replace] [--overlay OVERLAY]",
 		"List the SKUs and their floors in matching order (the overlay's first).",
 		"  rdmasuite thresholds list --overlay my-overlay.yaml"},
-	"version": {"print the version", "rdmasuite version", "Print the version.", "  rdmasuite version"},
+	"version": {"print the version and the commit", "rdmasuite version | rdmasuite --version", "Print the version and the commit it was built from.", "  rdmasuite --version"},
+	"completion": {"print a shell completion script (bash, zsh)", "rdmasuite completion bash|zsh",
+		"Print a completion script for bash or zsh; it asks this binary for commands and flags as you type.",
+		"  source <(rdmasuite completion bash)     # in ~/.bashrc\n  source <(rdmasuite completion zsh)      # in ~/.zshrc"},
 }
 
 // commandOrder is the order of the root help.
-var commandOrder = []string{"report", "push", "doctor", "cleanup", "thresholds", "version"}
+var commandOrder = []string{"report", "push", "doctor", "cleanup", "thresholds", "completion", "version"}
 
 // rootHelp is `rdmasuite --help`.
 func rootHelp(w io.Writer) {
@@ -129,7 +134,11 @@ func printHelp(w io.Writer, command string, fs *flag.FlagSet) {
 		return
 	}
 	var flags []string
-	fs.VisitAll(func(f *flag.Flag) { flags = append(flags, suiteflags.Line(f)) })
+	width := termwidth.Default
+	if f, ok := w.(*os.File); ok && termwidth.Of(f) > 0 {
+		width = termwidth.Of(f)
+	}
+	fs.VisitAll(func(f *flag.Flag) { flags = append(flags, suiteflags.LineWidth(f, width)) })
 	if len(flags) > 0 {
 		fmt.Fprintf(w, "\nFlags:\n%s\n", strings.Join(flags, "\n"))
 	}

@@ -75,6 +75,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = runDoctor(args[1:], stdout)
 	case "cleanup":
 		err = runCleanup(args[1:], stdout)
+	case "completion":
+		err = runCompletion(args[1:], stdout)
+	case "__complete": // the completion scripts' helper: candidates, one per line
+		complete(args[1:], stdout)
+		return reports.ExitPassed
 	case "version", "--version", "-version":
 		if suiteflags.WantsHelp(args[1:]) {
 			err = &helpError{command: "version"}

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -246,5 +247,43 @@ func TestCLIConventions(t *testing.T) {
 		if !strings.Contains(out.String(), "-context") {
 			t.Errorf("%s --help lacks --context:\n%s", cmd, out.String())
 		}
+	}
+}
+
+// Issue 30.3: completion scripts for bash and zsh ask the binary, which
+// answers with its commands, a command's own flags (from its flag set) and
+// thresholds' subcommands.
+func TestCompletion(t *testing.T) {
+	ask := func(words ...string) []string {
+		var out bytes.Buffer
+		if code := run(append([]string{"__complete"}, words...), &out, io.Discard); code != reports.ExitPassed {
+			t.Fatalf("__complete %q: exit %d", words, code)
+		}
+		return strings.Fields(out.String())
+	}
+	has := func(got []string, want ...string) {
+		t.Helper()
+		for _, w := range want {
+			if !slices.Contains(got, w) {
+				t.Errorf("candidates %q lack %q", got, w)
+			}
+		}
+	}
+	top := ask("")
+	has(top, "report", "doctor", "cleanup", "completion", "version", "help")
+	if len(top) != len(slices.Compact(slices.Sorted(slices.Values(top)))) {
+		t.Errorf("duplicate commands: %q", top)
+	}
+	has(ask("report", "--"), "--format", "--baseline", "--all", "--width", "-o")
+	has(ask("doctor", "--c"), "--context", "--kubeconfig")
+	has(ask("thresholds", ""), "check", "list")
+	for _, sh := range []string{"bash", "zsh"} {
+		var out bytes.Buffer
+		if code := run([]string{"completion", sh}, &out, io.Discard); code != reports.ExitPassed || !strings.Contains(out.String(), "rdmasuite __complete") {
+			t.Errorf("completion %s: %d %q", sh, code, out.String())
+		}
+	}
+	if code := run([]string{"completion", "fish"}, io.Discard, io.Discard); code != reports.ExitBroken {
+		t.Errorf("an unknown shell must exit 2, got %d", code)
 	}
 }

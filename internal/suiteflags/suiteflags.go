@@ -30,7 +30,10 @@ func Names(fs *flag.FlagSet) []string {
 // Usage writes the suite's help for fs: ours (the names Names returned)
 // first, then those of Framework that fs has. It never calls a flag's
 // String method beyond DefValue, so a broken flag cannot panic it.
-func Usage(w io.Writer, fs *flag.FlagSet, ours []string) {
+func Usage(w io.Writer, fs *flag.FlagSet, ours []string) { UsageWidth(w, fs, ours, 0) }
+
+// UsageWidth is Usage with flag descriptions wrapped at width (0: none).
+func UsageWidth(w io.Writer, fs *flag.FlagSet, ours []string, width int) {
 	fmt.Fprintln(w, "rdmasuite conformance suite. Usage:")
 	fmt.Fprintln(w, "  go test ./suites [-timeout 2h] [-v] -args --kubeconfig=FILE [--labels suite=rdma] [FLAGS]")
 	fmt.Fprintln(w, "  (or the compiled suite: rdmasuite-suite [FLAGS]); README.md explains the suites and exit codes.")
@@ -42,13 +45,13 @@ func Usage(w io.Writer, fs *flag.FlagSet, ours []string) {
 	sort.Strings(sorted)
 	for _, n := range sorted {
 		if f := fs.Lookup(n); f != nil {
-			fmt.Fprintln(w, Line(f))
+			fmt.Fprintln(w, LineWidth(f, width))
 		}
 	}
 	fmt.Fprintln(w, "\nWhich features run, and where (e2e-framework):")
 	for _, n := range Framework {
 		if f := fs.Lookup(n); f != nil {
-			fmt.Fprintln(w, Line(f))
+			fmt.Fprintln(w, LineWidth(f, width))
 		}
 	}
 	fmt.Fprintln(w, "\ngo test's own flags (-test.run, -test.v, -test.timeout, ...): go help testflag. klog's (-v, -vmodule): klog.")
@@ -57,7 +60,11 @@ func Usage(w io.Writer, fs *flag.FlagSet, ours []string) {
 // Line is one flag as both --help texts print it (the suite's and
 // rdmasuite's): --name TYPE (-x for a one-letter flag), then its usage
 // and a default worth saying.
-func Line(f *flag.Flag) string {
+func Line(f *flag.Flag) string { return LineWidth(f, 0) }
+
+// LineWidth is Line with the description wrapped at width columns (0: one
+// line), continuation lines under its first, so help reads in a terminal.
+func LineWidth(f *flag.Flag, width int) string {
 	name, usage := flag.UnquoteUsage(f)
 	if name == "value" {
 		name = "LIST"
@@ -69,11 +76,37 @@ func Line(f *flag.Flag) string {
 	if name != "" {
 		s += " " + name
 	}
-	s += "\n      " + strings.ReplaceAll(usage, "\n", " ")
+	desc := strings.ReplaceAll(usage, "\n", " ")
 	if f.DefValue != "" && f.DefValue != "false" && f.DefValue != "0" && f.DefValue != "[]" {
-		s += fmt.Sprintf(" (default %s)", f.DefValue)
+		desc += fmt.Sprintf(" (default %s)", f.DefValue)
 	}
-	return s
+	const indent = "      "
+	return s + "\n" + indent + wrap(desc, width-len(indent), "\n"+indent)
+}
+
+// wrap breaks s at spaces into lines of at most width runes (a word
+// longer than width stays whole), joined by sep; width <= 0 keeps one line.
+func wrap(s string, width int, sep string) string {
+	if width <= 0 {
+		return s
+	}
+	var lines []string
+	line := ""
+	for _, w := range strings.Fields(s) {
+		switch {
+		case line == "":
+			line = w
+		case len([]rune(line))+1+len([]rune(w)) <= width:
+			line += " " + w
+		default:
+			lines = append(lines, line)
+			line = w
+		}
+	}
+	if line != "" {
+		lines = append(lines, line)
+	}
+	return strings.Join(lines, sep)
 }
 
 // WantsHelp says args ask for help (-h, -help, --help), as the flag

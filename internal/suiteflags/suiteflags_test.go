@@ -46,3 +46,24 @@ func TestUsageListsTheSuiteFirstAndNeverPanics(t *testing.T) {
 		t.Errorf("%d lines for 3 flags", n)
 	}
 }
+
+// Issue 30.3: flag help wraps to the terminal: no line of a description
+// is wider than asked (a single word longer than that stays whole), and
+// nothing of it is lost.
+func TestLineWidthWraps(t *testing.T) {
+	fs := flag.NewFlagSet("x", flag.ContinueOnError)
+	f := fs.String("node-selector", "", "label selector for the nodes to test; every selected node must then advertise the resource (see https://example.com/a-very-long-unbreakable-address-of-the-docs)")
+	_ = f
+	got := LineWidth(fs.Lookup("node-selector"), 50)
+	for _, l := range strings.Split(got, "\n") {
+		if len([]rune(l)) > 50 && !strings.Contains(l, "https://") {
+			t.Errorf("line wider than 50: %q", l)
+		}
+	}
+	if strings.Join(strings.Fields(got), " ") != strings.Join(strings.Fields(Line(fs.Lookup("node-selector"))), " ") {
+		t.Errorf("wrapping lost words:\n%s\n%s", got, Line(fs.Lookup("node-selector")))
+	}
+	if strings.Count(got, "\n") < 3 {
+		t.Errorf("not wrapped: %q", got)
+	}
+}
