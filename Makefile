@@ -25,7 +25,7 @@ PUSH_FLAGS ?=
 GO_VERSION := $(shell awk '/^go /{print $$2}' go.mod)
 
 .PHONY: all build rdmaprobe rdmasuite runner-bins images push-images images-docker images-docker-nccl \
-	lint unit test e2e demo bed-up bed-down bed-status deps verbs-test bench-verbs
+	lint unit test e2e demo bed-up bed-down bed-status deps verbs-test bench-verbs gpu-check-bundle
 
 all: build
 
@@ -37,6 +37,15 @@ build: rdmaprobe rdmasuite
 rdmaprobe:
 	@mkdir -p $(BIN_DIR)
 	go build -ldflags '$(LDFLAGS)' -o $(BIN_DIR)/rdmaprobe ./cmd/rdmaprobe
+
+# The probe and its libibverbs closure (not libc) for hack/gpu-device-check.sh
+# on a GPU machine without Go or rdma-core: carry hack/.gpu-check there.
+gpu-check-bundle:
+	@rm -rf hack/.gpu-check && mkdir -p hack/.gpu-check/lib
+	$(MAKE) -s rdmaprobe BIN_DIR=$(CURDIR)/hack/.gpu-check/bin
+	ldd hack/.gpu-check/bin/rdmaprobe | awk '$$3 ~ /^\// && $$1 !~ /^(libc|libm|libpthread|libdl|librt|ld-linux)/ {print $$3}' | \
+		xargs -r cp -L -t hack/.gpu-check/lib
+	@ls hack/.gpu-check/lib
 
 rdmasuite:
 	@mkdir -p $(BIN_DIR)

@@ -42,6 +42,7 @@ var subcommands = map[string]subcommand{
 	"say":        {"print a message and exit with a code, or sleep (stand-in containers for bed tests)", runSay},
 	"stall":      {"NFS I/O-stall writer/reader/verifier: stall write|read|verify|stop [flags]", runStall},
 	"nccl":       {"one rank of a multi-node NCCL sweep (Indexed Job pod; CUDA and NCCL loaded at run time)", runNCCL},
+	"gpu":        {"prove the GPU path without an RDMA device: CUDA driver, allocation, dma-buf export, PCI topology (hack/gpu-device-check.sh)", runGPU},
 	"nccl-tests": {"run the image's own nccl-tests binary (single node, multi-GPU) and print its parsed table", runNCCLTests},
 }
 

@@ -371,6 +371,11 @@ func TestFromEnv(t *testing.T) {
 	if err != nil || s.Rank0Addr != "j-0.svc.ns.svc:5000" {
 		t.Fatalf("%+v %v", s, err)
 	}
+	// Outside Kubernetes rank 0's address is given, not looked up.
+	s, err = FromEnv(env(map[string]string{EnvIndex: "1", EnvJob: "j", EnvService: "svc", EnvRank0Addr: "127.0.0.1:29411"}), 2)
+	if err != nil || s.Rank0Addr != "127.0.0.1:29411" {
+		t.Fatalf("%+v %v", s, err)
+	}
 	for _, c := range []struct {
 		m     map[string]string
 		world int
@@ -383,6 +388,8 @@ func TestFromEnv(t *testing.T) {
 		{map[string]string{EnvIndex: "1", EnvJob: "j"}, 2, EnvService},
 		{map[string]string{EnvIndex: "1", EnvJob: "j", EnvService: "s", EnvPort: "99999"}, 2, EnvPort},
 		{map[string]string{EnvIndex: "0", EnvJob: "j", EnvService: "s"}, 0, "world size"},
+		{map[string]string{EnvIndex: "0", EnvJob: "j", EnvService: "s", EnvRank0Addr: "localhost"}, 2, EnvRank0Addr},
+		{map[string]string{EnvIndex: "0", EnvJob: "j", EnvService: "s", EnvRank0Addr: ":0"}, 2, EnvRank0Addr},
 	} {
 		if _, err := FromEnv(env(c.m), c.world); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%v world %d: want error with %q, got %v", c.m, c.world, c.want, err)

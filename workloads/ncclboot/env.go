@@ -25,6 +25,10 @@ const (
 	EnvNamespace = "NCCLBOOT_NAMESPACE"   // optional; qualifies the rank-0 DNS name
 	EnvPort      = "NCCLBOOT_PORT"        // optional; DefaultPort when empty
 	EnvHostname  = "HOSTNAME"
+	// EnvRank0Addr (host:port) replaces the DNS name of rank 0 for ranks
+	// run outside Kubernetes: hack/gpu-device-check.sh's two ranks on one
+	// machine meet on 127.0.0.1.
+	EnvRank0Addr = "NCCLBOOT_RANK0_ADDR"
 )
 
 // DefaultPort is the rank-0 bootstrap port when EnvPort is unset.
@@ -94,5 +98,12 @@ func FromEnv(getenv func(string) string, world int) (Self, error) {
 		host += "." + s.Namespace + ".svc"
 	}
 	s.Rank0Addr = net.JoinHostPort(host, strconv.Itoa(s.Port))
+	if a := strings.TrimSpace(getenv(EnvRank0Addr)); a != "" {
+		h, p, err := net.SplitHostPort(a)
+		if n, perr := strconv.Atoi(p); err != nil || h == "" || perr != nil || n < 1 || n > 65535 {
+			return s, fmt.Errorf("ncclboot: %s=%q is not host:port (e.g. 127.0.0.1:%d)", EnvRank0Addr, a, DefaultPort)
+		}
+		s.Rank0Addr = a
+	}
 	return s, nil
 }
