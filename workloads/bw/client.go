@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"slices"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/rdmasuite/rdmasuite/workloads/probeout"
@@ -133,8 +135,32 @@ func isPeer(err error) bool {
 
 // askRails is the first exchange: the client says what it was asked for
 // (the server records it) and gets the server's rails.
+//
+// A connection the server closes before answering is asked again until
+// cfg.Timeout: in a multi-run pod (--then) the server's previous run
+// answers its client's finish and then closes its listener, and a
+// connection for the next run that reached that listener in between is
+// dropped unanswered (seen on the bed as "connection reset by peer" while
+// the next run's server waited for a client). The request is idempotent:
+// nothing was measured on a dropped connection.
 func askRails(ctx context.Context, cfg ClientConfig, req *Requested) ([]Rail, error) {
-	nc, err := dialRetry(ctx, cfg.Addr, cfg.Timeout)
+	deadline := time.Now().Add(cfg.Timeout)
+	for {
+		rails, err := askRailsOnce(ctx, cfg, req, time.Until(deadline))
+		if err == nil || !droppedUnanswered(err) || time.Now().After(deadline) || ctx.Err() != nil {
+			return rails, err
+		}
+		cfg.Logf("rails: %v: the server dropped the connection unanswered (a previous run's listener closing); asking again", err)
+		select {
+		case <-ctx.Done():
+			return nil, err
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}
+
+func askRailsOnce(ctx context.Context, cfg ClientConfig, req *Requested, timeout time.Duration) ([]Rail, error) {
+	nc, err := dialRetry(ctx, cfg.Addr, max(timeout, time.Second))
 	if err != nil {
 		return nil, err
 	}
@@ -148,6 +174,12 @@ func askRails(ctx context.Context, cfg ClientConfig, req *Requested) ([]Rail, er
 		return nil, err
 	}
 	return m.Rails, nil
+}
+
+// droppedUnanswered reports whether the server closed the control
+// connection (EOF, reset, broken pipe) rather than answering or timing out.
+func droppedUnanswered(err error) bool {
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
 }
 
 // sendFinish tells the server there is nothing more; failing to is only

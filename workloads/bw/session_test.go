@@ -1,8 +1,12 @@
 package bw
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"errors"
+	"fmt"
+	"io"
 	"net"
 	"slices"
 	"strings"
@@ -546,5 +550,98 @@ func TestSendLatencySessionPingPongsOnBothSides(t *testing.T) {
 	}
 	if len(srvPongs) != 1 || srvPongs[0] {
 		t.Fatalf("server ping-pong calls %v: want the server to answer the send size", srvPongs)
+	}
+}
+
+// droppingListener drops the first rails request unanswered, as a
+// multi-run server's previous run does to a connection that reached its
+// listener after it answered the finish; every other connection passes.
+type droppingListener struct {
+	net.Listener
+	dropped int
+}
+
+func (l *droppingListener) Accept() (net.Conn, error) {
+	for {
+		c, err := l.Listener.Accept()
+		if err != nil || l.dropped > 0 {
+			return c, err
+		}
+		br := bufio.NewReader(c)
+		_ = c.SetReadDeadline(time.Now().Add(2 * time.Second))
+		line, _ := br.ReadBytes('\n')
+		_ = c.SetReadDeadline(time.Time{})
+		if !strings.Contains(string(line), `"type":"rails"`) {
+			return &replayConn{Conn: c, r: io.MultiReader(bytes.NewReader(line), br)}, nil
+		}
+		l.dropped++
+		if tc, ok := c.(*net.TCPConn); ok {
+			_ = tc.SetLinger(0) // a reset, as the closing listener's backlog gets
+		}
+		c.Close()
+	}
+}
+
+// replayConn gives back what droppingListener read to look at a request.
+type replayConn struct {
+	net.Conn
+	r io.Reader
+}
+
+func (c *replayConn) Read(p []byte) (int, error) { return c.r.Read(p) }
+
+// The next run's client asks again and measures everything; the dropped
+// connection costs nothing but a log line.
+func TestRailsAskedAgainAfterAnUnansweredDrop(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dl := &droppingListener{Listener: ln}
+	srv, cli := &fakeSide{}, &fakeSide{}
+	srvDone := make(chan *probeout.Error, 1)
+	go func() {
+		_, perr := Serve(context.Background(), dl, ServerConfig{Found: testRails("s0"), Rails: testRails("s0"), Open: srv.open,
+			Clock: fakeClock(time.Microsecond), Timeout: 3 * time.Second})
+		srvDone <- perr
+	}()
+	var logged []string
+	cfg := ClientConfig{Addr: ln.Addr().String(), Rails: testRails("c0"), Found: testRails("c0"), Open: cli.open, Clock: fakeClock(time.Microsecond),
+		Timeout: 5 * time.Second, Params: testParams(4096), Ops: []Op{OpWrite},
+		Logf: func(f string, a ...any) { logged = append(logged, fmt.Sprintf(f, a...)) }}
+	out, perr := RunClient(context.Background(), cfg)
+	if perr != nil || len(out.Rails) != 1 {
+		t.Fatalf("client: %v, %d rails", perr, len(out.Rails))
+	}
+	measured(t, "client", out.Rails[0], []Op{OpWrite}, 1)
+	if dl.dropped != 1 || !strings.Contains(strings.Join(logged, "\n"), "asking again") {
+		t.Fatalf("dropped %d, log %q", dl.dropped, logged)
+	}
+	if perr := <-srvDone; perr != nil {
+		t.Fatalf("server: %v", perr)
+	}
+}
+
+// A server that answers nothing within the time is still a timeout, not
+// an endless retry.
+func TestRailsNotAskedAgainAfterTheTimeout(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	start := time.Now()
+	_, err = askRails(context.Background(), ClientConfig{Addr: ln.Addr().String(), Timeout: 2 * time.Second, Logf: func(string, ...any) {}}, &Requested{})
+	if err == nil || time.Since(start) > 6*time.Second {
+		t.Fatalf("err %v after %s", err, time.Since(start))
 	}
 }
