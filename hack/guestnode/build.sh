@@ -33,7 +33,9 @@ ONDEMAND_MODULES=(nfsd nfsv4 nfs rpcrdma)
 # Host programs copied (with their ldd closure) to the same path in the image.
 # kmod is the kernel's modprobe helper (/sbin/modprobe -> kmod); util-linux
 # mount runs the mount.nfs helper the kubelet's NFS volumes need.
-PROGRAMS=(dash ip rdma ibv_devinfo containerd containerd-shim-runc-v2 ctr runc crun kmod mount umount)
+# ib_write_bw/ib_read_bw: Debian's perftest, the reference our probe is held
+# to between the guests (hack/guestnode/perftest-pair.sh).
+PROGRAMS=(dash ip rdma ibv_devinfo ib_write_bw ib_read_bw containerd containerd-shim-runc-v2 ctr runc crun kmod mount umount)
 # NFS user space: Debian's packages fetched with `apt-get download` and
 # unpacked (nothing is installed on the host; their libraries are the host's,
 # see hack/install-deps.sh). Server: rpc.nfsd, rpc.mountd, exportfs; client:
@@ -43,7 +45,7 @@ NFS_PROGRAMS=(usr/sbin/rpc.nfsd usr/sbin/rpc.mountd usr/sbin/exportfs sbin/mount
 CNI_PLUGINS=(bridge host-local loopback)
 MA=x86_64-linux-gnu
 PROVIDER=/usr/lib/$MA/libibverbs/librxe-rdmav34.so
-HOST_PKGS=(busybox-static dash libc6 libseccomp2 iproute2 libibverbs1 ibverbs-providers ibverbs-utils
+HOST_PKGS=(busybox-static dash libc6 libseccomp2 iproute2 libibverbs1 ibverbs-providers ibverbs-utils perftest
   containerd runc crun containernetworking-plugins kmod mount libtirpc3 libtirpc-common libwrap0 netbase)
 KUBELET=$K8S_BIN_DIR/kubelet
 
