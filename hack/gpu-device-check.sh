@@ -107,21 +107,23 @@ nccl_world() {
     say FAIL "$name" "exit $rc, $ok of $oob collective(s) with 0 out-of-bounds values: $(grep -o '"message":"[^"]*"' "$dir/$name-r0.json" | head -1) $(grep -E 'WARN|error' "$table" | head -3 | tr '\n' ' ')"
   fi
 }
-if ((ran_cuda == 1)) && [[ -z ${RDMASUITE_LIBNCCL:-} ]] && ! ldconfig -p 2>/dev/null | grep -q 'libnccl\.so\.2 '; then
+# nccl_found: RDMASUITE_LIBNCCL is set or the loader knows libnccl.so.2.
+nccl_found() { [[ -n ${RDMASUITE_LIBNCCL:-} ]] || ldconfig -p 2>/dev/null | grep -q 'libnccl\.so\.2 '; }
+if ((ran_cuda == 1)) && ! nccl_found; then
   # PyTorch's wheels carry their own (site-packages/nvidia/nccl/lib).
   lib=$(timeout 60 find / -xdev \( -path /proc -o -path /sys \) -prune -o -name 'libnccl.so.2*' -print 2>/dev/null | sort | head -1)
   [[ -n $lib ]] && export RDMASUITE_LIBNCCL=$lib && echo "gpu-device-check: NCCL from $lib"
 fi
 if ((ran_cuda == 0)); then
   say NOT-RUN nccl "no GPU for NCCL (see cuda above)"
-elif [[ -z ${RDMASUITE_LIBNCCL:-} ]] && ! ldconfig -p 2>/dev/null | grep -q 'libnccl\.so\.2 '; then
+elif ! nccl_found; then
   say FAIL nccl "no libnccl.so.2 on the loader path or on disk (set RDMASUITE_LIBNCCL)"
 else
   nccl_world nccl-1rank 1
   if ((gpus >= 2)); then nccl_world nccl-2rank 2; else say NOT-RUN nccl-2rank "one GPU here: a two-rank world needs two"; fi
   ver=$(grep -o '"nccl":"[^"]*"' "$dir/nccl-1rank-r0.json" | head -1 | cut -d'"' -f4)
   cat "$dir"/nccl-*-r*.log >"$dir/nccl-debug.log" 2>/dev/null
-  "$probe" gpu --size 4K --nccl-log "$dir/nccl-debug.log" --nccl-version "$ver" >/dev/null 2>"$dir/nccl-log.err"
+  "$probe" gpu --nccl-log "$dir/nccl-debug.log" --nccl-version "$ver" >/dev/null 2>"$dir/nccl-log.err"
   grep -E '^(pass|fail) +nccl-log' "$dir/nccl-log.err" | while read -r st rest; do
     printf '%-8s %s\n' "$(tr a-z A-Z <<<"$st")" "$rest"
   done

@@ -23,7 +23,7 @@ func runGPU(args []string) error {
 	fs := flag.NewFlagSet("gpu", flag.ContinueOnError)
 	size := fs.String("size", "64M", "device memory to allocate, check and export per GPU")
 	sysRoot := fs.String("sysfs-root", "/", "root under which /sys is read for the PCI topology")
-	ncclLog := fs.String("nccl-log", "", "also read this NCCL_DEBUG=INFO log (of rdmaprobe nccl) with the suite's parser")
+	ncclLog := fs.String("nccl-log", "", "only read this NCCL_DEBUG=INFO log (of rdmaprobe nccl) with the suite's parser: no CUDA proof runs")
 	ncclVersion := fs.String("nccl-version", "", "with --nccl-log: the NCCL version the log must name")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -32,18 +32,21 @@ func runGPU(args []string) error {
 	if err != nil || len(n) != 1 || n[0] <= 0 || n[0]%os.Getpagesize() != 0 {
 		return probeout.Errorf(probeout.KindUsage, "--size %q: want one size that is a multiple of the %d-byte page, e.g. 64M", *size, os.Getpagesize())
 	}
-	cfg := gpucheck.Config{Bytes: n[0]}
-	if s, err := gputopo.New(*sysRoot); err != nil {
-		cfg.PCIErr = err
-	} else {
-		cfg.PCIGPUs, cfg.PCIErr = s.GPUs()
-	}
-	// A CUDA context is current per OS thread.
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	rep, err := gpucheck.Run(loadCUDA, cfg)
+	var rep gpucheck.Report
 	if *ncclLog != "" {
-		rep.Proofs = append(rep.Proofs, ncclLogProof(*ncclLog, *ncclVersion))
+		// The CUDA proofs ran before the NCCL worlds that wrote the log.
+		rep = gpucheck.Report{GPUs: []gpucheck.GPU{}, Proofs: []gpucheck.Proof{ncclLogProof(*ncclLog, *ncclVersion)}}
+	} else {
+		cfg := gpucheck.Config{Bytes: n[0]}
+		if s, err := gputopo.New(*sysRoot); err != nil {
+			cfg.PCIErr = err
+		} else {
+			cfg.PCIGPUs, cfg.PCIErr = s.GPUs()
+		}
+		// A CUDA context is current per OS thread.
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		rep, err = gpucheck.Run(loadCUDA, cfg)
 	}
 	for _, p := range rep.Proofs {
 		fmt.Fprintf(os.Stderr, "%-8s %s: %s\n", p.Status, p.Name, p.Detail)
