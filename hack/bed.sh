@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The local Kubernetes test bed: etcd, kube-apiserver, kube-controller-manager,
 # kube-scheduler and, per node, its own containerd + kubelet, all on this
-# machine. `bed.sh up|down|status`. Bring-up is an ordered list of small
+# machine. `bed.sh up|guests|down|status`. Bring-up is an ordered list of small
 # steps; every step's log is under $BED_DIR/logs. `down` removes everything
 # `up` made (processes, mounts, cgroups, netns, bridges, iptables chains), also
 # after a failed `up`.
@@ -384,11 +384,23 @@ do_up() {
   log "control plane"; step_control_plane
   log "nodes";         step_nodes
   log "node profiles"; step_node_profiles
-  # Guest nodes: a kubelet inside a qemu Soft-RoCE guest each, whose pods
-  # get a real verbs device through hack/tools/rdma-device-plugin.
-  # Names and their labels/taints/memlock: hack/bed-guest-nodes.conf. Two
-  # boot side by side with one vCPU each (two cores here); up.sh serialises
-  # what they share (index, builds).
+  local guests
+  read -ra guests <<<"${BED_GUEST_NODES:-}"
+  step_guests
+  echo "up" >"$BED_DIR/state"
+  trap - EXIT INT TERM
+  log "up: ${#NODE_NAME[@]} host + ${#guests[@]} guest nodes Ready in $((SECONDS - t1)) s after binaries (total $((SECONDS - t0)) s)"
+  echo "BED_UP_SECONDS=$((SECONDS - t1))" >"$BED_DIR/timings"
+  echo "export KUBECONFIG=$BED_DIR/kubeconfig"
+}
+
+# step_guests: the guest nodes of BED_GUEST_NODES, a kubelet inside a qemu
+# Soft-RoCE guest each, whose pods get a real verbs device through
+# hack/tools/rdma-device-plugin. Names and their labels/taints/memlock:
+# hack/bed-guest-nodes.conf (BED_GUEST_NODES_CONF). Two boot side by side
+# with one vCPU each (two cores here); up.sh serialises what they share
+# (index, builds).
+step_guests() {
   local g guests pids=() rc=0
   read -ra guests <<<"${BED_GUEST_NODES:-}"
   if ((${#guests[@]} > 1)); then export GUESTNODE_SMP=${GUESTNODE_SMP:-1}; fi
@@ -399,11 +411,29 @@ do_up() {
   done
   for g in "${pids[@]}"; do wait "$g" || rc=1; done
   ((rc == 0)) || die "guest node bring-up failed (logs: $BED_DIR/guestnodes/*.failed)"
-  echo "up" >"$BED_DIR/state"
-  trap - EXIT INT TERM
-  log "up: ${#NODE_NAME[@]} host + ${#guests[@]} guest nodes Ready in $((SECONDS - t1)) s after binaries (total $((SECONDS - t0)) s)"
-  echo "BED_UP_SECONDS=$((SECONDS - t1))" >"$BED_DIR/timings"
-  echo "export KUBECONFIG=$BED_DIR/kubeconfig"
+}
+
+# do_guests (`bed.sh guests`): the guest nodes of BED_GUEST_NODES join the
+# bed that is up, its control plane, host nodes and images as they are. make
+# test's guest stages start this way after its host-node stages: a second
+# bring-up of the control plane and the host nodes would add a minute and
+# prove nothing new (issue 26).
+do_guests() {
+  local t0=$SECONDS guests
+  read -ra guests <<<"${BED_GUEST_NODES:-}"
+  ((${#guests[@]})) || die "BED_GUEST_NODES names no guest node (e.g. BED_GUEST_NODES=\"rxe-node-1 rxe-node-2\" $0 guests)"
+  mkdir -p "$BED_DIR"
+  exec 9>"$BED_DIR/.lock"
+  flock -n 9 || die "another 'bed up' or 'bed down' is in progress (lock $BED_DIR/.lock)"
+  [[ $(cat "$BED_DIR/state" 2>/dev/null) == up && -n $(running_daemons 2>/dev/null || true) ]] ||
+    die "no bed is up to join: run '$0 up' first (or 'BED_GUEST_NODES=\"${guests[*]}\" $0 up' for both at once)"
+  for g in "${guests[@]}"; do
+    [[ ! -d $BED_DIR/guestnodes/$g ]] || die "guest node $g is already up"
+  done
+  read_nodes "$NODES_CONF"
+  step_guests
+  log "guests: ${#guests[@]} guest nodes joined the bed, Ready in $((SECONDS - t0)) s"
+  echo "BED_GUESTS_SECONDS=$((SECONDS - t0))" >>"$BED_DIR/timings"
 }
 
 # --- down ---------------------------------------------------------------------
@@ -542,6 +572,7 @@ do_leftovers() {
 
 case ${1:-} in
 up) do_up ;;
+guests) do_guests ;;
 down)
   mkdir -p "$BED_DIR"
   exec 9>"$BED_DIR/.lock"
@@ -550,5 +581,5 @@ down)
   ;;
 status) do_status ;;
 leftovers) do_leftovers ;;
-*) echo "usage: $0 up|down|status|leftovers" >&2; exit 2 ;;
+*) echo "usage: $0 up|guests|down|status|leftovers" >&2; exit 2 ;;
 esac

@@ -215,11 +215,10 @@ grep -v '^VERBS_SECONDS=' "$verbs_log"
 verbs_s=$(sed -n 's/^VERBS_SECONDS=//p' "$verbs_log")
 echo "verbs tests: ${verbs_s} s beside the host-node stages; waited $((SECONDS - t)) s for them here"
 
-step "bed down leaves nothing behind"
-hack/bed.sh down
-hack/bed.sh leftovers
-
-step "warm bed up with two guest nodes (real Soft-RoCE devices, device plugin): the success path"
+step "two guest nodes join the bed (real Soft-RoCE devices, device plugin): the success path"
+# They join the bed the host-node stages used (hack/bed.sh guests): its
+# control plane and host nodes are what a fresh bring-up would make, and
+# the final bed down below proves that nothing is left behind.
 wait "$prebuild_pid" || { cat "$prebuild_log"; echo "building the guest nodes' image, CNIs or CoreDNS failed"; exit 1; }
 echo "guest-node image, CNIs and CoreDNS ready in the background, $((SECONDS - t_prebuild)) s after they started"
 . hack/guest-suite-args.sh
@@ -234,7 +233,7 @@ awk '$1 == "rxe-node-2" {$7 = "rdmasuite.io/staged=memlock:PreferNoSchedule"; $8
   hack/bed-guest-nodes.conf >"$guest_conf"
 grep -q '^rxe-node-2 .* 64K$' "$guest_conf" || { echo "could not stage rxe-node-2's 64K memlock"; exit 1; }
 t=$SECONDS
-BED_GUEST_NODES="rxe-node-1 rxe-node-2" BED_GUEST_NODES_CONF=$guest_conf hack/bed.sh up
+BED_GUEST_NODES="rxe-node-1 rxe-node-2" BED_GUEST_NODES_CONF=$guest_conf hack/bed.sh guests
 up2_s=$((SECONDS - t))
 # The node table's labels reached the nodes.
 for g in rxe-node-1 rxe-node-2; do
@@ -356,7 +355,7 @@ cat <<SUMMARY
 kubernetes binaries : $build_note
 verbs guest tests   : ${verbs_s} s (beside the host-node stages)
 bed up (first)      : ${up1_s} s
-bed up (warm) +guest: ${up2_s} s
+guest nodes join   : ${up2_s} s
 guest node suites   : ${guest_s} s
 exclusive-mode run  : ${exclusive_s} s
 disruptive (NFS)    : ${disruptive_s} s
