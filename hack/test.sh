@@ -355,7 +355,7 @@ cat <<SUMMARY
 kubernetes binaries : $build_note
 verbs guest tests   : ${verbs_s} s (beside the host-node stages)
 bed up (first)      : ${up1_s} s
-guest nodes join   : ${up2_s} s
+guest nodes join    : ${up2_s} s
 guest node suites   : ${guest_s} s
 exclusive-mode run  : ${exclusive_s} s
 disruptive (NFS)    : ${disruptive_s} s

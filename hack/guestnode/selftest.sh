@@ -124,27 +124,37 @@ else
 fi
 
 # 3: bandwidth between two pods on each rail, on the node or from the peer node.
-# bw_rail DEV want(pass|fail) tag: server pod on NAME, client pod on PEER,
-# both on DEV; "fail" expects the client to fail (a rail staged down).
-bw_rail() {
-  local dev=$1 want=$2 tag=$3 t ip out avg mbs gid p
-  local srv=bw-server-$dev-$tag cli=bw-client-$dev-$tag
+# bw_pods SRV CLI SELECT WHAT: a bw server pod SRV on NAME and, once it is
+# Ready, a client pod CLI on PEER against its IP (64 KiB writes x 200,
+# --table); SELECT is the probe's device flags for both ("--device, rxeN, "
+# or empty: every rail). Sets out (the client's log), p (its phase) and t
+# (when the client was created, ms); fails the check WHAT and returns 1 when
+# a pod does not start or finish in time.
+bw_pods() {
+  local srv=$1 cli=$2 sel=$3 what=$4 ip
   t=$(now_ms)
-  pod "$srv" 1 1 "[rdmaprobe, bw, server, --device, $dev, --timeout, $((pt + 60))s]"
+  pod "$srv" 1 1 "[rdmaprobe, bw, server, $sel--timeout, $((pt + 60))s]"
   if ! wait_ready "$srv" "$pt"; then
-    fail "$dev: bw server pod not Ready in $pt s: $(kubectl -n "$ns" describe pod "$srv" | tail -15)"
-    return
+    fail "$what: bw server pod not Ready in $pt s: $(kubectl -n "$ns" describe pod "$srv" | tail -15)"
+    return 1
   fi
-  log "$dev: bw server pod create -> Ready $(($(now_ms) - t)) ms"
+  log "$what: bw server pod create -> Ready $(($(now_ms) - t)) ms"
   ip=$(kubectl -n "$ns" get pod "$srv" -o 'jsonpath={.status.podIP}')
   t=$(now_ms)
-  pod "$cli" 1 1 "[rdmaprobe, bw, client, --device, $dev, --size, 64K, --iters, \"200\", --table, \"$ip\"]" "$peer"
+  pod "$cli" 1 1 "[rdmaprobe, bw, client, $sel--size, 64K, --iters, \"200\", --table, \"$ip\"]" "$peer"
   if ! wait_done "$cli" "$pt"; then
-    fail "$dev: bw client did not finish in $pt s: $(kubectl -n "$ns" logs "$cli" 2>&1 | tail -5)"
-    return
+    fail "$what: bw client did not finish in $pt s: $(kubectl -n "$ns" logs "$cli" 2>&1 | tail -5)"
+    return 1
   fi
   out=$(kubectl -n "$ns" logs "$cli" 2>&1 || true)
   p=$(phase "$cli" || true)
+}
+# bw_rail DEV want(pass|fail) tag: server pod on NAME, client pod on PEER,
+# both on DEV; "fail" expects the client to fail (a rail staged down).
+bw_rail() {
+  local dev=$1 want=$2 tag=$3 t out avg mbs gid p
+  local srv=bw-server-$dev-$tag cli=bw-client-$dev-$tag
+  bw_pods "$srv" "$cli" "--device, $dev, " "$dev" || return 0
   avg=$(grep -o '"bwAvgGbps":[0-9.e+-]*' <<<"$out" | head -1 | cut -d: -f2 || true)
   mbs=$(grep -o '"bwAvgMBps":[0-9.e+-]*' <<<"$out" | head -1 | cut -d: -f2 || true)
   gid=$(grep -o '"gid":"[^"]*"' <<<"$out" | head -1 || true)
@@ -169,23 +179,8 @@ bw_rail() {
 # non-zero average in the probe's per-rail table (--table, on stderr, which
 # kubectl logs returns with stdout).
 bw_all() {
-  local srv=bw-server-all cli=bw-client-all t ip out p r avg
-  t=$(now_ms)
-  pod "$srv" 1 1 "[rdmaprobe, bw, server, --timeout, $((pt + 60))s]"
-  if ! wait_ready "$srv" "$pt"; then
-    fail "bw server pod (every rail) not Ready in $pt s: $(kubectl -n "$ns" describe pod "$srv" | tail -15)"
-    return
-  fi
-  log "bw server pod (every rail) create -> Ready $(($(now_ms) - t)) ms"
-  ip=$(kubectl -n "$ns" get pod "$srv" -o 'jsonpath={.status.podIP}')
-  t=$(now_ms)
-  pod "$cli" 1 1 "[rdmaprobe, bw, client, --size, 64K, --iters, \"200\", --table, \"$ip\"]" "$peer"
-  if ! wait_done "$cli" "$pt"; then
-    fail "bw client (every rail) did not finish in $pt s: $(kubectl -n "$ns" logs "$cli" 2>&1 | tail -5)"
-    return
-  fi
-  out=$(kubectl -n "$ns" logs "$cli" 2>&1 || true)
-  p=$(phase "$cli" || true)
+  local srv=bw-server-all cli=bw-client-all t out p r avg
+  bw_pods "$srv" "$cli" "" "every rail" || return 0
   for r in $rails; do
     # The row under this rail's table header: " 65536  200  peak  avg  rate".
     avg=$(awk -v d="$r" '$0 ~ "BW \\(rdmaprobe\\) +device " d " port" {f = 1; next} f && $1 ~ /^[0-9]+$/ {print $4; exit}' <<<"$out")
@@ -197,7 +192,7 @@ bw_all() {
       fail "$r: no bandwidth measured on this rail (client $p): $(tr -d '\n' <<<"$out" | cut -c1-600)"
     fi
   done
-    [[ $p == Succeeded ]] || log "bw client (every rail) ended $p: $(tr -d '\n' <<<"$out" | cut -c1-300)"
+  [[ $p == Succeeded ]] || log "bw client (every rail) ended $p: $(tr -d '\n' <<<"$out" | cut -c1-300)"
   kubectl -n "$ns" delete pod "$srv" "$cli" --wait=false --grace-period=0 --force >/dev/null 2>&1 || true
 }
 if [[ ${SELFTEST_BW:-1} != 0 ]]; then
