@@ -113,19 +113,29 @@ hack/guestnode/nfs-cluster.sh unload unset
 # ("error waiting for pod … context deadline exceeded" in the kubelet log);
 # run E of 2026-11-27 lost its refused run to two such sandbox retries of a
 # writer on rxe-node-2 (not steady within the default 2 minutes).
-if suite --labels suite=disruptive --allow-disruptive --disrupt-nodes rxe-node-2,rxe-node-1 --stall-peer rxe-node-1 \
-  --driver-timeout 60s --cleanup-timeout 20s --pod-timeout 4m --stall-steady 10s --report-dir="$out/refused" >"$out/refused.log" 2>&1; then
-  echo "a run whose driver did not come back passed"; exit 1
-fi
-hack/tool.sh expectresults -results "$out/refused/results.json" -expect hack/disruptive-expect-refused.txt ||
-  { tail -40 "$out/refused.log"; exit 1; }
-grep -q 'UNLOAD_STORAGE_MODULES=true' "$out/refused/results.json" || { echo "the failure does not name the fix"; exit 1; }
+suite --labels suite=disruptive --allow-disruptive --disrupt-nodes rxe-node-2,rxe-node-1 --stall-peer rxe-node-1 \
+  --driver-timeout 60s --cleanup-timeout 20s --pod-timeout 4m --stall-steady 10s --report-dir="$out/refused" >"$out/refused.log" 2>&1 &
+refused_pid=$!
+# The doctor runs beside the refused run's end: the state it must name (the
+# driver refusing on loaded storage modules, rxe-node-2 without its RDMA
+# resource) exists once the run says the driver did not come back; the run
+# then only stops and collects its writers, which can take minutes on a
+# slow NFS peer (issue 26).
+until grep -q 'did NOT come back' "$out/refused.log" 2>/dev/null || ! kill -0 "$refused_pid" 2>/dev/null; do sleep 1; done
 # --pod-timeout 4m: rxe-node-1 carries the hung NFS-over-RDMA mount here, and
 # once (CI of 2026-11-24, a slow machine) its Multus could not read the pod
 # from the API server within its own 1-minute limit, so the kubelet's first
 # sandbox failed; 4 minutes leaves room for the kubelet's retries.
 (cd suites && "$out/suites.test" --kubeconfig="$BED_DIR/kubeconfig" --labels suite=doctor --node-selector rdmasuite.io/guest-node=true \
-  --pod-timeout 4m --preflight-resources rdma/rdma_shared_device_a,nvidia.com/hostdev --report-dir="$out/doctor" >"$out/doctor.log" 2>&1) || true
+  --pod-timeout 4m --preflight-resources rdma/rdma_shared_device_a,nvidia.com/hostdev --report-dir="$out/doctor" >"$out/doctor.log" 2>&1) &
+doctor_pid=$!
+if wait "$refused_pid"; then
+  echo "a run whose driver did not come back passed"; exit 1
+fi
+wait "$doctor_pid" || true
+hack/tool.sh expectresults -results "$out/refused/results.json" -expect hack/disruptive-expect-refused.txt ||
+  { tail -40 "$out/refused.log"; exit 1; }
+grep -q 'UNLOAD_STORAGE_MODULES=true' "$out/refused/results.json" || { echo "the failure does not name the fix"; exit 1; }
 hack/tool.sh expectresults -results "$out/doctor/results.json" -expect hack/disruptive-expect-doctor.txt ||
   { tail -40 "$out/doctor.log"; exit 1; }
 refused_s=$((SECONDS - t))
@@ -141,8 +151,13 @@ for _ in $(seq 1 120); do
   sleep 1
 done
 [[ -z $left ]] || { echo "left after the driver came back: $left"; exit 1; }
-# The driver restarts took the device plugins' devices away for a while:
-# the stages after this one need both guests advertising again.
+# The stand-in DaemonSet goes (its pods delete the rxe devices as they
+# stop) and the rails are restored; only then do both guests advertise
+# their devices for the stages after this one: wait for that here, after
+# the teardown, not before it.
+kc delete -k hack/incluster/disruptive --ignore-not-found --wait=false >/dev/null 2>&1 || true
+hack/guestnode/nfs-cluster.sh down
+trap - EXIT
 for g in rxe-node-1 rxe-node-2; do
   for _ in $(seq 1 120); do
     n=$(kc get node "$g" -o 'jsonpath={.status.allocatable.rdma/rdma_shared_device_a}')
