@@ -436,3 +436,39 @@ func TestRunCancelledWhileWaitingForTheDriver(t *testing.T) {
 	}
 	s.left(t)
 }
+
+// Both writers are signalled at once: each stop exec here returns only
+// once the other has begun, as an exec into a pod on a hung node may not
+// return for its whole limit; one after another, the first would give up.
+func TestRunSignalsTheWritersAtOnce(t *testing.T) {
+	s := newSim(t, "node-a")
+	env := s.env()
+	var mu sync.Mutex
+	began := 0
+	both := make(chan struct{})
+	var alone []string
+	env.Exec = execFunc(func(ctx context.Context, ns, pod, container string, cmd []string) (string, string, error) {
+		mu.Lock()
+		if began++; began == 2 {
+			close(both)
+		}
+		mu.Unlock()
+		select {
+		case <-both:
+		case <-time.After(5 * time.Second):
+			mu.Lock()
+			alone = append(alone, pod)
+			mu.Unlock()
+			return "", "", fmt.Errorf("the other writer's stop did not begin while %s's ran", pod)
+		}
+		return s.exec(ctx, ns, pod, container, cmd)
+	})
+	cs := Run(context.Background(), env, s.o)
+	if len(alone) > 0 {
+		t.Fatalf("writers stopped one after another: %v", alone)
+	}
+	if len(s.stops) != 2 || cs[0].Status != reports.Pass {
+		t.Fatalf("stops %v, %s %s", s.stops, cs[0].Status, cs[0].Diagnosis)
+	}
+	s.left(t)
+}

@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -289,22 +290,31 @@ func stopAndCollect(ctx context.Context, env Env, o Options, ws []*Writer) {
 		// The run is being torn down (deadline, signal): be quick.
 		execLimit, waitLimit = 10*time.Second, 20*time.Second
 	}
+	// Every writer is signalled at once: an exec into a pod on a slow or
+	// hung node must not delay the other writer's stop (and so its
+	// recorded end) by its own start-up.
+	var stops sync.WaitGroup
 	for _, w := range ws {
 		if env.Exec == nil {
 			w.StopErr = "no exec client: the writer stops on its --duration"
 			continue
 		}
-		ectx, cancel := context.WithTimeout(cctx, execLimit)
-		stdout, stderr, err := env.Exec.Exec(ectx, o.Namespace, w.Pod, "probe",
-			// A signal, not the stop file: on a target whose driver did not
-			// come back the mount is hung, and creating a file on it would
-			// hang this exec too. The writer is its container's PID 1.
-			[]string{ProbeBinary, "stall", "stop", "--signal-pid", "1"})
-		cancel()
-		if err != nil {
-			w.StopErr = fmt.Sprintf("exec %s stall stop in %s: %v %s", ProbeBinary, w.Pod, err, oneLine(stdout+" "+stderr, 300))
-		}
+		stops.Add(1)
+		go func(w *Writer) {
+			defer stops.Done()
+			ectx, cancel := context.WithTimeout(cctx, execLimit)
+			defer cancel()
+			stdout, stderr, err := env.Exec.Exec(ectx, o.Namespace, w.Pod, "probe",
+				// A signal, not the stop file: on a target whose driver did not
+				// come back the mount is hung, and creating a file on it would
+				// hang this exec too. The writer is its container's PID 1.
+				[]string{ProbeBinary, "stall", "stop", "--signal-pid", "1"})
+			if err != nil {
+				w.StopErr = fmt.Sprintf("exec %s stall stop in %s: %v %s", ProbeBinary, w.Pod, err, oneLine(stdout+" "+stderr, 300))
+			}
+		}(w)
 	}
+	stops.Wait()
 	for _, w := range ws {
 		var last *corev1.Pod
 		stopped := env.clock().Now()
