@@ -116,6 +116,10 @@ hack/guestnode/nfs-cluster.sh unload unset
 suite --labels suite=disruptive --allow-disruptive --disrupt-nodes rxe-node-2,rxe-node-1 --stall-peer rxe-node-1 \
   --driver-timeout 60s --cleanup-timeout 20s --pod-timeout 4m --stall-steady 10s --report-dir="$out/refused" >"$out/refused.log" 2>&1 &
 refused_pid=$!
+# Both background runs are stopped if this stage fails or is interrupted:
+# SIGTERM makes a suite run delete what it created before it exits.
+trap 'kill -TERM "$refused_pid" ${doctor_pid:+"$doctor_pid"} 2>/dev/null || true; wait || true
+  kc delete -k hack/incluster/disruptive --ignore-not-found --wait=false >/dev/null 2>&1 || true; hack/guestnode/nfs-cluster.sh down' EXIT
 # The doctor runs beside the refused run's end: the state it must name (the
 # driver refusing on loaded storage modules, rxe-node-2 without its RDMA
 # resource) exists once the run says the driver did not come back; the run
@@ -126,7 +130,7 @@ until grep -q 'did NOT come back' "$out/refused.log" 2>/dev/null || ! kill -0 "$
 # once (CI of 2026-11-24, a slow machine) its Multus could not read the pod
 # from the API server within its own 1-minute limit, so the kubelet's first
 # sandbox failed; 4 minutes leaves room for the kubelet's retries.
-(cd suites && "$out/suites.test" --kubeconfig="$BED_DIR/kubeconfig" --labels suite=doctor --node-selector rdmasuite.io/guest-node=true \
+(cd suites && exec "$out/suites.test" --kubeconfig="$BED_DIR/kubeconfig" --labels suite=doctor --node-selector rdmasuite.io/guest-node=true \
   --pod-timeout 4m --preflight-resources rdma/rdma_shared_device_a,nvidia.com/hostdev --report-dir="$out/doctor" >"$out/doctor.log" 2>&1) &
 doctor_pid=$!
 if wait "$refused_pid"; then

@@ -232,9 +232,12 @@ func round(ctx context.Context, env Env, o Options, vol Volume, target, peer str
 		}
 	}
 	env.printf("%s: writers %s (on %s) and %s (on %s) writing to %s on the volume", target, r.Writer.Pod, target, r.PeerWriter.Pod, peer, sub)
+	created := env.clock().Now()
 	if why := waitSteady(ctx, env, o, ws); why != "" {
 		return pair(target, peer, reports.NotRun, "the writers never wrote steadily, so nothing was disrupted: "+why), false
 	}
+	env.printf("%s: both writers write steadily %.1f s after their pods were created; %s more before the deletion", target,
+		env.clock().Now().Sub(created).Seconds(), o.Steady)
 	if err := sleep(ctx, env.clock(), o.Steady); err != nil {
 		return pair(target, peer, reports.NotRun, fmt.Sprintf("the run stopped before the disruption (%v)", err)), false
 	}
@@ -259,7 +262,9 @@ func round(ctx context.Context, env Env, o Options, vol Volume, target, peer str
 	} else if !r.Driver.Interrupted {
 		env.printf("%s: the MOFED driver did NOT come back within %s; stopping the writers, no further node is disrupted", target, r.Driver.waitLimit())
 	}
+	stopping := env.clock().Now()
 	stopAndCollect(ctx, env, o, ws)
+	env.printf("%s: writers stopped and their results read in %.1f s", target, env.clock().Now().Sub(stopping).Seconds())
 	r.Cross = Verify{Node: peer, Pod: pods.Verify}
 	switch {
 	case r.Writer.Result == nil || r.PeerWriter.Result == nil:
@@ -269,7 +274,9 @@ func round(ctx context.Context, env Env, o Options, vol Volume, target, peer str
 	case ctx.Err() != nil:
 		r.Cross.Problem = fmt.Sprintf("not run: the run stopped (%v)", ctx.Err())
 	default:
+		verifying := env.clock().Now()
 		runVerify(ctx, env, o, &r.Cross, sub, []string{r.Writer.ID, r.PeerWriter.ID})
+		env.printf("%s: cross-node verification on %s took %.1f s (pod start included)", target, peer, env.clock().Now().Sub(verifying).Seconds())
 	}
 	return Judge(r), !r.Driver.Back && !r.Driver.Interrupted
 }

@@ -44,6 +44,7 @@ type sim struct {
 	silent    bool
 	deletedAt map[string]time.Time // node → when its MOFED pod went
 	readyAt   map[string]time.Time
+	printed   []string // the progress lines, in order
 }
 
 func newSim(t *testing.T, targets ...string) *sim {
@@ -170,7 +171,12 @@ func (s *sim) writerLogs(pod string, now time.Time) string {
 }
 
 func (s *sim) env() Env {
-	return Env{Kube: s.cs, Clock: s.clk, Poll: time.Second, Printf: s.t.Logf,
+	return Env{Kube: s.cs, Clock: s.clk, Poll: time.Second,
+		Printf: func(format string, a ...any) {
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			s.printed = append(s.printed, fmt.Sprintf(format, a...))
+		},
 		Logs: func(_ context.Context, ns, pod, container string, _ bool, _ int64) (string, error) {
 			if ns != s.o.Namespace {
 				return "driver log\n", nil
@@ -471,4 +477,23 @@ func TestRunSignalsTheWritersAtOnce(t *testing.T) {
 		t.Fatalf("stops %v, %s %s", s.stops, cs[0].Status, cs[0].Diagnosis)
 	}
 	s.left(t)
+}
+
+// A round's progress lines split its minutes: writers steady, driver back,
+// writers stopped, verification, each with how long it took, so a slow
+// round can be read from the log alone.
+func TestRunProgressSplitsTheRound(t *testing.T) {
+	s := newSim(t, "node-a")
+	Run(context.Background(), s.env(), s.o)
+	want := []string{"writers stall-w-", "both writers write steadily ", "deleted MOFED pod ", "new MOFED pod mofed-node-a Ready 32.0 s after the deletion",
+		"writers stopped and their results read in ", "cross-node verification on node-b took "}
+	i := 0
+	for _, l := range s.printed {
+		if i < len(want) && strings.Contains(l, want[i]) {
+			i++
+		}
+	}
+	if i < len(want) {
+		t.Fatalf("no line with %q in order; printed:\n%s", want[i], strings.Join(s.printed, "\n"))
+	}
 }

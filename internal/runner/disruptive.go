@@ -25,7 +25,19 @@ func (r *Runner) Disruptive(ctx context.Context, exec disrupt.Execer) []reports.
 			}
 		}
 	}
-	return disrupt.Run(ctx, disrupt.Env{Kube: r.Kube, Exec: exec}, r.DisruptOptions(selected))
+	return disrupt.Run(ctx, r.disruptEnv(exec), r.DisruptOptions(selected))
+}
+
+// disruptEnv sends the feature's lines through the run's Progress, which
+// stamps them with the clock time and writes the progress log: a round's
+// minutes (writers steady, driver back, writers stopped, verification)
+// can then be split from the log alone.
+func (r *Runner) disruptEnv(exec disrupt.Execer) disrupt.Env {
+	env := disrupt.Env{Kube: r.Kube, Exec: exec}
+	if r.Progress != nil {
+		env.Printf = func(format string, a ...any) { r.Progress("disruptive: " + fmt.Sprintf(format, a...)) }
+	}
+	return env
 }
 
 // DisruptOptions maps the run's settings onto the feature's; selected are

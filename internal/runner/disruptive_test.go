@@ -58,3 +58,15 @@ func TestDisruptOptionsCarryTheFlags(t *testing.T) {
 		t.Fatalf("%+v", o)
 	}
 }
+
+// The feature's lines go through the run's Progress (stamped, in the
+// progress log), not straight to stdout.
+func TestDisruptiveLinesGoToProgress(t *testing.T) {
+	r := New(nil, disruptiveConfig(t), "run7")
+	var got []string
+	r.Progress = func(l string) { got = append(got, l) }
+	r.disruptEnv(nil).Printf("%s: writers stopped in %.1f s", "gpu-1", 2.5)
+	if len(got) != 1 || got[0] != "disruptive: gpu-1: writers stopped in 2.5 s" {
+		t.Fatalf("progress lines %q", got)
+	}
+}
