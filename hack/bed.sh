@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The local Kubernetes test bed: etcd, kube-apiserver, kube-controller-manager,
 # kube-scheduler and, per node, its own containerd + kubelet, all on this
-# machine. `bed.sh up|guests|down|status`. Bring-up is an ordered list of small
+# machine. `bed.sh up|guests-boot|guests|down|status`. Bring-up is an ordered list of small
 # steps; every step's log is under $BED_DIR/logs. `down` removes everything
 # `up` made (processes, mounts, cgroups, netns, bridges, iptables chains), also
 # after a failed `up`.
@@ -405,8 +405,12 @@ step_guests() {
   read -ra guests <<<"${BED_GUEST_NODES:-}"
   if ((${#guests[@]} > 1)); then export GUESTNODE_SMP=${GUESTNODE_SMP:-1}; fi
   for g in "${guests[@]}"; do
-    log "guest node $g"
-    boot_guest_node "$g" &
+    log "guest node $g${GUESTNODE_PHASE:+ ($GUESTNODE_PHASE)}"
+    if [[ ${GUESTNODE_PHASE:-} == join ]]; then
+      "$here/guestnode/up.sh" "$g" &
+    else
+      boot_guest_node "$g" &
+    fi
     pids+=($!)
   done
   for g in "${pids[@]}"; do wait "$g" || rc=1; done
@@ -417,9 +421,14 @@ step_guests() {
 # bed that is up, its control plane, host nodes and images as they are. make
 # test's guest stages start this way after its host-node stages: a second
 # bring-up of the control plane and the host nodes would add a minute and
-# prove nothing new (issue 26).
+# prove nothing new (issue 26). Guests that `bed.sh guests-boot` booted
+# held only start their kubelets here; others boot now.
+# do_guests boot (`bed.sh guests-boot`): boot them up to their kubelets
+# (images imported, rails, NFS server) and return: make test does this
+# beside its host-node stages, whose expectations must not see the guests
+# as nodes yet.
 do_guests() {
-  local t0=$SECONDS guests
+  local t0=$SECONDS guests g held=0 boot=${1:-}
   read -ra guests <<<"${BED_GUEST_NODES:-}"
   ((${#guests[@]})) || die "BED_GUEST_NODES names no guest node (e.g. BED_GUEST_NODES=\"rxe-node-1 rxe-node-2\" $0 guests)"
   mkdir -p "$BED_DIR"
@@ -428,10 +437,26 @@ do_guests() {
   [[ $(cat "$BED_DIR/state" 2>/dev/null) == up && -n $(running_daemons 2>/dev/null || true) ]] ||
     die "no bed is up to join: run '$0 up' first (or 'BED_GUEST_NODES=\"${guests[*]}\" $0 up' for both at once)"
   for g in "${guests[@]}"; do
-    [[ ! -d $BED_DIR/guestnodes/$g ]] || die "guest node $g is already up"
+    if [[ -f $BED_DIR/guestnodes/$g/held && -z $boot ]]; then
+      held=$((held + 1))
+      continue
+    fi
+    [[ ! -d $BED_DIR/guestnodes/$g ]] || die "guest node $g is already up${boot:+ (or booting)}"
   done
+  ((held == 0 || held == ${#guests[@]})) ||
+    die "only $held of ${guests[*]} were booted held ('$0 guests-boot'): join all of them or none"
   read_nodes "$NODES_CONF"
-  step_guests
+  if [[ -n $boot ]]; then
+    GUESTNODE_PHASE=boot step_guests
+    log "guests: ${#guests[@]} guest nodes booted held in $((SECONDS - t0)) s ('$0 guests' starts their kubelets)"
+    echo "BED_GUESTS_BOOT_SECONDS=$((SECONDS - t0))" >>"$BED_DIR/timings"
+    return
+  fi
+  if ((held)); then
+    GUESTNODE_PHASE=join step_guests
+  else
+    step_guests
+  fi
   log "guests: ${#guests[@]} guest nodes joined the bed, Ready in $((SECONDS - t0)) s"
   echo "BED_GUESTS_SECONDS=$((SECONDS - t0))" >>"$BED_DIR/timings"
 }
@@ -573,6 +598,7 @@ do_leftovers() {
 case ${1:-} in
 up) do_up ;;
 guests) do_guests ;;
+guests-boot) do_guests boot ;;
 down)
   mkdir -p "$BED_DIR"
   exec 9>"$BED_DIR/.lock"
@@ -581,5 +607,5 @@ down)
   ;;
 status) do_status ;;
 leftovers) do_leftovers ;;
-*) echo "usage: $0 up|guests|down|status|leftovers" >&2; exit 2 ;;
+*) echo "usage: $0 up|guests-boot|guests|down|status|leftovers" >&2; exit 2 ;;
 esac

@@ -5,9 +5,12 @@
 #     OverlappingRangeIPReservation CRDs, from UPSTREAM_DIR/crds
 #     (hack/guestnode/upstream.sh);
 #   - a client certificate for the CNI plugins on the guests (user
-#     rdmasuite-cni, from the bed CA) and a ClusterRole with what Multus
-#     (read pods and NADs, write the pod's network-status annotation) and
-#     Whereabouts (IP pools, reservations, its leader-election lease) need;
+#     rdmasuite-cni, from the bed CA), the ServiceAccount
+#     kube-system/rdmasuite-bed-multus (the Multus daemon on each guest runs
+#     with its in-cluster configuration: a token, as in its DaemonSet) and a
+#     ClusterRole for both with what Multus (watch pods and NADs, write the
+#     pod's network-status annotation) and Whereabouts (IP pools,
+#     reservations, its leader-election lease) need;
 #   - the NAD default/sriov-rdma (the suite's --hostdev-network default): a
 #     conflist of host-device (moves the NIC Multus names by PCI address into
 #     the pod as net1, Whereabouts gives it an address on 10.252.0.0/24, the
@@ -35,8 +38,8 @@ metadata:
   name: rdmasuite-bed-cni
   labels: {rdmasuite.io/bed: "true"}
 rules:
-# Multus (thin): the pod's network selection and the NADs it names; the
-# network-status annotation it writes back.
+# Multus (thick: its daemon's informers): the pod's network selection and
+# the NADs it names; the network-status annotation it writes back.
 - apiGroups: [""]
   resources: [pods]
   verbs: [get, list, watch]
@@ -65,6 +68,14 @@ metadata:
 roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: rdmasuite-bed-cni}
 subjects:
 - {apiGroup: rbac.authorization.k8s.io, kind: User, name: rdmasuite-cni}
+- {kind: ServiceAccount, name: rdmasuite-bed-multus, namespace: kube-system}
+---
+apiVersion: v1
+kind: ServiceAccount
+metadata:
+  name: rdmasuite-bed-multus
+  namespace: kube-system
+  labels: {rdmasuite.io/bed: "true"}
 YAML
 # CoreDNS in the guests (coredns.sh) reads Services and EndpointSlices with
 # the same add-on certificate: what CoreDNS's own system:coredns role allows.

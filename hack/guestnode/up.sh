@@ -64,6 +64,110 @@ smp=${GUESTNODE_SMP:-2}
 mem=${GUESTNODE_MEM_MB:-2048}
 timeout_s=${GUESTNODE_TIMEOUT:-300}
 [[ $smp =~ ^[1-9]$ && $mem =~ ^[0-9]+$ && $timeout_s =~ ^[0-9]+$ ]] || die "bad GUESTNODE_SMP/MEM_MB/TIMEOUT"
+phase=${GUESTNODE_PHASE:-all}
+[[ $phase == all || $phase == boot || $phase == join ]] || die "GUESTNODE_PHASE must be all, boot or join, got '$phase'"
+
+# A failed bring-up leaves nothing behind.
+# Its logs are kept in $d.failed (down.sh NAME removes them).
+failed() {
+  local keep
+  keep=$(mktemp -d)
+  cp -a "$d"/*.log "$keep/" 2>/dev/null || true
+  flock -u 9 2>/dev/null || true
+  "$here/down.sh" "$name" >&2 || true
+  mkdir -p "$d.failed"
+  mv "$keep"/* "$d.failed/" 2>/dev/null || true
+  rm -rf "$keep"
+  log "bring-up of $name failed; its logs: $d.failed"
+}
+ms() { echo $(($(date +%s%N) / 1000000 - start_ms)); }
+secs() { printf '%d.%01d' $(($1 / 1000)) $((($1 % 1000) / 100)); }
+guest_check() {
+  pid_alive "$d/qemu.pid" || die "$name: qemu exited; console: $(tail -n 20 "$d/console.log" | tr -d '\r')"
+  if grep -q 'GUESTNODE-ERROR' "$d/console.log"; then
+    die "$name: $(grep -a 'GUESTNODE-ERROR' "$d/console.log" | head -1 | tr -d '\r')"
+  fi
+}
+wait_until() { # seconds what command...
+  local secs=$1 what=$2
+  shift 2
+  local deadline=$((SECONDS + secs))
+  until "$@" >/dev/null 2>&1; do
+    guest_check
+    ((SECONDS < deadline)) || die "$name: timed out after ${secs}s waiting for $what (logs in $d)"
+    sleep 0.5
+  done
+}
+node_ready() { [[ $(kubectl get node "$name" -o 'jsonpath={.status.conditions[?(@.type=="Ready")].status}') == True ]]; }
+allocatable() {
+  [[ $(kubectl get node "$name" -o "jsonpath={.status.allocatable.rdma/rdma_shared_device_a}") == "$RESOURCE_COUNT" ]] || return 1
+  ((HOSTDEV_NICS == 0)) || [[ $(kubectl get node "$name" -o "jsonpath={.status.allocatable.nvidia\.com/hostdev}") == "$HOSTDEV_NICS" ]]
+}
+
+# join_node: from the kubelet's start to a usable node (registered,
+# labelled, Ready, its resources allocatable, images in, rails staged);
+# the timings are from the boot (full bring-up) or the release (join).
+join_node() {
+  wait_until "$timeout_s" "rxe0..rxe$((LINK_RAILS - 1)) in the guest" grep -q 'RXE-READY' "$d/console.log"
+  t_rxe=$(ms)
+  wait_until "$timeout_s" "the node object" kubectl get node "$name"
+  t_reg=$(ms)
+  labels=("nvidia.com/gpu.product=${NODE_GPU[$row]}" "network.nvidia.com/operator.mofed.wait=${NODE_MOFEDWAIT[$row]}"
+    feature.node.kubernetes.io/pci-15b3.present=true rdmasuite.io/bed=true rdmasuite.io/guest-node=true)
+  ((NODE_NGPU[row] > 0)) && labels+=(nvidia.com/gpu.present=true)
+  kubectl label node "$name" --overwrite "${labels[@]}" >/dev/null
+  if ((NODE_NGPU[row] > 0)); then
+    kubectl patch node "$name" --subresource=status --type=merge \
+      -p "{\"status\":{\"capacity\":{\"nvidia.com/gpu\":\"${NODE_NGPU[$row]}\"}}}" >/dev/null
+  fi
+  wait_until "$((timeout_s - (SECONDS - t0)))" "node $name Ready" node_ready
+  t_ready=$(ms)
+  wait_until 120 "$RESOURCE=$RESOURCE_COUNT and $HOSTDEV_RESOURCE=$HOSTDEV_NICS in $name's allocatable" allocatable
+  t_res=$(ms)
+  wait_until 120 "the images imported in the guest" grep -q 'IMAGES-READY' "$d/console.log"
+  if [[ $name == "$NFS_SERVER_NODE" ]]; then
+    ! grep -q 'NFS-ERROR' "$d/console.log" || die "$name: the NFS/RDMA server did not start: $(grep -B3 'NFS-ERROR' "$d/console.log" | tr '\n' ' ')"
+    grep -q 'NFS-READY' "$d/console.log" || die "$name: no NFS-READY on the console"
+  fi
+  # Rails staged down from the start (GUESTNODE_DOWN_RAILS="NODE:DEV ...").
+  for s in ${GUESTNODE_DOWN_RAILS:-}; do
+    [[ ${s%%:*} == "$name" ]] || continue
+    "$here/rail.sh" "$name" "${s#*:}" down >&2 || die "$name: staging rail ${s#*:} down failed"
+  done
+  ok=1
+  trap - EXIT INT TERM
+  cat >"$d/timings" <<TM
+GUESTNODE_RXE_READY_MS=$t_rxe
+GUESTNODE_REGISTERED_MS=$t_reg
+GUESTNODE_READY_MS=$t_ready
+GUESTNODE_RESOURCE_MS=$t_res
+TM
+  log "$name: $from -> rxe0..rxe$((LINK_RAILS - 1)) ACTIVE $(secs "$t_rxe") s, -> node registered $(secs "$t_reg") s, -> Ready $(secs "$t_ready") s, -> $RESOURCE=$RESOURCE_COUNT allocatable $(secs "$t_res") s"
+  echo "$name Ready: node IP $ip, logs $d"
+}
+
+# --- join phase: a node booted held (GUESTNODE_PHASE=boot) starts its kubelet
+# GUESTNODE_PHASE=boot boots the node up to its kubelet (images imported,
+# rails and NFS server up) and returns; GUESTNODE_PHASE=join then starts the
+# kubelet through the control channel and waits as a full bring-up does.
+# make test boots its guests beside the host-node stages this way, so they
+# join in seconds when those stages are done (issue 26).
+if [[ $phase == join ]]; then
+  d=$GN_ROOT/$name
+  [[ -f $d/held ]] || die "guest node $name was not booted held: GUESTNODE_PHASE=boot $0 $name first"
+  guest_check
+  idx=$(cat "$d/index")
+  ok=0
+  trap 'if ((ok == 0)); then failed; fi' EXIT
+  trap 'exit 130' INT TERM
+  t0=$SECONDS
+  start_ms=$(($(date +%s%N) / 1000000))
+  ip=$(node_ip "$idx") from=join
+  guest_exec "$name" 60 "touch /run/guestnode-join" >/dev/null || die "$name: could not release its kubelet through the control channel"
+  rm -f "$d/held"
+  join_node
+  exit 0
+fi
 
 # --- the host bed must be up ----------------------------------------------------
 [[ -f $BED_DIR/pki/ca.crt && -f $BED_DIR/pki/ca.key && -f $BED_DIR/kubeconfig ]] ||
@@ -104,19 +208,6 @@ mkdir -p "$d"
 echo "$idx" >"$d/index"
 ip=$(node_ip "$idx") port=$(hostfwd_port "$idx") cidr=$(pod_cidr "$idx")
 ok=0
-# A failed bring-up leaves nothing behind.
-# Its logs are kept in $d.failed (down.sh NAME removes them).
-failed() {
-  local keep
-  keep=$(mktemp -d)
-  cp -a "$d"/*.log "$keep/" 2>/dev/null || true
-  flock -u 9
-  "$here/down.sh" "$name" >&2 || true
-  mkdir -p "$d.failed"
-  mv "$keep"/* "$d.failed/" 2>/dev/null || true
-  rm -rf "$keep"
-  log "bring-up of $name failed; its logs: $d.failed"
-}
 trap 'if ((ok == 0)); then failed; fi' EXIT
 trap 'exit 130' INT TERM
 if ss -Htln "sport = :$port" | grep -q .; then die "port 127.0.0.1:$port (hostfwd for $name) is in use"; fi
@@ -150,32 +241,58 @@ chmod 755 "$x/init"
 cp "$BED_DIR/bin/rdma-device-plugin" "$x/usr/bin/"
 # The hostdev variant's CNI side (Multus and Whereabouts come as an image
 # layer from upstream.sh): host-device from Debian, our rxe step, the
-# plugins' kubeconfig, and Multus as the node's CNI config (it delegates the
-# pod network to the bridge conflist and adds the NADs a pod asks for).
-mkdir -p "$x/opt/cni/bin" "$x/etc/cni/net.d/multus.d" "$x/etc/cni/net.d/whereabouts.d"
+# plugins' kubeconfig, and Multus thick as the node's CNI: its shim is the
+# node's CNI config and hands every ADD/DEL to multus-daemon (init starts it
+# before the kubelet), which delegates the pod network to the bridge conf
+# and adds the NADs a pod asks for. The daemon's client is the in-cluster
+# one (a ServiceAccount token, the API server as KUBERNETES_SERVICE_*), as
+# in Multus' thick DaemonSet.
+mkdir -p "$x/opt/cni/bin" "$x/etc/cni/net.d/multus.d" "$x/etc/cni/net.d/whereabouts.d" "$x/etc/guestnode/multus-sa"
 [[ -x /usr/lib/cni/host-device ]] || die "no /usr/lib/cni/host-device (apt-get install containernetworking-plugins)"
 cp /usr/lib/cni/host-device "$x/opt/cni/bin/"
 cp "$BED_DIR/bin/rxe-hostdev-cni" "$x/opt/cni/bin/rxe-hostdev"
-cp "$GN_ROOT/cni.kubeconfig" "$x/etc/cni/net.d/multus.d/multus.kubeconfig"
 cp "$GN_ROOT/cni.kubeconfig" "$x/etc/cni/net.d/whereabouts.d/whereabouts.kubeconfig"
 # Whereabouts v0.8.0 insists on its flat configuration file even when the
 # NAD's ipam section says everything.
 echo '{"kubernetes": {"kubeconfig": "/etc/cni/net.d/whereabouts.d/whereabouts.kubeconfig"}}' \
   >"$x/etc/cni/net.d/whereabouts.d/whereabouts.conf"
+# The daemon's config ("auto": it writes the shim's config, 00-multus.conf,
+# with the bridge conf as the cluster network, and keeps it current; in
+# v4.3.0 a daemon given a fixed multusConfigFile exits right after its
+# start, main having nothing to wait for). Its keys also override every
+# request's config. 00-multus.conf is there from the start too, so the
+# kubelet never takes the bridge conf for the node's network.
+cat >"$x/etc/cni/net.d/multus.d/daemon-config.json" <<MD
+{
+  "cniVersion": "1.0.0",
+  "logLevel": "verbose",
+  "logFile": "/var/log/multus.log",
+  "socketDir": "/run/multus",
+  "daemonSocketDir": "/run/multus",
+  "multusConfigFile": "auto",
+  "multusAutoconfigDir": "/etc/cni/net.d",
+  "multusMasterCNI": "10-guestnode.conf",
+  "cniConfigDir": "/etc/cni/net.d",
+  "clusterNetwork": "/etc/cni/net.d/10-guestnode.conf",
+  "confDir": "/etc/cni/net.d",
+  "cniDir": "/var/lib/cni/multus",
+  "binDir": "/opt/cni/bin"
+}
+MD
 cat >"$x/etc/cni/net.d/00-multus.conf" <<MC
 {
   "cniVersion": "1.0.0",
   "name": "multus-cni-network",
-  "type": "multus",
-  "kubeconfig": "/etc/cni/net.d/multus.d/multus.kubeconfig",
-  "clusterNetwork": "/etc/cni/net.d/10-guestnode.conf",
-  "confDir": "/etc/cni/net.d",
-  "cniDir": "/var/lib/cni/multus",
-  "binDir": "/opt/cni/bin",
-  "logFile": "/var/log/multus.log",
+  "type": "multus-shim",
+  "daemonSocketDir": "/run/multus",
+  "logFile": "/var/log/multus-shim.log",
   "logLevel": "verbose"
 }
 MC
+cp "$BED_DIR/pki/ca.crt" "$x/etc/guestnode/multus-sa/ca.crt"
+kubectl -n kube-system create token rdmasuite-bed-multus --duration=48h >"$x/etc/guestnode/multus-sa/token" ||
+  die "$name: no token for the Multus daemon's ServiceAccount kube-system/rdmasuite-bed-multus"
+echo kube-system >"$x/etc/guestnode/multus-sa/namespace"
 # Every bed image but the runner's: no stage runs the runner on a guest
 # node (the in-cluster Job runs on the host nodes), and its 33 MB were the
 # guest's longest import under TCG, on the one vCPU the kubelet starts on
@@ -298,8 +415,10 @@ CN
 cat >"$x/etc/guestnode/env" <<EV
 NODE_NAME=$name
 NODE_IP=$ip
+API_HOST=10.0.2.2:$APISERVER_PORT
 KUBELET_V=${KUBELET_V:-1}
 MEMLOCK_KB=$memlock_kb
+HOLD_KUBELET=$([[ $phase == boot ]] && echo 1 || echo 0)
 LINK_IPS="$(for ((r = 0; r < LINK_RAILS; r++)); do printf '%s ' "$(link_ip "$r" "$idx")"; done)"
 LINK_MACS="$(for ((r = 0; r < LINK_RAILS; r++)); do printf '%s ' "$(link_mac "$r" "$idx")"; done)"
 LINK_ROUTES="$(for j in 1 2 3 4 5 6 7 8; do ((j == idx)) || printf '%s@%s ' "$(pod_cidr "$j")" "$(link_ip 0 "$j")"; done)"
@@ -384,63 +503,18 @@ setsid "$BED_DIR/bin/tcprelay" -listen "$ip:$KUBELET_PORT" -to "127.0.0.1:$port"
 echo $! >"$d/relay.pid"
 log "$name: qemu pid $qpid (-smp $smp -m $mem), node IP $ip, kubelet via 127.0.0.1:$port, pods $cidr$rails_desc"
 
-ms() { echo $(($(date +%s%N) / 1000000 - start_ms)); }
-secs() { printf '%d.%01d' $(($1 / 1000)) $((($1 % 1000) / 100)); }
-guest_check() {
-  pid_alive "$d/qemu.pid" || die "$name: qemu exited; console: $(tail -n 20 "$d/console.log" | tr -d '\r')"
-  if grep -q 'GUESTNODE-ERROR' "$d/console.log"; then
-    die "$name: $(grep -a 'GUESTNODE-ERROR' "$d/console.log" | head -1 | tr -d '\r')"
+from=boot
+if [[ $phase == boot ]]; then
+  wait_until "$timeout_s" "rxe0..rxe$((LINK_RAILS - 1)) in the guest" grep -q 'RXE-READY' "$d/console.log"
+  wait_until "$timeout_s" "the images imported and the kubelet held" grep -q 'KUBELET-HELD' "$d/console.log"
+  if [[ $name == "$NFS_SERVER_NODE" ]]; then
+    ! grep -q 'NFS-ERROR' "$d/console.log" || die "$name: the NFS/RDMA server did not start: $(grep -B3 'NFS-ERROR' "$d/console.log" | tr '\n' ' ')"
+    grep -q 'NFS-READY' "$d/console.log" || die "$name: no NFS-READY on the console"
   fi
-}
-wait_until() { # seconds what command...
-  local secs=$1 what=$2
-  shift 2
-  local deadline=$((SECONDS + secs))
-  until "$@" >/dev/null 2>&1; do
-    guest_check
-    ((SECONDS < deadline)) || die "$name: timed out after ${secs}s waiting for $what (logs in $d)"
-    sleep 0.5
-  done
-}
-node_ready() { [[ $(kubectl get node "$name" -o 'jsonpath={.status.conditions[?(@.type=="Ready")].status}') == True ]]; }
-allocatable() {
-  [[ $(kubectl get node "$name" -o "jsonpath={.status.allocatable.rdma/rdma_shared_device_a}") == "$RESOURCE_COUNT" ]] || return 1
-  ((HOSTDEV_NICS == 0)) || [[ $(kubectl get node "$name" -o "jsonpath={.status.allocatable.nvidia\.com/hostdev}") == "$HOSTDEV_NICS" ]]
-}
-
-wait_until "$timeout_s" "rxe0..rxe$((LINK_RAILS - 1)) in the guest" grep -q 'RXE-READY' "$d/console.log"
-t_rxe=$(ms)
-wait_until "$timeout_s" "the node object" kubectl get node "$name"
-t_reg=$(ms)
-labels=("nvidia.com/gpu.product=${NODE_GPU[$row]}" "network.nvidia.com/operator.mofed.wait=${NODE_MOFEDWAIT[$row]}"
-  feature.node.kubernetes.io/pci-15b3.present=true rdmasuite.io/bed=true rdmasuite.io/guest-node=true)
-((NODE_NGPU[row] > 0)) && labels+=(nvidia.com/gpu.present=true)
-kubectl label node "$name" --overwrite "${labels[@]}" >/dev/null
-if ((NODE_NGPU[row] > 0)); then
-  kubectl patch node "$name" --subresource=status --type=merge \
-    -p "{\"status\":{\"capacity\":{\"nvidia.com/gpu\":\"${NODE_NGPU[$row]}\"}}}" >/dev/null
+  : >"$d/held"
+  ok=1
+  trap - EXIT INT TERM
+  log "$name: booted held in $(secs "$(ms)") s (rails, images, NFS server ready; no kubelet): GUESTNODE_PHASE=join $0 $name starts it"
+  exit 0
 fi
-wait_until "$((timeout_s - (SECONDS - t0)))" "node $name Ready" node_ready
-t_ready=$(ms)
-wait_until 120 "$RESOURCE=$RESOURCE_COUNT and $HOSTDEV_RESOURCE=$HOSTDEV_NICS in $name's allocatable" allocatable
-t_res=$(ms)
-wait_until 120 "the images imported in the guest" grep -q 'IMAGES-READY' "$d/console.log"
-if [[ $name == "$NFS_SERVER_NODE" ]]; then
-  ! grep -q 'NFS-ERROR' "$d/console.log" || die "$name: the NFS/RDMA server did not start: $(grep -B3 'NFS-ERROR' "$d/console.log" | tr '\n' ' ')"
-  grep -q 'NFS-READY' "$d/console.log" || die "$name: no NFS-READY on the console"
-fi
-# Rails staged down from the start (GUESTNODE_DOWN_RAILS="NODE:DEV ...").
-for s in ${GUESTNODE_DOWN_RAILS:-}; do
-  [[ ${s%%:*} == "$name" ]] || continue
-  "$here/rail.sh" "$name" "${s#*:}" down >&2 || die "$name: staging rail ${s#*:} down failed"
-done
-ok=1
-trap - EXIT INT TERM
-cat >"$d/timings" <<TM
-GUESTNODE_RXE_READY_MS=$t_rxe
-GUESTNODE_REGISTERED_MS=$t_reg
-GUESTNODE_READY_MS=$t_ready
-GUESTNODE_RESOURCE_MS=$t_res
-TM
-log "$name: boot -> rxe0..rxe$((LINK_RAILS - 1)) ACTIVE $(secs "$t_rxe") s, -> node registered $(secs "$t_reg") s, -> Ready $(secs "$t_ready") s, -> $RESOURCE=$RESOURCE_COUNT allocatable $(secs "$t_res") s"
-echo "$name Ready: node IP $ip, logs $d"
+join_node
