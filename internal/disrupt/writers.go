@@ -147,9 +147,10 @@ func withData(p *corev1.Pod, pvc, subPath string) *corev1.Pod {
 	return p
 }
 
-func ended(p *corev1.Pod) bool {
-	return p != nil && (p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed)
-}
+// ended: the writer's or verifier's container has exited (podrun.Finished),
+// so its exit code and result are final; the pod's terminal phase would
+// also wait for its sandbox and NFS mount to be torn down.
+func ended(p *corev1.Pod) bool { return podrun.Finished(p) }
 
 func exitCode(p *corev1.Pod) int32 {
 	if p == nil {

@@ -190,7 +190,7 @@ func waitFrom(ctx context.Context, cs kubernetes.Interface, pod *corev1.Pod, tim
 		if res.StartLatency == 0 && !createdAt.IsZero() && containerStarted(p) {
 			res.StartLatency = time.Since(createdAt)
 		}
-		return p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed, nil
+		return Finished(p), nil
 	})
 	if term := containerTerminated(res.Pod); term != nil {
 		res.ExitCode = term.ExitCode
@@ -328,6 +328,30 @@ func Delete(cs kubernetes.Interface, ns, name string) {
 	if err != nil && !apierrors.IsNotFound(err) {
 		fmt.Printf("rdmasuite: could not delete pod %s/%s: %v (the run's cleanup will retry)\n", ns, name, err)
 	}
+}
+
+// Finished says a run-once pod's work is over: its phase is terminal, or
+// (restartPolicy Never) every container has terminated. The second comes
+// first: the kubelet reports the terminal phase only after it has stopped
+// the pod's sandbox (CNI DEL through Multus, the network torn down), and a
+// wait for it on a loaded node is a wait for teardown, not for the probe.
+// The exit code and the log are final once the container has exited.
+func Finished(p *corev1.Pod) bool {
+	if p == nil {
+		return false
+	}
+	if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+		return true
+	}
+	if p.Spec.RestartPolicy != corev1.RestartPolicyNever || len(p.Status.ContainerStatuses) < len(p.Spec.Containers) || len(p.Spec.Containers) == 0 {
+		return false
+	}
+	for _, cs := range p.Status.ContainerStatuses {
+		if cs.State.Terminated == nil {
+			return false
+		}
+	}
+	return true
 }
 
 func containerStarted(p *corev1.Pod) bool {

@@ -3,6 +3,7 @@ package podrun
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -123,5 +124,61 @@ func setPhase(t *testing.T, cs *fake.Clientset, name string, phase corev1.PodPha
 	}
 	if _, err := cs.CoreV1().Pods("ns").UpdateStatus(context.Background(), p, metav1.UpdateOptions{}); err != nil {
 		t.Error(err)
+	}
+}
+
+// A run-once pod is finished when its containers have exited, before the
+// kubelet reports the terminal phase (which waits for the sandbox's
+// teardown); not while one still runs, and never for a pod that restarts.
+func TestFinishedAtContainerExit(t *testing.T) {
+	exited := corev1.ContainerStatus{Name: "probe", State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 3}}}
+	running := corev1.ContainerStatus{Name: "side", State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}
+	pod := func(policy corev1.RestartPolicy, phase corev1.PodPhase, containers int, st ...corev1.ContainerStatus) *corev1.Pod {
+		p := &corev1.Pod{Spec: corev1.PodSpec{RestartPolicy: policy}, Status: corev1.PodStatus{Phase: phase, ContainerStatuses: st}}
+		for i := 0; i < containers; i++ {
+			p.Spec.Containers = append(p.Spec.Containers, corev1.Container{Name: fmt.Sprint("c", i)})
+		}
+		return p
+	}
+	for _, tc := range []struct {
+		name string
+		pod  *corev1.Pod
+		want bool
+	}{
+		{"exited, phase still Running", pod(corev1.RestartPolicyNever, corev1.PodRunning, 1, exited), true},
+		{"terminal phase", pod(corev1.RestartPolicyNever, corev1.PodFailed, 1), true},
+		{"one of two still running", pod(corev1.RestartPolicyNever, corev1.PodRunning, 2, exited, running), false},
+		{"second container not reported yet", pod(corev1.RestartPolicyNever, corev1.PodRunning, 2, exited), false},
+		{"restarts on failure", pod(corev1.RestartPolicyOnFailure, corev1.PodRunning, 1, exited), false},
+		{"no containers", pod(corev1.RestartPolicyNever, corev1.PodRunning, 0), false},
+		{"nil", nil, false},
+	} {
+		if got := Finished(tc.pod); got != tc.want {
+			t.Errorf("%s: Finished = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+// Wait returns at the container's exit, with its exit code, while the
+// phase still says Running.
+func TestWaitEndsAtContainerExit(t *testing.T) {
+	cs := fake.NewClientset()
+	s := Spec{Name: "cli", Namespace: "ns", RunID: "r", Image: "img:1"}
+	created, err := cs.CoreV1().Pods("ns").Create(context.Background(), Pod(s), metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		time.Sleep(300 * time.Millisecond)
+		p, _ := cs.CoreV1().Pods("ns").Get(context.Background(), "cli", metav1.GetOptions{})
+		p.Status.Phase = corev1.PodRunning
+		p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "probe", State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 3}}}}
+		if _, err := cs.CoreV1().Pods("ns").UpdateStatus(context.Background(), p, metav1.UpdateOptions{}); err != nil {
+			t.Error(err)
+		}
+	}()
+	res, err := Wait(context.Background(), cs, created, 5*time.Second)
+	if err != nil || res.ExitCode != 3 || res.Phase != corev1.PodRunning {
+		t.Fatalf("wait: exit %d phase %s err %v", res.ExitCode, res.Phase, err)
 	}
 }
