@@ -1,6 +1,12 @@
 #!/usr/bin/env bash
-# hostdev-cluster.sh UPSTREAM_DIR — the cluster side of the guest nodes'
-# hostdev variant, applied (idempotently) by up.sh before a guest boots:
+# hostdev-cluster.sh UPSTREAM_DIR [identity|network|all] — the cluster side
+# of the guest nodes' hostdev variant, applied (idempotently) by up.sh
+# before a guest boots (all), or in two parts when it boots held beside
+# make test's host-node stages: identity at the boot (RBAC, the Multus
+# ServiceAccount, the CNI certificate: nothing the suite's defaults look
+# at), network at the join (the CRDs and the NAD: with the NAD CRD in the
+# cluster the suite's --variants auto picks hostdev, which those stages'
+# expectations must not see):
 #   - the NetworkAttachmentDefinition CRD (Multus) and Whereabouts' IPPool /
 #     OverlappingRangeIPReservation CRDs, from UPSTREAM_DIR/crds
 #     (hack/guestnode/upstream.sh);
@@ -23,14 +29,51 @@ set -euo pipefail
 # shellcheck source=lib.sh
 . "$(cd "$(dirname "$0")" && pwd)/lib.sh"
 
-up=${1:?usage: hostdev-cluster.sh UPSTREAM_DIR}
+up=${1:?usage: hostdev-cluster.sh UPSTREAM_DIR [identity|network|all]}
+part=${2:-all}
+[[ $part == identity || $part == network || $part == all ]] || die "hostdev-cluster.sh: part must be identity, network or all, got '$part'"
 [[ -d $up/crds ]] || die "no CRDs in $up/crds (hack/guestnode/upstream.sh)"
+
+# network: the CRDs and the NAD default/sriov-rdma.
+network() {
 for f in "$up"/crds/*.yaml; do
   kubectl apply -f "$f" >/dev/null || die "applying $f failed"
 done
 for crd in network-attachment-definitions.k8s.cni.cncf.io ippools.whereabouts.cni.cncf.io; do
   kubectl wait --for condition=established --timeout=25s "crd/$crd" >/dev/null || die "CRD $crd not established"
 done
+kubectl apply -f - >/dev/null <<YAML || die "applying the NAD default/sriov-rdma failed"
+apiVersion: k8s.cni.cncf.io/v1
+kind: NetworkAttachmentDefinition
+metadata:
+  name: sriov-rdma
+  namespace: default
+  annotations:
+    k8s.v1.cni.cncf.io/resourceName: $HOSTDEV_RESOURCE
+spec:
+  config: |
+    {
+      "cniVersion": "1.0.0",
+      "name": "sriov-rdma",
+      "plugins": [
+        {
+          "type": "host-device",
+          "ipam": {
+            "type": "whereabouts",
+            "range": "$HOSTDEV_SUBNET",
+            "kubernetes": {"kubeconfig": "/etc/cni/net.d/whereabouts.d/whereabouts.kubeconfig"},
+            "leader_lease_duration": 15000, "leader_renew_deadline": 10000, "leader_retry_period": 1000
+          }
+        },
+        {"type": "rxe-hostdev"}
+      ]
+    }
+YAML
+
+}
+
+# identity: who the plugins are and what they may do.
+identity() {
 kubectl apply -f - >/dev/null <<'YAML' || die "applying the CNI plugins' RBAC failed"
 apiVersion: rbac.authorization.k8s.io/v1
 kind: ClusterRole
@@ -102,36 +145,8 @@ roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: rdmasuit
 subjects:
 - {apiGroup: rbac.authorization.k8s.io, kind: User, name: rdmasuite-cni}
 YAML
-kubectl apply -f - >/dev/null <<YAML || die "applying the NAD default/sriov-rdma failed"
-apiVersion: k8s.cni.cncf.io/v1
-kind: NetworkAttachmentDefinition
-metadata:
-  name: sriov-rdma
-  namespace: default
-  annotations:
-    k8s.v1.cni.cncf.io/resourceName: $HOSTDEV_RESOURCE
-spec:
-  config: |
-    {
-      "cniVersion": "1.0.0",
-      "name": "sriov-rdma",
-      "plugins": [
-        {
-          "type": "host-device",
-          "ipam": {
-            "type": "whereabouts",
-            "range": "$HOSTDEV_SUBNET",
-            "kubernetes": {"kubeconfig": "/etc/cni/net.d/whereabouts.d/whereabouts.kubeconfig"},
-            "leader_lease_duration": 15000, "leader_renew_deadline": 10000, "leader_retry_period": 1000
-          }
-        },
-        {"type": "rxe-hostdev"}
-      ]
-    }
-YAML
-
 kc=$GN_ROOT/cni.kubeconfig
-[[ -s $kc ]] && exit 0
+[[ -s $kc ]] && return 0
 t=$(mktemp -d)
 trap 'rm -rf "$t"' EXIT
 openssl genrsa -out "$t/cni.key" 2048 2>/dev/null
@@ -159,3 +174,10 @@ current-context: rdmasuite-bed
 KC
 chmod 600 "$kc.tmp"
 mv "$kc.tmp" "$kc"
+}
+
+case $part in
+identity) identity ;;
+network) network ;;
+all) identity && network ;;
+esac

@@ -163,6 +163,12 @@ if [[ $phase == join ]]; then
   t0=$SECONDS
   start_ms=$(($(date +%s%N) / 1000000))
   ip=$(node_ip "$idx") from=join
+  # The network side of the hostdev variant (hostdev-cluster.sh network),
+  # once for every guest joining at the same time (the lock).
+  exec 9>"$GN_ROOT/.lock"
+  flock -w 300 9 || die "another guest-node operation held $GN_ROOT/.lock for 5 minutes"
+  "$here/hostdev-cluster.sh" "$("$here/upstream.sh")" network
+  flock -u 9
   guest_exec "$name" 60 "touch /run/guestnode-join" >/dev/null || die "$name: could not release its kubelet through the control channel"
   rm -f "$d/held"
   join_node
@@ -226,7 +232,9 @@ mkdir -p "$BED_DIR/bin"
 (cd "$repo/hack" && CGO_ENABLED=0 go build -trimpath -ldflags=-s -o "$BED_DIR/bin/rxe-hostdev-cni" ./tools/rxe-hostdev-cni)
 upstream=$("$here/upstream.sh")
 coredns=$("$here/coredns.sh")
-"$here/hostdev-cluster.sh" "$upstream"
+# A guest booted held gets the cluster's network side (the CRDs, the NAD)
+# at its join: the host-node stages beside its boot must not see Multus.
+"$here/hostdev-cluster.sh" "$upstream" "$([[ $phase == boot ]] && echo identity || echo all)"
 log "image and binaries ready in $((SECONDS - t_build)) s ($base)"
 # Index, directory and the shared builds are settled: another guest node can
 # come up beside this one from here on.
