@@ -195,6 +195,7 @@ func waitFrom(ctx context.Context, cs kubernetes.Interface, pod *corev1.Pod, tim
 	if term := containerTerminated(res.Pod); term != nil {
 		res.ExitCode = term.ExitCode
 	}
+	res.Phase = finishedPhase(res.Pod, res.Phase)
 	collect := time.Now()
 	res.Logs, _ = Logs(context.WithoutCancel(ctx), cs, pod.Namespace, pod.Name)
 	res.Collect = time.Since(collect)
@@ -352,6 +353,22 @@ func Finished(p *corev1.Pod) bool {
 		}
 	}
 	return true
+}
+
+// finishedPhase is the terminal phase the kubelet will report for a pod
+// Finished by its containers' exit (Succeeded when every one exited 0,
+// Failed otherwise), so callers read the same Phase either way; the
+// reported phase can lag, even read Pending, while the exits are known.
+func finishedPhase(p *corev1.Pod, phase corev1.PodPhase) corev1.PodPhase {
+	if phase == corev1.PodSucceeded || phase == corev1.PodFailed || !Finished(p) {
+		return phase
+	}
+	for _, cs := range p.Status.ContainerStatuses {
+		if cs.State.Terminated.ExitCode != 0 {
+			return corev1.PodFailed
+		}
+	}
+	return corev1.PodSucceeded
 }
 
 func containerStarted(p *corev1.Pod) bool {

@@ -160,7 +160,8 @@ func TestFinishedAtContainerExit(t *testing.T) {
 }
 
 // Wait returns at the container's exit, with its exit code, while the
-// phase still says Running.
+// reported phase still says Running (on the bed's host nodes it has even
+// read Pending): the result's phase is the terminal one that exit means.
 func TestWaitEndsAtContainerExit(t *testing.T) {
 	cs := fake.NewClientset()
 	s := Spec{Name: "cli", Namespace: "ns", RunID: "r", Image: "img:1"}
@@ -178,7 +179,7 @@ func TestWaitEndsAtContainerExit(t *testing.T) {
 		}
 	}()
 	res, err := Wait(context.Background(), cs, created, 5*time.Second)
-	if err != nil || res.ExitCode != 3 || res.Phase != corev1.PodRunning {
+	if err != nil || res.ExitCode != 3 || res.Phase != corev1.PodFailed || res.Pod.Status.Phase != corev1.PodRunning {
 		t.Fatalf("wait: exit %d phase %s err %v", res.ExitCode, res.Phase, err)
 	}
 }
