@@ -90,6 +90,16 @@ follow() {
   follow_pid=$!
 }
 unfollow() { kill "$follow_pid" 2>/dev/null || true; wait "$follow_pid" 2>/dev/null || true; }
+# await_background PID LOG KEY WHAT: waits for a job started beside the
+# stages, prints its log but its last KEY=seconds line, fails make test if
+# it failed, and sets background_s to those seconds.
+await_background() {
+  local rc=0
+  wait "$1" || rc=$?
+  grep -v "^$3=" "$2" || true
+  ((rc == 0)) || { echo "$4 failed (exit $rc)"; exit 1; }
+  background_s=$(sed -n "s/^$3=//p" "$2")
+}
 
 step "bed up"
 t=$SECONDS
@@ -234,11 +244,8 @@ incluster_s=$((SECONDS - t))
 
 step "verbs tests on a real verbs device (Soft-RoCE guest), started in the background after the binaries"
 t=$SECONDS
-rc=0
-wait "$verbs_pid" || rc=$?
-grep -v '^VERBS_SECONDS=' "$verbs_log" || true
-((rc == 0)) || { echo "the verbs tests failed (exit $rc)"; exit 1; }
-verbs_s=$(sed -n 's/^VERBS_SECONDS=//p' "$verbs_log")
+await_background "$verbs_pid" "$verbs_log" VERBS_SECONDS "the verbs tests"
+verbs_s=$background_s
 echo "verbs tests: ${verbs_s} s beside the host-node stages; waited $((SECONDS - t)) s for them here"
 
 step "two guest nodes join the bed (real Soft-RoCE devices, device plugin): the success path"
@@ -250,11 +257,8 @@ echo "guest-node image, CNIs and CoreDNS ready in the background, $((SECONDS - t
 . hack/guest-suite-args.sh
 trap cleanup EXIT
 t=$SECONDS
-rc=0
-wait "$guestboot_pid" || rc=$?
-grep -v '^GUESTBOOT_SECONDS=' "$guestboot_log" || true
-((rc == 0)) || { echo "booting the guest nodes failed (exit $rc)"; exit 1; }
-boot_s=$(sed -n 's/^GUESTBOOT_SECONDS=//p' "$guestboot_log")
+await_background "$guestboot_pid" "$guestboot_log" GUESTBOOT_SECONDS "booting the guest nodes"
+boot_s=$background_s
 echo "guest nodes booted held in ${boot_s} s beside the host-node stages; waited $((SECONDS - t)) s for them here"
 t=$SECONDS
 BED_GUEST_NODES="rxe-node-1 rxe-node-2" BED_GUEST_NODES_CONF=$guest_conf hack/bed.sh guests
