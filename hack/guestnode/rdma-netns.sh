@@ -39,7 +39,20 @@ while pods=$(kubectl get pods -A --field-selector "spec.nodeName=$name" -o name 
   fi
   sleep 1
 done
+# The kernel refuses the switch (EBUSY) while any network namespace but
+# the node's own is alive, and the Multus daemon keeps dead pods' ones
+# alive: v4.3.0 opens a pod's netns in validateIfName (multus.go) on every
+# ADD and never closes it, which the thin plugin's exit used to release and
+# a long-lived daemon releases only when Go's GC finalizes the handle (run
+# U: 30 s of EBUSY with no netns left in /var/run/netns). So the daemon is
+# restarted (init's loop starts it again in 2 s) when the first try fails.
+restarted=0
 until out=$(guest_exec "$name" 10 "rdma system set netns $want 2>&1"); do
+  if ((!restarted)); then
+    guest_exec "$name" 10 'for p in /proc/[0-9]*; do [ "$(cat $p/comm 2>/dev/null)" = multus-daemon ] && kill ${p#/proc/}; done; true' >/dev/null || true
+    restarted=1
+    log "$name: 'rdma system set netns $want' refused ($out); restarted the Multus daemon to release the pod network namespaces it held"
+  fi
   if ((SECONDS >= deadline)); then
     log "$name: the kernel refused 'rdma system set netns $want' for ${RDMA_NETNS_TIMEOUT:-30} s: $out (network namespaces in the guest: $(guest_exec "$name" 10 'ls /var/run/netns 2>/dev/null | wc -l'))"
     exit 1
