@@ -36,7 +36,12 @@ t=$SECONDS
 # kubeconfig holding only the ServiceAccount's token: the run proves the
 # component grants enough; the can-i rows that it grants no more.
 kc apply -k hack/incluster/disruptive >/dev/null
-trap 'kc delete -k hack/incluster/disruptive --ignore-not-found --wait=false >/dev/null 2>&1 || true; hack/guestnode/nfs-cluster.sh down' EXIT
+# teardown: the manifests, then the NFS cluster (every exit path, and the end).
+teardown() {
+  kc delete -k hack/incluster/disruptive --ignore-not-found --wait=false >/dev/null 2>&1 || true
+  hack/guestnode/nfs-cluster.sh down
+}
+trap teardown EXIT
 sa=system:serviceaccount:rdmasuite:rdmasuite-runner
 # shellcheck source=can-i.sh
 . hack/can-i.sh
@@ -118,8 +123,7 @@ suite --labels suite=disruptive --allow-disruptive --disrupt-nodes rxe-node-2,rx
 refused_pid=$!
 # Both background runs are stopped if this stage fails or is interrupted:
 # SIGTERM makes a suite run delete what it created before it exits.
-trap 'kill -TERM "$refused_pid" ${doctor_pid:+"$doctor_pid"} 2>/dev/null || true; wait || true
-  kc delete -k hack/incluster/disruptive --ignore-not-found --wait=false >/dev/null 2>&1 || true; hack/guestnode/nfs-cluster.sh down' EXIT
+trap 'kill -TERM "$refused_pid" ${doctor_pid:+"$doctor_pid"} 2>/dev/null || true; wait || true; teardown' EXIT
 # The doctor runs beside the refused run's end: the state it must name (the
 # driver refusing on loaded storage modules, rxe-node-2 without its RDMA
 # resource) exists once the run says the driver did not come back; the run
@@ -159,8 +163,7 @@ done
 # stop) and the rails are restored; only then do both guests advertise
 # their devices for the stages after this one: wait for that here, after
 # the teardown, not before it.
-kc delete -k hack/incluster/disruptive --ignore-not-found --wait=false >/dev/null 2>&1 || true
-hack/guestnode/nfs-cluster.sh down
+teardown
 trap - EXIT
 for g in rxe-node-1 rxe-node-2; do
   for _ in $(seq 1 120); do

@@ -98,6 +98,12 @@ wait_until() { # seconds what command...
     sleep 0.5
   done
 }
+# nfs_server_check: on the NFS server's guest, the console says it started.
+nfs_server_check() {
+  [[ $name == "$NFS_SERVER_NODE" ]] || return 0
+  ! grep -q 'NFS-ERROR' "$d/console.log" || die "$name: the NFS/RDMA server did not start: $(grep -B3 'NFS-ERROR' "$d/console.log" | tr '\n' ' ')"
+  grep -q 'NFS-READY' "$d/console.log" || die "$name: no NFS-READY on the console"
+}
 node_ready() { [[ $(kubectl get node "$name" -o 'jsonpath={.status.conditions[?(@.type=="Ready")].status}') == True ]]; }
 allocatable() {
   [[ $(kubectl get node "$name" -o "jsonpath={.status.allocatable.rdma/rdma_shared_device_a}") == "$RESOURCE_COUNT" ]] || return 1
@@ -125,10 +131,7 @@ join_node() {
   wait_until 120 "$RESOURCE=$RESOURCE_COUNT and $HOSTDEV_RESOURCE=$HOSTDEV_NICS in $name's allocatable" allocatable
   t_res=$(ms)
   wait_until 120 "the images imported in the guest" grep -q 'IMAGES-READY' "$d/console.log"
-  if [[ $name == "$NFS_SERVER_NODE" ]]; then
-    ! grep -q 'NFS-ERROR' "$d/console.log" || die "$name: the NFS/RDMA server did not start: $(grep -B3 'NFS-ERROR' "$d/console.log" | tr '\n' ' ')"
-    grep -q 'NFS-READY' "$d/console.log" || die "$name: no NFS-READY on the console"
-  fi
+  nfs_server_check
   # Rails staged down from the start (GUESTNODE_DOWN_RAILS="NODE:DEV ...").
   for s in ${GUESTNODE_DOWN_RAILS:-}; do
     [[ ${s%%:*} == "$name" ]] || continue
@@ -515,10 +518,7 @@ from=boot
 if [[ $phase == boot ]]; then
   wait_until "$timeout_s" "rxe0..rxe$((LINK_RAILS - 1)) in the guest" grep -q 'RXE-READY' "$d/console.log"
   wait_until "$timeout_s" "the images imported and the kubelet held" grep -q 'KUBELET-HELD' "$d/console.log"
-  if [[ $name == "$NFS_SERVER_NODE" ]]; then
-    ! grep -q 'NFS-ERROR' "$d/console.log" || die "$name: the NFS/RDMA server did not start: $(grep -B3 'NFS-ERROR' "$d/console.log" | tr '\n' ' ')"
-    grep -q 'NFS-READY' "$d/console.log" || die "$name: no NFS-READY on the console"
-  fi
+  nfs_server_check
   : >"$d/held"
   ok=1
   trap - EXIT INT TERM

@@ -147,11 +147,6 @@ func withData(p *corev1.Pod, pvc, subPath string) *corev1.Pod {
 	return p
 }
 
-// ended: the writer's or verifier's container has exited (podrun.Finished),
-// so its exit code and result are final; the pod's terminal phase would
-// also wait for its sandbox and NFS mount to be torn down.
-func ended(p *corev1.Pod) bool { return podrun.Finished(p) }
-
 func exitCode(p *corev1.Pod) int32 {
 	if p == nil {
 		return -1
@@ -182,7 +177,7 @@ func waitSteady(ctx context.Context, env Env, o Options, ws []*Writer) string {
 			}
 			all = false
 			p, err := env.Kube.CoreV1().Pods(o.Namespace).Get(ctx, w.Pod, metav1.GetOptions{})
-			if err == nil && ended(p) {
+			if err == nil && podrun.Finished(p) {
 				why = fmt.Sprintf("writer %s on %s ended (exit %d) before it wrote steadily: %s; log: %s",
 					w.Pod, w.Node, exitCode(p), podrun.Describe(p), lastLines(logs, 5))
 				return false, errWriterEnded
@@ -270,7 +265,7 @@ func waitResumed(ctx context.Context, env Env, o Options, ws []*Writer, timeout 
 				w.ResumedAt = env.clock().Now()
 				continue
 			}
-			if p, err := env.Kube.CoreV1().Pods(o.Namespace).Get(ctx, w.Pod, metav1.GetOptions{}); err == nil && ended(p) {
+			if p, err := env.Kube.CoreV1().Pods(o.Namespace).Get(ctx, w.Pod, metav1.GetOptions{}); err == nil && podrun.Finished(p) {
 				continue // it ended on its own; the envelope says why
 			}
 			all = false
@@ -332,7 +327,7 @@ func stopAndCollect(ctx context.Context, env Env, o Options, ws []*Writer) {
 				return false, nil
 			}
 			last = p
-			if ended(p) {
+			if podrun.Finished(p) {
 				return true, nil
 			}
 			if logs, err := env.logs(ctx, o.Namespace, w.Pod, "probe", false, 0); err == nil {
@@ -343,7 +338,7 @@ func stopAndCollect(ctx context.Context, env Env, o Options, ws []*Writer) {
 		logs, lerr := env.logs(cctx, o.Namespace, w.Pod, "probe", false, 0)
 		w.LogTail = lastLines(logs, 5)
 		w.Exit = exitCode(last)
-		if err == nil && hung != nil && !ended(last) {
+		if err == nil && hung != nil && !podrun.Finished(last) {
 			w.Result, w.ProbeErr = hung, hungErr
 			w.Stuck = fmt.Sprintf("writer %s on %s printed its result but had not exited %.0f s after the stop (%s): its I/O is still hung in the kernel",
 				w.Pod, w.Node, env.clock().Now().Sub(stopped).Seconds(), podrun.Describe(last))
@@ -423,7 +418,7 @@ func runVerify(ctx context.Context, env Env, o Options, v *Verify, subPath strin
 			return false, nil
 		}
 		last = p
-		return ended(p), nil
+		return podrun.Finished(p), nil
 	})
 	v.Exit = exitCode(last)
 	logs, _ := env.logs(cctx, o.Namespace, v.Pod, "probe", false, 0)

@@ -156,7 +156,7 @@ func Start(ctx context.Context, cs kubernetes.Interface, s Spec, timeout time.Du
 	var ended error
 	werr := watchPod(ctx, cs, created, timeout, func(p *corev1.Pod) (bool, error) {
 		cur = p
-		if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+		if Finished(p) {
 			logs, _ := Logs(ctx, cs, s.Namespace, p.Name)
 			ended = fmt.Errorf("server pod %s/%s on node %q ended before its client ran: %s; output: %s", s.Namespace, p.Name, s.Node, Describe(p), strings.TrimSpace(logs))
 			return false, ended

@@ -183,3 +183,27 @@ func TestWaitEndsAtContainerExit(t *testing.T) {
 		t.Fatalf("wait: exit %d phase %s err %v", res.ExitCode, res.Phase, err)
 	}
 }
+
+// Start says a server pod ended before its client ran as soon as its
+// container has exited, not once the phase turns terminal: a pod Running
+// with an IP whose server is gone must not pass for started.
+func TestStartSeesAnExitedServer(t *testing.T) {
+	cs := fake.NewClientset()
+	s := Spec{Name: "srv", Namespace: "ns", RunID: "r", Image: "img:1"}
+	go func() {
+		time.Sleep(300 * time.Millisecond)
+		p, err := cs.CoreV1().Pods("ns").Get(context.Background(), "srv", metav1.GetOptions{})
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		p.Status.Phase, p.Status.PodIP = corev1.PodRunning, "10.0.0.7"
+		p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "probe", State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 1}}}}
+		if _, err := cs.CoreV1().Pods("ns").UpdateStatus(context.Background(), p, metav1.UpdateOptions{}); err != nil {
+			t.Error(err)
+		}
+	}()
+	if _, _, err := Start(context.Background(), cs, s, 5*time.Second); err == nil || !strings.Contains(err.Error(), "ended before its client ran") {
+		t.Fatalf("start of an exited server: %v", err)
+	}
+}
