@@ -8,6 +8,7 @@ import (
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
 	"sigs.k8s.io/e2e-framework/pkg/features"
 
+	"github.com/rdmasuite/rdmasuite/internal/lifecycle"
 	"github.com/rdmasuite/rdmasuite/internal/runner"
 	"github.com/rdmasuite/rdmasuite/internal/selection"
 	"github.com/rdmasuite/rdmasuite/reports"
@@ -54,7 +55,7 @@ func pairedFeatures(name string) []features.Feature {
 func pairedPlan(cfg *envconf.Config, variants []runner.Variant) map[string][]string {
 	f := selection.Filter{Feature: cfg.FeatureRegex(), SkipFeature: cfg.SkipFeatureRegex(), Assess: cfg.AssessmentRegex(),
 		SkipAssess: cfg.SkipAssessmentRegex(), Labels: cfg.Labels(), SkipLabels: cfg.SkipLabels(),
-		Run: flagValue("test.run"), Skip: flagValue("test.skip")}
+		Run: lifecycle.FlagValue(flag.CommandLine, "test.run"), Skip: lifecycle.FlagValue(flag.CommandLine, "test.skip")}
 	plan := map[string][]string{}
 	for _, v := range variants {
 		for _, name := range runner.PairedFeatures {
@@ -67,11 +68,4 @@ func pairedPlan(cfg *envconf.Config, variants []runner.Variant) map[string][]str
 		}
 	}
 	return plan
-}
-
-func flagValue(name string) string {
-	if f := flag.Lookup(name); f != nil {
-		return f.Value.String()
-	}
-	return ""
 }

@@ -40,7 +40,7 @@ func TestPreflight(t *testing.T) {
 				assertChecks(t, []reports.Check{{ID: "doctor/gather", Status: reports.Error, Reason: err.Error()}})
 				return ctx
 			}
-			state, err := doctor.Gather(ctx, kube, dyn, doctor.GatherOptions{NodeSelector: *flagNodeLabels, Nodes: doctorNodes(ctx),
+			state, err := doctor.Gather(ctx, kube, dyn, doctor.GatherOptions{NodeSelector: *cli.NodeLabels, Nodes: doctorNodes(ctx),
 				Resources: runner.SplitList(*flagPreflightRes), NetworkOperatorNS: *flagNetOpNS, GPUOperatorNS: runner.SplitList(*flagGPUOpNS),
 				NoNetworkOperator: !*flagNetOp, UnusedPorts: runner.SplitList(*flagUnusedPorts)})
 			if err != nil {
@@ -60,7 +60,7 @@ func TestPreflight(t *testing.T) {
 // --preflight-resources. When the default selection is empty the doctor
 // judges every node: why nothing advertises RDMA is what it is for.
 func doctorNodes(ctx context.Context) []string {
-	if *flagNodeLabels != "" {
+	if *cli.NodeLabels != "" {
 		return nil
 	}
 	nodes, err := run.SelectedNodes(ctx)

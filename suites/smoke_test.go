@@ -31,9 +31,9 @@ func selectedNodes(ctx context.Context, t *testing.T) []corev1.Node {
 
 // runEnvProbe runs `rdmaprobe env` in a pod and parses its report.
 func runEnvProbe(ctx context.Context, s podrun.Spec) (podenv.Env, podrun.Result, error) {
-	s.Namespace, s.RunID, s.Image, s.Args = run.Namespace(), run.RunID, *flagImage, []string{"env"}
+	s.Namespace, s.RunID, s.Image, s.Args = run.Namespace(), run.RunID, *cli.Image, []string{"env"}
 	var e podenv.Env
-	res, err := podrun.Run(ctx, kube, s, *flagPodTimeout)
+	res, err := podrun.Run(ctx, kube, s, *cli.PodTimeout)
 	if err != nil {
 		return e, res, err
 	}
@@ -92,7 +92,7 @@ func TestSmoke(t *testing.T) {
 		Assess("the scheduler places it on a node that advertises the resource, and it holds IPC_LOCK", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
 			defer smokeCheck(t, "smoke/rdma-pod-scheduled", "a pod asking for the RDMA resource and IPC_LOCK is scheduled where it is advertised")
 			e, res, err := runEnvProbe(ctx, podrun.Spec{Name: run.Name("smoke-rdma"),
-				Resources: map[string]int64{*flagRDMARes: 1}, AddCaps: []corev1.Capability{"IPC_LOCK"}})
+				Resources: map[string]int64{*cli.RDMARes: 1}, AddCaps: []corev1.Capability{"IPC_LOCK"}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -104,8 +104,8 @@ func TestSmoke(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if q, has := n.Status.Allocatable[corev1.ResourceName(*flagRDMARes)]; !has || q.IsZero() {
-				t.Errorf("pod requesting %s ran on %s, which does not advertise it", *flagRDMARes, node)
+			if q, has := n.Status.Allocatable[corev1.ResourceName(*cli.RDMARes)]; !has || q.IsZero() {
+				t.Errorf("pod requesting %s ran on %s, which does not advertise it", *cli.RDMARes, node)
 			}
 			if !e.IPCLock {
 				t.Errorf("pod with IPC_LOCK added reports CapEff %s without IPC_LOCK", e.CapEff)
@@ -131,11 +131,11 @@ func TestSmoke(t *testing.T) {
 			defer smokeCheck(t, "smoke/pod-network", "pods on different nodes reach each other over the pod network")
 			nodes := selectedNodes(ctx, t)
 			if len(nodes) < 2 {
-				t.Fatalf("cross-node check needs two nodes, --node-selector=%q matches %d", *flagNodeLabels, len(nodes))
+				t.Fatalf("cross-node check needs two nodes, --node-selector=%q matches %d", *cli.NodeLabels, len(nodes))
 			}
 			server, client := nodes[0].Name, nodes[1].Name
 			srv, _, err := podrun.Start(ctx, kube, podrun.Spec{Name: run.Name("smoke-tcp-server"), Namespace: run.Namespace(), RunID: run.RunID,
-				Node: server, Image: *flagImage, Args: []string{"tcp", "--listen", ":18515"}}, *flagPodTimeout)
+				Node: server, Image: *cli.Image, Args: []string{"tcp", "--listen", ":18515"}}, *cli.PodTimeout)
 			if srv != nil {
 				defer podrun.Delete(kube, srv.Namespace, srv.Name)
 			}
@@ -143,7 +143,7 @@ func TestSmoke(t *testing.T) {
 				t.Fatal(err)
 			}
 			res, err := podrun.Run(ctx, kube, podrun.Spec{Name: run.Name("smoke-tcp-client"), Namespace: run.Namespace(), RunID: run.RunID,
-				Node: client, Image: *flagImage, Args: []string{"tcp", "--connect", srv.Status.PodIP + ":18515"}}, *flagPodTimeout)
+				Node: client, Image: *cli.Image, Args: []string{"tcp", "--connect", srv.Status.PodIP + ":18515"}}, *cli.PodTimeout)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -31,12 +31,13 @@ func repoRoot(t *testing.T) string {
 	return root
 }
 
-// definedFlags are the flag names the suite (suites/*_test.go) and the
-// rdmasuite CLI (cmd/rdmasuite/*.go) define.
+// definedFlags are the flag names the suite (suites/*_test.go,
+// internal/lifecycle/flags.go) and the rdmasuite CLI (cmd/rdmasuite/*.go)
+// define.
 func definedFlags(t *testing.T, root string) map[string]bool {
 	t.Helper()
 	defined := map[string]bool{}
-	for _, glob := range []string{"suites/*_test.go", "cmd/rdmasuite/*.go"} {
+	for _, glob := range []string{"suites/*_test.go", "internal/lifecycle/flags.go", "cmd/rdmasuite/*.go"} {
 		files, _ := filepath.Glob(filepath.Join(root, glob))
 		for _, f := range files {
 			src, err := os.ReadFile(f)
