@@ -323,13 +323,49 @@ for g in rxe-node-1 rxe-node-2; do hack/guestnode/rdma-netns.sh "$g" exclusive; 
 # Cross-node pairs only (--loopback=false): same-node pairs add nothing to
 # what this stage proves (what each pod sees in exclusive mode) and cost a
 # pod pair per node and variant.
-if suite -test.timeout=30m --kubeconfig="$BED_DIR/kubeconfig" --labels suite=rdma \
-  --report-dir="$results/exclusive" "${GUEST_SUITE_ARGS[@]}" --loopback=false >"$results/exclusive.log" 2>&1; then
-  echo "the exclusive-mode run passed although shared-dev cannot work there: it must fail"; exit 1
-fi
-[[ -f $results/exclusive/results.json ]] || { tail -40 "$results/exclusive.log"; echo "the exclusive-mode run wrote no results"; exit 1; }
+# The run goes through the operator binary (issue 30.1): rdmasuite run
+# applies the in-cluster acceptance Job of suites/deploy (namespace, the
+# runner's least-privilege RBAC, the runner image), streams its log, brings
+# the results back from the ConfigMap and deletes what it created; its exit
+# code is the suite's. The runner pod sits on host node node-1, where the
+# bed loaded the runner image and the API server's address is reachable
+# (as hack/incluster's overlays place it).
+runjob=("$rdmasuite" run --kubeconfig "$BED_DIR/kubeconfig" --image docker.io/rdmasuite/rdmasuite-runner:dev --timeout 30m
+  --runner-node-selector kubernetes.io/hostname=node-1 --runner-env KUBERNETES_SERVICE_HOST=10.250.0.1,KUBERNETES_SERVICE_PORT=6443)
+rc=0
+"${runjob[@]}" --report-dir "$results/exclusive" -- --labels suite=rdma "${GUEST_SUITE_ARGS[@]}" --loopback=false \
+  >"$results/exclusive.log" 2>&1 || rc=$?
+[[ $rc == 1 ]] || { tail -60 "$results/exclusive.log"; echo "rdmasuite run of the exclusive-mode suite exited $rc: want the suite's 1 (shared-dev cannot work there)"; exit 1; }
+[[ -f $results/exclusive/results.json ]] || { tail -40 "$results/exclusive.log"; echo "rdmasuite run brought no results back"; exit 1; }
 hack/tool.sh expectresults -results "$results/exclusive/results.json" -expect hack/guest-expect-exclusive.txt ||
   { tail -40 "$results/exclusive.log"; exit 1; }
+grep -q '^rdmasuite run: runner pod rdmasuite-run-[0-9a-f]*-[a-z0-9]* on node node-1' "$results/exclusive.log" &&
+  grep -q '^rdmasuite: cluster https://10.250.0.1:6443 ' "$results/exclusive.log" &&
+  grep -q '^rdmasuite run: deleted job/rdmasuite-run-[0-9a-f]*, namespace/rdmasuite, ' "$results/exclusive.log" ||
+  { grep '^rdmasuite' "$results/exclusive.log" | head -20; echo "rdmasuite run did not stream the in-cluster suite's log or did not delete what it created"; exit 1; }
+left=$(kc get ns,pods,jobs -A -l app.kubernetes.io/part-of=rdmasuite -o name 2>/dev/null; kc get clusterrole,clusterrolebinding rdmasuite-runner -o name 2>/dev/null || true)
+[[ -z $left ]] || { echo "left in the cluster after rdmasuite run: $left"; exit 1; }
+echo "rdmasuite run: the exclusive-mode suite ran in-cluster, exit 1 as the suite's, results back and matching, nothing left"
+# Ctrl-C while the in-cluster suite has probe pods on the guests: the Job
+# goes, the suite deletes its pods on SIGTERM, and what the run created
+# goes after it.
+"${runjob[@]}" --report-dir "$results/run-interrupted" -- --labels suite=doctor,suite=rdma "${GUEST_SUITE_ARGS[@]}" --loopback=false \
+  >"$results/run-interrupted.log" 2>&1 &
+run_pid=$!
+for _ in $(seq 1 240); do
+  [[ -n $(kc get pods -n rdmasuite -l app.kubernetes.io/managed-by=rdmasuite -o name 2>/dev/null) ]] && break
+  sleep 0.5
+done
+[[ -n $(kc get pods -n rdmasuite -l app.kubernetes.io/managed-by=rdmasuite -o name 2>/dev/null) ]] ||
+  { kill -INT "$run_pid"; wait "$run_pid" || true; tail -30 "$results/run-interrupted.log"; echo "the in-cluster suite started no probe pod within 2 minutes"; exit 1; }
+kill -INT "$run_pid"
+rc=0
+wait "$run_pid" || rc=$?
+left=$(kc get ns,pods,jobs -A -l app.kubernetes.io/part-of=rdmasuite -o name 2>/dev/null; kc get pods -A -l app.kubernetes.io/managed-by=rdmasuite -o name 2>/dev/null
+  kc get clusterrole,clusterrolebinding rdmasuite-runner -o name 2>/dev/null || true)
+[[ $rc == 130 && -z $left ]] && grep -q 'rdmasuite run: interrupted: nothing of the run is left' "$results/run-interrupted.log" ||
+  { tail -30 "$results/run-interrupted.log"; echo "Ctrl-C of rdmasuite run: exit $rc (want 130), left: ${left:-nothing}"; exit 1; }
+echo "rdmasuite run: Ctrl-C with the suite's probe pods running: exit 130, nothing left in the cluster"
 # One report of both runs is refused: they measured the same checks.
 expect_rc 2 "$rdmasuite" report "$guest_results/results.json" "$results/exclusive/results.json" >/dev/null 2>&1
 for g in rxe-node-1 rxe-node-2; do hack/guestnode/rdma-netns.sh "$g" shared; done

@@ -89,6 +89,10 @@ func commandFlags(cmd string) []string {
 		err = runDoctor([]string{"--help"}, io.Discard)
 	case "cleanup":
 		err = runCleanup([]string{"--help"}, io.Discard)
+	case "run":
+		err = runJob([]string{"--help"}, io.Discard, io.Discard)
+	case "results":
+		err = runResults([]string{"--help"}, io.Discard, io.Discard)
 	case "thresholds":
 		return []string{"replace", "overlay", "help"}
 	default:

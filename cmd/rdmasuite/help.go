@@ -41,6 +41,24 @@ var helps = map[string]commandHelp{
 			"The cluster is found as kubectl finds it: --kubeconfig, $KUBECONFIG, ~/.kube/config, in-cluster.",
 		"  rdmasuite doctor\n" +
 			"  rdmasuite doctor --kubeconfig ~/.kube/prod --node-selector nvidia.com/gpu.present=true -o doctor.json"},
+	"run": {"run the acceptance suite as a Job in the cluster: its log here, its results back, nothing left",
+		"rdmasuite run [flags] [-- SUITE FLAGS]",
+		"Apply the in-cluster acceptance run of suites/deploy (namespace, the runner's ServiceAccount and\n" +
+			"least-privilege RBAC, thresholds ConfigMap, the acceptance Job with the runner image of this version),\n" +
+			"stream the run's plan and progress from the Job's log, wait, bring results.json and the acceptance page\n" +
+			"back from the run's ConfigMap, render the report, delete what the run created, and exit with the suite's\n" +
+			"exit code. The suite's flags (as for go test ./suites -args) go after --, unchanged; without them the\n" +
+			"Job's own (--labels suite=smoke,suite=rdma,suite=doctor,suite=gpu). Ctrl-C deletes the Job (the suite\n" +
+			"deletes its probe pods first) and what the run created. --wait=false returns once the Job exists.",
+		"  rdmasuite run\n" +
+			"  rdmasuite run --context prod -- --labels suite=rdma --bw-sizes 1M\n" +
+			"  rdmasuite run --wait=false -- --labels suite=doctor && rdmasuite results --delete"},
+	"results": {"fetch and render the results of a run started with rdmasuite run --wait=false",
+		"rdmasuite results [--job NAME] [--delete] [flags]",
+		"Find the run's Job (the newest of rdmasuite run's in --namespace, or --job), wait for it (following\n" +
+			"its log), bring its results back from the run's ConfigMap, render them and exit with the suite's exit\n" +
+			"code. --delete then deletes the Job and what its run created.",
+		"  rdmasuite results\n  rdmasuite results --job rdmasuite-run-1a2b3c4d --delete"},
 	"cleanup": {"delete what earlier runs left behind (by label, never by name)",
 		"rdmasuite cleanup [--namespace NS] [--older-than D | --run ID] [--dry-run] [flags]",
 		"Delete leftover run namespaces (labelled by the suite), or with --namespace the runs' objects in that\n" +
@@ -77,7 +95,7 @@ var helps = map[string]commandHelp{
 }
 
 // commandOrder is the order of the root help.
-var commandOrder = []string{"report", "push", "doctor", "cleanup", "thresholds", "completion", "version"}
+var commandOrder = []string{"run", "results", "report", "push", "doctor", "cleanup", "thresholds", "completion", "version"}
 
 // rootHelp is `rdmasuite --help`.
 func rootHelp(w io.Writer) {

@@ -75,6 +75,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = runDoctor(args[1:], stdout)
 	case "cleanup":
 		err = runCleanup(args[1:], stdout)
+	case "run":
+		err = runJob(args[1:], stdout, stderr)
+	case "results":
+		err = runResults(args[1:], stdout, stderr)
 	case "completion":
 		err = runCompletion(args[1:], stdout)
 	case "__complete": // the completion scripts' helper: candidates, one per line

@@ -287,3 +287,26 @@ func TestCompletion(t *testing.T) {
 		t.Errorf("an unknown shell must exit 2, got %d", code)
 	}
 }
+
+// rdmasuite run refuses, before any API call, what would send the results
+// where it cannot fetch them or is not a flag of its own.
+func TestRunJobRefusesBeforeTheCluster(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"run", "--kubeconfig", "/nonexistent", "--", "--namespace=other"}, "suite flag --namespace=other is set by rdmasuite run"},
+		{[]string{"run", "--kubeconfig", "/nonexistent", "--", "--report-dir", "/x"}, "use rdmasuite run --report-dir"},
+		{[]string{"run", "--kubeconfig", "/nonexistent", "--labels", "suite=rdma"}, "flag provided but not defined: -labels"},
+		{[]string{"run", "--kubeconfig", "/nonexistent", "suite=rdma"}, "the suite's flags go after --"},
+		{[]string{"run", "--kubeconfig", "/nonexistent", "--runner-node-selector", "node-1"}, "--runner-node-selector \"node-1\": want KEY=VALUE"},
+		{[]string{"run", "--kubeconfig", "/nonexistent", "--namespace", "Bad_NS"}, "namespace \"Bad_NS\""},
+		{[]string{"results", "--kubeconfig", "/nonexistent", "extra"}, "unexpected argument \"extra\""},
+	} {
+		var out, errw bytes.Buffer
+		code := run(c.args, &out, &errw)
+		if code != 2 || !strings.Contains(errw.String(), c.want) || strings.Contains(errw.String(), "nonexistent") {
+			t.Errorf("%v: exit %d, stderr %q; want 2 naming %q before the kubeconfig is read", c.args, code, errw.String(), c.want)
+		}
+	}
+}
