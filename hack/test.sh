@@ -333,7 +333,7 @@ for g in rxe-node-1 rxe-node-2; do hack/guestnode/rdma-netns.sh "$g" exclusive; 
 runjob=("$rdmasuite" run --kubeconfig "$BED_DIR/kubeconfig" --image docker.io/rdmasuite/rdmasuite-runner:dev --timeout 30m
   --runner-node-selector kubernetes.io/hostname=node-1 --runner-env KUBERNETES_SERVICE_HOST=10.250.0.1,KUBERNETES_SERVICE_PORT=6443)
 rc=0
-"${runjob[@]}" --report-dir "$results/exclusive" -- --labels suite=rdma "${GUEST_SUITE_ARGS[@]}" --loopback=false \
+"${runjob[@]}" --report-dir "$results/exclusive" -- --labels suite=rdma,suite=doctor "${GUEST_SUITE_ARGS[@]}" --loopback=false \
   >"$results/exclusive.log" 2>&1 || rc=$?
 [[ $rc == 1 ]] || { tail -60 "$results/exclusive.log"; echo "rdmasuite run of the exclusive-mode suite exited $rc: want the suite's 1 (shared-dev cannot work there)"; exit 1; }
 [[ -f $results/exclusive/results.json ]] || { tail -40 "$results/exclusive.log"; echo "rdmasuite run brought no results back"; exit 1; }
@@ -345,7 +345,7 @@ grep -q '^rdmasuite run: runner pod rdmasuite-run-[0-9a-f]*-[a-z0-9]* on node no
   { grep '^rdmasuite' "$results/exclusive.log" | head -20; echo "rdmasuite run did not stream the in-cluster suite's log or did not delete what it created"; exit 1; }
 left=$(kc get ns,pods,jobs -A -l app.kubernetes.io/part-of=rdmasuite -o name 2>/dev/null; kc get clusterrole,clusterrolebinding rdmasuite-runner -o name 2>/dev/null || true)
 [[ -z $left ]] || { echo "left in the cluster after rdmasuite run: $left"; exit 1; }
-echo "rdmasuite run: the exclusive-mode suite ran in-cluster, exit 1 as the suite's, results back and matching, nothing left"
+echo "rdmasuite run: the exclusive-mode rdma and doctor suites ran in-cluster, exit 1 as the suite's, results back and matching, nothing left"
 # Ctrl-C while the in-cluster suite has probe pods on the guests: the Job
 # goes, the suite deletes its pods on SIGTERM, and what the run created
 # goes after it.
