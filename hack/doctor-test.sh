@@ -80,12 +80,24 @@ wait_for() { # what tries jsonpath regex kubectl-get-args... (every 0.5 s)
   echo "$what: timed out"; kc get "$@" -o yaml | tail -40; return 1
 }
 
-wait_crashed() { # namespace pod
+wait_crashed() { # namespace pod: it restarted, and its crash is readable
+  local _
   for _ in $(seq 1 120); do
-    [[ $(kc -n "$1" get pod "$2" -o 'jsonpath={.status.containerStatuses[0].restartCount}' 2>/dev/null) -ge 1 ]] && return 0
+    [[ $(kc -n "$1" get pod "$2" -o 'jsonpath={.status.containerStatuses[0].restartCount}' 2>/dev/null) -ge 1 ]] && break
     sleep 0.5
   done
-  echo "pod $1/$2 never restarted"; return 1
+  [[ $(kc -n "$1" get pod "$2" -o 'jsonpath={.status.containerStatuses[0].restartCount}' 2>/dev/null) -ge 1 ]] ||
+    { echo "pod $1/$2 never restarted"; return 1; }
+  # The staged failure is the crash's log line: stage it whole before the
+  # doctor judges (right after a restart the kubelet may show neither the
+  # dead container's log nor the new one's yet).
+  local c
+  c=$(kc -n "$1" get pod "$2" -o 'jsonpath={.status.containerStatuses[0].name}')
+  for _ in $(seq 1 60); do
+    [[ -n $(kc -n "$1" logs "$2" -c "$c" --previous 2>/dev/null)$(kc -n "$1" logs "$2" -c "$c" 2>/dev/null) ]] && return 0
+    sleep 0.5
+  done
+  echo "pod $1/$2 restarted, but no log of it could be read for 30 s"; return 1
 }
 
 stage() { sed -e "s/NODE/$2/g" -e "s/IMAGE_TAG/$IMAGE_TAG/g" "hack/seeds/$1" | kc apply -f - >/dev/null; }

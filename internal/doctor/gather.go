@@ -111,20 +111,51 @@ func Gather(ctx context.Context, cs kubernetes.Interface, dyn dynamic.Interface,
 }
 
 // containerLogs returns the previous container's log (the crash) and the
-// current one, each limited to the last lines.
+// current one, each limited to the last lines. A container that has
+// restarted and shows neither is read again (up to logAttempts times,
+// logRetryWait apart): right after a crash the kubelet may already have
+// removed the dead container's log while its successor has printed nothing
+// yet, and a crash-looping MOFED whose reason was not read would pass for a
+// node with no known failure mode.
 func containerLogs(ctx context.Context, cs kubernetes.Interface, p *corev1.Pod, container string, o GatherOptions) string {
-	var parts []string
-	for _, previous := range []bool{true, false} {
-		c, cancel := context.WithTimeout(ctx, o.PerCallTimeout)
-		rc, err := cs.CoreV1().Pods(p.Namespace).GetLogs(p.Name, &corev1.PodLogOptions{Container: container, Previous: previous, TailLines: &o.LogTailLines}).Stream(c)
-		if err == nil {
-			b, _ := io.ReadAll(io.LimitReader(rc, 256<<10))
-			rc.Close()
-			if len(b) > 0 {
-				parts = append(parts, string(b))
+	restarted := false
+	for _, st := range append(append([]corev1.ContainerStatus{}, p.Status.InitContainerStatuses...), p.Status.ContainerStatuses...) {
+		if st.Name == container && st.RestartCount > 0 {
+			restarted = true
+		}
+	}
+	for attempt := 1; ; attempt++ {
+		var parts []string
+		for _, previous := range []bool{true, false} {
+			if l := readLogs(ctx, cs, p, container, previous, o); l != "" {
+				parts = append(parts, l)
 			}
 		}
-		cancel()
+		if len(parts) > 0 || !restarted || attempt >= logAttempts || ctx.Err() != nil {
+			return strings.Join(parts, "\n")
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(logRetryWait):
+		}
 	}
-	return strings.Join(parts, "\n")
+}
+
+// How often, and how far apart, a restarted container's empty logs are read.
+var (
+	logAttempts  = 4
+	logRetryWait = 1500 * time.Millisecond
+)
+
+// readLogs reads one container's log (tests replace it).
+var readLogs = func(ctx context.Context, cs kubernetes.Interface, p *corev1.Pod, container string, previous bool, o GatherOptions) string {
+	c, cancel := context.WithTimeout(ctx, o.PerCallTimeout)
+	defer cancel()
+	rc, err := cs.CoreV1().Pods(p.Namespace).GetLogs(p.Name, &corev1.PodLogOptions{Container: container, Previous: previous, TailLines: &o.LogTailLines}).Stream(c)
+	if err != nil {
+		return ""
+	}
+	defer rc.Close()
+	b, _ := io.ReadAll(io.LimitReader(rc, 256<<10))
+	return string(b)
 }

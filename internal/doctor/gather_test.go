@@ -2,8 +2,12 @@ package doctor
 
 import (
 	"context"
+	"strings"
 	"testing"
+	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
 )
 
@@ -60,5 +64,40 @@ func TestGatherNarrowsToTheRunsNodes(t *testing.T) {
 	}
 	if s, _ := Gather(context.Background(), cs, nil, GatherOptions{NetworkOperatorNS: netNS}); len(s.Nodes) != 2 {
 		t.Fatalf("without Nodes every node is judged: %d", len(s.Nodes))
+	}
+}
+
+// Right after a crash the dead container's log may be gone and its
+// successor silent: a restarted container's empty logs are read again, so
+// a crash-looping MOFED's reason is not lost; a container that never
+// restarted is read once.
+func TestCrashLogReadAgainAfterARestart(t *testing.T) {
+	oldRead, oldWait := readLogs, logRetryWait
+	defer func() { readLogs, logRetryWait = oldRead, oldWait }()
+	logRetryWait = time.Millisecond
+	reads := 0
+	readLogs = func(_ context.Context, _ kubernetes.Interface, _ *corev1.Pod, _ string, previous bool, _ GatherOptions) string {
+		reads++
+		if reads > 4 && !previous { // the successor prints on the third attempt
+			return "Storage modules are loaded for current driver, terminating"
+		}
+		return ""
+	}
+	p := &corev1.Pod{Status: corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{{Name: "mofed-container", RestartCount: 1}}}}
+	if got := containerLogs(context.Background(), nil, p, "mofed-container", GatherOptions{}); !strings.Contains(got, "Storage modules") || reads != 6 {
+		t.Fatalf("restarted container: %q after %d reads", got, reads)
+	}
+	reads = 0
+	readLogs = func(context.Context, kubernetes.Interface, *corev1.Pod, string, bool, GatherOptions) string {
+		reads++
+		return ""
+	}
+	if got := containerLogs(context.Background(), nil, p, "mofed-container", GatherOptions{}); got != "" || reads != 2*logAttempts {
+		t.Fatalf("a silent restarted container: %q after %d reads, want %d", got, reads, 2*logAttempts)
+	}
+	reads = 0
+	p.Status.ContainerStatuses[0].RestartCount = 0
+	if containerLogs(context.Background(), nil, p, "mofed-container", GatherOptions{}); reads != 2 {
+		t.Fatalf("a container that never restarted was read %d times, want 2", reads)
 	}
 }
