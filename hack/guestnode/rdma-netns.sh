@@ -46,12 +46,24 @@ done
 # a long-lived daemon releases only when Go's GC finalizes the handle (run
 # U: 30 s of EBUSY with no netns left in /var/run/netns). So the daemon is
 # restarted (init's loop starts it again in 2 s) when the first try fails.
-restarted=0
+# A sandbox containerd cannot stop keeps its namespace too (run Z: the
+# pause container's crun state file was gone, and StopPodSandbox failed
+# every 2 s for 10 minutes, "error opening file …/status"). With no pod of
+# the node left in the API, such a namespace belongs to no pod: 10 s
+# after the daemon restart, the processes still in each leftover netns
+# entry (/var/run/netns, containerd's; /run/netns, ip netns') are killed
+# (found by their /proc/PID/ns/net inode) and the entry unmounted and
+# removed, each named in the log.
+restarted=0 swept=0 since=$SECONDS
 until out=$(guest_exec "$name" 10 "rdma system set netns $want 2>&1"); do
   if ((!restarted)); then
     guest_exec "$name" 10 'for p in /proc/[0-9]*; do [ "$(cat $p/comm 2>/dev/null)" = multus-daemon ] && kill ${p#/proc/}; done; true' >/dev/null || true
-    restarted=1
+    restarted=1 since=$SECONDS
     log "$name: 'rdma system set netns $want' refused ($out); restarted the Multus daemon to release the pod network namespaces it held"
+  elif ((!swept && SECONDS - since >= 10)); then
+    swept=1
+    left=$(guest_exec "$name" 20 'for f in /var/run/netns/* /run/netns/*; do [ -e "$f" ] || continue; i=$(stat -L -c %i "$f"); ps=""; for p in /proc/[0-9]*; do [ "$(readlink $p/ns/net 2>/dev/null)" = "net:[$i]" ] && ps="$ps ${p#/proc/}"; done; echo "$f (pids:${ps:- none})"; [ -n "$ps" ] && kill -9 $ps; umount "$f" 2>/dev/null; rm -f "$f"; done; true' | tr '\n' ' ' || true)
+    log "$name: still refused 10 s after the Multus restart; deleted the network namespaces no pod of the API owns: ${left:-none}"
   fi
   if ((SECONDS >= deadline)); then
     log "$name: the kernel refused 'rdma system set netns $want' for ${RDMA_NETNS_TIMEOUT:-30} s: $out (network namespaces in the guest: $(guest_exec "$name" 10 'ls /var/run/netns 2>/dev/null | wc -l'))"
