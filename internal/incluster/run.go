@@ -19,12 +19,13 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/rdmasuite/rdmasuite/internal/jobrun"
 	"github.com/rdmasuite/rdmasuite/internal/latest"
 	"github.com/rdmasuite/rdmasuite/reports"
 )
 
 // jobNameLabel is the label the Job controller puts on its pods.
-const jobNameLabel = "batch.kubernetes.io/job-name"
+const jobNameLabel = jobrun.JobNameLabel
 
 // Runner runs one acceptance Job and reports on Out (the run's log, the
 // steps) and Err (what went wrong).
