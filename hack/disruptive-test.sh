@@ -143,7 +143,11 @@ fi
 wait "$doctor_pid" || true
 hack/tool.sh expectresults -results "$out/refused/results.json" -expect hack/disruptive-expect-refused.txt ||
   { tail -40 "$out/refused.log"; exit 1; }
-grep -q 'UNLOAD_STORAGE_MODULES=true' "$out/refused/results.json" || { echo "the failure does not name the fix"; exit 1; }
+grep -q 'UNLOAD_STORAGE_MODULES=true' "$out/refused/results.json" || {
+  echo "the failure does not name the fix; its diagnosis, fix and driver state:"
+  grep -oE '"(diagnosis|fix)": *"[^"]*"|new MOFED pod [^"]*|container mofed-container [^"]*' "$out/refused/results.json" | head -20
+  exit 1
+}
 hack/tool.sh expectresults -results "$out/doctor/results.json" -expect hack/disruptive-expect-doctor.txt ||
   { tail -40 "$out/doctor.log"; exit 1; }
 refused_s=$((SECONDS - t))

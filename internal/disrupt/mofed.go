@@ -155,15 +155,24 @@ func waitReplacement(ctx context.Context, env Env, o Options, node string, d *Dr
 		// someone sets UNLOAD_STORAGE_MODULES=true or unmounts: once the
 		// newest pod's container has refused MinRefusals times, stop.
 		if n := failedRestarts(latest, o.MOFEDContainer); n >= MinRefusals && n != readRestarts {
-			readRestarts = n
 			// In CrashLoopBackOff the current log is the run that just
 			// ended; the previous one may be gone (garbage-collected).
+			read := false
 			for _, previous := range []bool{false, true} {
 				logs, err := env.logs(ctx, latest.Namespace, latest.Name, o.MOFEDContainer, previous, 10)
+				if err == nil && strings.TrimSpace(logs) != "" {
+					read = true
+				}
 				if err == nil && storageModules(logs) {
-					d.Refusals, d.RefusedAfter = n, env.clock().Now().Sub(d.DeletedAt)
+					d.Refusals, d.RefusedAfter, d.StorageModules = n, env.clock().Now().Sub(d.DeletedAt), true
 					return true, nil
 				}
+			}
+			// Right after a restart the kubelet may show neither run's
+			// log yet: read this restart again on the next poll rather
+			// than wait for the next one (a back-off later).
+			if read {
+				readRestarts = n
 			}
 		}
 		return false, nil
@@ -192,26 +201,54 @@ func describeNotBack(ctx context.Context, env Env, o Options, node string, p *co
 	}
 	out := []string{fmt.Sprintf("new MOFED pod %s (uid %s) not Ready within %s: %s", p.Name, p.UID, d.waitLimit(), podState(p, o.MOFEDContainer))}
 	out = append(out, podEvents(ctx, env, p, 10)...)
-	for _, previous := range []bool{false, true} {
-		if previous && !restarted(p, o.MOFEDContainer) {
-			continue
-		}
-		logs, err := env.logs(ctx, p.Namespace, p.Name, o.MOFEDContainer, previous, 10)
-		which := "log"
-		if previous {
-			which = "previous log"
-		}
-		switch {
-		case err != nil:
-			out = append(out, fmt.Sprintf("container %s %s: unavailable: %v", o.MOFEDContainer, which, err))
-		case strings.TrimSpace(logs) != "":
-			out = append(out, fmt.Sprintf("container %s %s (last 10 lines):\n%s", o.MOFEDContainer, which, lastLines(logs, 10)))
-			if storageModules(logs) {
-				d.StorageModules = true
+	return append(out, driverLogs(ctx, env, o, p, d)...)
+}
+
+// Reading a restarted container's logs again when both read empty: run
+// CI-39 lost the refusal (and with it the fix) to one such read, right
+// after the kubelet restarted the container.
+const (
+	logAttempts  = 4
+	logRetryWait = 1500 * time.Millisecond
+)
+
+// driverLogs is the evidence from the new pod's driver container logs,
+// current and (after a restart) previous; it marks d.StorageModules when
+// either refuses on loaded storage modules.
+func driverLogs(ctx context.Context, env Env, o Options, p *corev1.Pod, d *Driver) []string {
+	restart := restarted(p, o.MOFEDContainer)
+	for attempt := 1; ; attempt++ {
+		var out []string
+		read := false
+		for _, previous := range []bool{false, true} {
+			if previous && !restart {
+				continue
+			}
+			logs, err := env.logs(ctx, p.Namespace, p.Name, o.MOFEDContainer, previous, 10)
+			which := "log"
+			if previous {
+				which = "previous log"
+			}
+			switch {
+			case err != nil:
+				out = append(out, fmt.Sprintf("container %s %s: unavailable: %v", o.MOFEDContainer, which, err))
+			case strings.TrimSpace(logs) != "":
+				read = true
+				out = append(out, fmt.Sprintf("container %s %s (last 10 lines):\n%s", o.MOFEDContainer, which, lastLines(logs, 10)))
+				if storageModules(logs) {
+					d.StorageModules = true
+				}
 			}
 		}
+		if read || !restart || attempt >= logAttempts {
+			return out
+		}
+		select {
+		case <-ctx.Done():
+			return out
+		case <-env.clock().After(logRetryWait):
+		}
 	}
-	return out
 }
 
 // failedRestarts is the container's restart count when its last run

@@ -203,3 +203,69 @@ func TestFindDriverPod(t *testing.T) {
 		t.Fatalf("%q", why)
 	}
 }
+
+// Right after the kubelet restarts a container, both its logs may read
+// empty (CI of stop 39 lost the refusal, and the fix with it, that way).
+// Each case scripts the log reads in order ("" = empty): the refusal must
+// still be recognised, at the same restart count, and the fix named.
+func TestWaitReplacementReadsEmptyLogsAgain(t *testing.T) {
+	const refusal = "Storage modules are loaded for current driver, terminating prior driver reload failure due to UNLOAD_STORAGE_MODULES not set to \"true\"\n"
+	for _, tc := range []struct {
+		name     string
+		restarts int32
+		reads    []string // the answers to the log reads, in order; then refusal
+		early    bool
+		want     int // log reads in all
+	}{
+		// The wait's first reads at restart 4 are empty: it reads again on
+		// the next poll, not at restart 5 (a back-off later), and stops.
+		{"empty at the wait's first poll", 4, []string{"", ""}, true, 5},
+		// The wait saw the refusal; the state's reads are all empty: the
+		// refusal it saw still counts.
+		{"refusal seen by the wait, empty when described", 4, []string{refusal, "", "", "", "", "", "", "", ""}, true, 9},
+		// One restart (the wait never reads): the state's first two reads
+		// are empty, the second attempt has the refusal.
+		{"empty at the state's first attempt", 1, []string{"", ""}, false, 4},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			clk := newClock()
+			t0 := clk.Now()
+			newPod := mofedPod("mofed-a2", "uid-new", "node-a", false, t0.Add(5*time.Second))
+			cst := &newPod.Status.ContainerStatuses[0]
+			cst.RestartCount = tc.restarts
+			cst.State = corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}}
+			cst.LastTerminationState = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{Reason: "Error", ExitCode: 1}}
+			_, env, _ := setupEnv(newPod)
+			env.Clock = clk
+			calls := 0
+			env.Logs = func(context.Context, string, string, string, bool, int64) (string, error) {
+				calls++
+				if calls <= len(tc.reads) {
+					return tc.reads[calls-1], nil
+				}
+				return refusal, nil
+			}
+			d := Driver{Old: PodRef{Name: "mofed-a", UID: "uid-old"}, DeletedAt: t0, Timeout: 10 * time.Minute}
+			if err := waitReplacement(context.Background(), env, baseOptions(), "node-a", &d); err != nil {
+				t.Fatal(err)
+			}
+			if waited := clk.Now().Sub(t0); tc.early != (waited < time.Minute) {
+				t.Fatalf("waited %s, want early stop: %v", waited, tc.early)
+			}
+			if tc.early && d.Refusals != tc.restarts {
+				t.Fatalf("Refusals %d, want %d", d.Refusals, tc.restarts)
+			}
+			if !d.StorageModules {
+				t.Fatalf("the refusal was not recognised; state:\n%s", strings.Join(d.State, "\n"))
+			}
+			if calls != tc.want {
+				t.Errorf("%d log reads, want %d", calls, tc.want)
+			}
+			r := passingRound()
+			r.Driver = d
+			if c := Judge(r)[0]; c.Status != "fail" || !strings.Contains(c.Fix, "UNLOAD_STORAGE_MODULES=true") {
+				t.Fatalf("%s: fix %q", c.Status, c.Fix)
+			}
+		})
+	}
+}
