@@ -208,6 +208,17 @@ func TestOpSendNeedsLatency(t *testing.T) {
 	if _, _, err := parseBWFlags("bw client", []string{"--op", "write,atomic", "server"}); err == nil || !strings.Contains(err.Error(), "want write, read, send") {
 		t.Fatalf("--op atomic: %v", err)
 	}
+	for _, bad := range []string{"0", "32", "-1"} {
+		if _, _, err := parseBWFlags("bw client", []string{"--qp-timeout", bad, "server"}); err == nil || !strings.Contains(err.Error(), "--qp-timeout "+bad+": want 1..31") {
+			t.Errorf("--qp-timeout %s: %v", bad, err)
+		}
+	}
+	if f, _, err := parseBWFlags("bw client", []string{"--qp-timeout", "18", "server"}); err != nil || f.params.QPTimeout != 18 {
+		t.Errorf("--qp-timeout 18: %v", err)
+	}
+	if f, _, err := parseBWFlags("bw client", []string{"server"}); err != nil || f.params.QPTimeout != bw.DefaultQPTimeout {
+		t.Errorf("default QP timeout: %v", err)
+	}
 	f, _, err := parseBWFlags("bw client", []string{"--latency", "--op", "write,send,read", "server"})
 	if err != nil || len(f.ops) != 3 || f.ops[1] != bw.OpSend || f.params.TxDepth != 1 || f.params.MaxInline != -1 {
 		t.Fatalf("--latency --op write,send,read: %+v %v", f, err)

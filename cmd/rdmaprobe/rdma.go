@@ -129,6 +129,7 @@ func parseBWFlags(name string, args []string) (*bwFlags, *flag.FlagSet, error) {
 	fs.IntVar(&f.params.QPs, "qps", f.params.QPs, "queue pairs")
 	fs.IntVar(&f.params.TxDepth, "tx-depth", f.params.TxDepth, "outstanding operations per QP")
 	fs.IntVar(&f.params.CQMod, "cq-mod", f.params.CQMod, "request a completion every N posts")
+	fs.IntVar(&f.params.QPTimeout, "qp-timeout", f.params.QPTimeout, "client: local ACK timeout exponent of every QP, both sides (4.096 µs × 2^N before a resend; perftest's -u): raise it where a busy or software device acknowledges late")
 	fs.IntVar(&f.params.MaxInline, "inline", 0, "post writes (and, with --latency, sends) up to this many bytes inline; with --latency the default is what perftest's latency test inlines on the device")
 	fs.StringVar(&f.dev.Memory, "mem", bw.MemoryHost, "where the registered buffer lives: host, cuda (= cuda:auto: on each rail the GPU nearest its NIC), or cuda:N (CUDA ordinal N): GPUDirect RDMA, perftest's --use_cuda; dma-buf first, then nvidia_peermem")
 	fs.StringVar(&f.dev.PostAPI, "post-api", bwverbs.PostAPIAuto, "how the loop posts: auto (as perftest would on the device: ibv_wr_* on mlx5, EFA and HNS, ibv_post_send elsewhere, rxe included), wr (ibv_wr_*) or old (ibv_post_send, perftest's --use_old_post_send)")
@@ -151,6 +152,9 @@ func parseBWFlags(name string, args []string) (*bwFlags, *flag.FlagSet, error) {
 			return nil, fs, fmt.Errorf("--op send is measured as latency only (ib_send_lat): add --latency, or measure bandwidth with write or read")
 		}
 		f.ops = append(f.ops, bw.Op(op))
+	}
+	if f.params.QPTimeout < 1 || f.params.QPTimeout > 31 {
+		return nil, fs, fmt.Errorf("--qp-timeout %d: want 1..31 (4.096 µs × 2^N; 0 is the IBTA's wait forever, which would hang on a lost packet)", f.params.QPTimeout)
 	}
 	if f.rails != bw.RailsSame && f.rails != bw.RailsCross {
 		return nil, fs, fmt.Errorf("--rails %q: want %s or %s", f.rails, bw.RailsSame, bw.RailsCross)

@@ -14,6 +14,7 @@ import (
 	"github.com/rdmasuite/rdmasuite/internal/runner"
 	"github.com/rdmasuite/rdmasuite/reports/pushgateway"
 	"github.com/rdmasuite/rdmasuite/thresholds"
+	"github.com/rdmasuite/rdmasuite/workloads/bw"
 )
 
 // Flags are the suite's own flags (after -args). e2e-framework's flags
@@ -46,6 +47,7 @@ type Flags struct {
 	Pairing         *string
 	Rails           *string
 	RailParallel    *bool
+	QPTimeout       *int
 	Concurrency     *int
 	Loopback        *bool
 	DryRun          *bool
@@ -129,6 +131,7 @@ func Register(fs *flag.FlagSet) *Flags {
 	f.Pairing = fs.String("pairing", "ring", "ring (every node as client and server, 2 rounds) or all (every pair)")
 	f.Rails = fs.String("rails", "same", "rail pairing inside a node pair: same (rail i ↔ rail i) or cross (every rail × every rail)")
 	f.RailParallel = fs.Bool("rail-parallel", false, "measure a pair's rails at the same time (default: one after another)")
+	f.QPTimeout = fs.Int("qp-timeout", bw.DefaultQPTimeout, "local ACK timeout exponent of every probe QP (4.096 µs × 2^N before a resend, perftest's -u; 14 ≈ 67 ms): raise it (18 ≈ 1 s) where busy hosts or software RoCE acknowledge late and resends are refused")
 	f.Concurrency = fs.Int("concurrency", 0, "pairs (or memlock / host probe pods) run at the same time; 0: every disjoint pair of a round (every node) at once, so wall time is rounds, not pairs")
 	f.Loopback = fs.Bool("loopback", false, "also run a same-node pair on every node")
 	f.DryRun = fs.Bool("dry-run", false, "print the plan (nodes, pairs, rounds, waves, estimated duration) and the thresholds header, create nothing, exit 0")
@@ -186,6 +189,9 @@ func Register(fs *flag.FlagSet) *Flags {
 
 // config turns the f.s into the runner's settings, naming a bad one.
 func (f *Flags) RunnerConfig(out io.Writer, gate func() error) (runner.Config, error) {
+	if *f.QPTimeout == 0 {
+		return runner.Config{}, fmt.Errorf("--qp-timeout 0: the IBTA's wait forever would hang a probe on one lost packet; want 1..31 (default %d)", bw.DefaultQPTimeout)
+	}
 	sizes, err := runner.ParseSizes(*f.BWSizes)
 	if err != nil {
 		return runner.Config{}, fmt.Errorf("--bw-sizes: %w", err)
@@ -215,7 +221,7 @@ func (f *Flags) RunnerConfig(out io.Writer, gate func() error) (runner.Config, e
 		BWOps: runner.SplitList(*f.BWOps), BWSizes: sizes, BWQPs: *f.BWQPs, BWDuration: *f.BWDuration, BWIters: *f.BWIters,
 		LatOps: runner.SplitList(*f.LatOps), LatSizes: latSizes, LatIters: *f.LatIters,
 		MsgRateSizes: msgRateSizes, MsgRateQPs: *f.MsgRateQPs, MsgRateIters: *f.MsgRateIters,
-		Pairing: *f.Pairing, Loopback: *f.Loopback, RailMode: *f.Rails, RailParallel: *f.RailParallel,
+		Pairing: *f.Pairing, Loopback: *f.Loopback, RailMode: *f.Rails, RailParallel: *f.RailParallel, QPTimeout: *f.QPTimeout,
 		Thresholds: set, SKU: *f.SKU, MemlockRequired: *f.MemlockRequired, MemlockMax: *f.MemlockMax, MemlockIPCLock: *f.MemlockIPCLock,
 		NodeProbe: *f.NodeProbe, NodeProbeHostPath: *f.NodeProbePath, NodeProbeWindow: *f.NodeProbeWin,
 		AllowNotRun: runner.SplitList(*f.AllowNotRun), KeepOnFailure: *f.KeepOnFailure, Namespace: *f.Namespace}

@@ -57,6 +57,8 @@ func TestRunnerConfigNamesTheBadFlag(t *testing.T) {
 		{[]string{"--thresholds", "/nonexistent/skus.yaml"}, "/nonexistent/skus.yaml"},
 		{[]string{"--variants", "infiniband"}, "infiniband"},
 		{[]string{"--pairing", "star"}, "star"},
+		{[]string{"--qp-timeout", "0"}, "--qp-timeout 0: the IBTA's wait forever"},
+		{[]string{"--qp-timeout", "32"}, "--qp-timeout 32: want 1..31"},
 	} {
 		_, err := parse(t, c.args...).RunnerConfig(io.Discard, noGate)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
@@ -74,8 +76,8 @@ func TestRunnerConfigNamesTheBadFlag(t *testing.T) {
 	if err != nil {
 		t.Fatalf("defaults: %v", err)
 	}
-	if len(cfg.BWSizes) != 2 || cfg.BWSizes[0] != 64<<10 || cfg.BWSizes[1] != 1<<20 || cfg.BWQPs != 4 || strings.Join(cfg.BWOps, ",") != "write,read" || !cfg.VariantsAuto {
-		t.Errorf("defaults: sizes %v qps %d ops %v auto %v", cfg.BWSizes, cfg.BWQPs, cfg.BWOps, cfg.VariantsAuto)
+	if len(cfg.BWSizes) != 2 || cfg.BWSizes[0] != 64<<10 || cfg.BWSizes[1] != 1<<20 || cfg.BWQPs != 4 || strings.Join(cfg.BWOps, ",") != "write,read" || !cfg.VariantsAuto || cfg.QPTimeout != 14 {
+		t.Errorf("defaults: sizes %v qps %d ops %v auto %v qp timeout %d", cfg.BWSizes, cfg.BWQPs, cfg.BWOps, cfg.VariantsAuto, cfg.QPTimeout)
 	}
 }
 

@@ -63,6 +63,9 @@ type Config struct {
 	Loopback     bool
 	RailMode     string // bw.RailsSame or bw.RailsCross
 	RailParallel bool
+	// QPTimeout is every probe QP's local ACK timeout exponent
+	// (--qp-timeout, perftest's -u).
+	QPTimeout int
 
 	Thresholds *thresholds.Set
 	SKU        string
@@ -259,6 +262,9 @@ func (c Config) Validate() error {
 	if c.MsgRateQPs < 1 || c.MsgRateQPs > 1024 {
 		return fmt.Errorf("--msgrate-qps %d: want 1..1024", c.MsgRateQPs)
 	}
+	if c.QPTimeout < 0 || c.QPTimeout > 31 {
+		return fmt.Errorf("--qp-timeout %d: want 1..31 (4.096 µs × 2^N; perftest's default is %d)", c.QPTimeout, bw.DefaultQPTimeout)
+	}
 	if c.MsgRateIters < 1 {
 		return fmt.Errorf("--msgrate-iters %d: want at least 1 (perftest's default is 5000)", c.MsgRateIters)
 	}
@@ -395,4 +401,13 @@ func ImageNote(image string) string {
 			"on a real cluster pass --image with a released tag or your own build (make push-images)"
 	}
 	return ""
+}
+
+// effectiveQPTimeout is the QP timeout the probes get: a Config built
+// without one (a test, an older caller) gets perftest's default.
+func (c Config) effectiveQPTimeout() int {
+	if c.QPTimeout == 0 {
+		return bw.DefaultQPTimeout
+	}
+	return c.QPTimeout
 }

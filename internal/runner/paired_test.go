@@ -91,6 +91,13 @@ func TestPairedFeaturesShareOnePodPairPerNodePair(t *testing.T) {
 				!strings.Contains(runs[1], "--op write,read,send") || !strings.Contains(runs[2], "--qps 4 --iters 5000") {
 				t.Errorf("client runs out of order or missing their flags: %q", runs)
 			}
+			// Every run's QPs get the ACK timeout (a Config without one:
+			// perftest's default).
+			for _, run := range runs {
+				if !strings.Contains(run, "--qp-timeout 14") {
+					t.Errorf("client run without --qp-timeout 14: %q", run)
+				}
+			}
 		}
 	}
 	want := map[string]int{"bandwidth": 2 * 2, "latency": 2 * 3, "msgrate": 2}

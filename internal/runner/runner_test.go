@@ -154,6 +154,7 @@ func TestConfigValidateNamesTheFlag(t *testing.T) {
 		"--msgrate-qps":   func(c *Config) { c.MsgRateQPs = 0 },
 		"--msgrate-iters": func(c *Config) { c.MsgRateIters = 0 },
 		"--rails":         func(c *Config) { c.RailMode = "diagonal" },
+		"--qp-timeout":    func(c *Config) { c.QPTimeout = 32 },
 		"--pairing":       func(c *Config) { c.Pairing = "star" },
 		"--variants":      func(c *Config) { c.Variants = []string{"sriov"} },
 		"--allow-not-run": func(c *Config) { c.AllowNotRun = []string{"everything"} },

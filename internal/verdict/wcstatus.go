@@ -18,7 +18,9 @@ type completionStatus struct {
 const (
 	FixRemoteInvalid = "the responder refused the request itself: check that the remote memory region covers every offset the requester " +
 		"writes or reads (size × QPs × depth against the peer's registration), that it was registered with remote write/read access, " +
-		"and that both pods run the same rdmaprobe version (--image); on Soft-RoCE compare with ib_write_bw/ib_read_bw between the same devices"
+		"and that both pods run the same rdmaprobe version (--image); on Soft-RoCE (rxe) a resend after an ACK timeout can be refused this way on a loaded host: " +
+		"if the requester's completer_retry_err and the responder's duplicate_request rose (rdma statistic show), raise --qp-timeout (the error names the one used) " +
+		"and compare with ib_write_bw/ib_read_bw -u between the same devices"
 	FixRemoteAccess = "the peer refused access to its memory: the rkey, address or length the requester used does not match the peer's " +
 		"registration, or the region lacks remote access; both pods must run the same rdmaprobe version (--image)"
 	FixRemoteOp = "the peer could not complete the operation on its side (its QP went to error, a local fault there): the peer's row " +

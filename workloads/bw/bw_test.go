@@ -211,6 +211,8 @@ func TestValidate(t *testing.T) {
 		func(p *Params) { p.CQMod = 500 },
 		func(p *Params) { p.Iters = 0 },
 		func(p *Params) { p.Sizes = []int{0} },
+		func(p *Params) { p.QPTimeout = 32 },
+		func(p *Params) { p.QPTimeout = -1 },
 	}
 	for i, mod := range bad {
 		p := Defaults()
@@ -221,6 +223,13 @@ func TestValidate(t *testing.T) {
 	}
 	if err := Defaults().Validate(); err != nil {
 		t.Fatal(err)
+	}
+	// An older client sends no QP timeout: perftest's 14 (≈ 67 ms).
+	if p := (Params{}); p.EffectiveQPTimeout() != 14 || Defaults().QPTimeout != 14 {
+		t.Fatalf("effective %d, default %d", p.EffectiveQPTimeout(), Defaults().QPTimeout)
+	}
+	if d := QPTimeoutDuration(14); d < 67*time.Millisecond || d > 68*time.Millisecond {
+		t.Fatalf("2^14 × 4.096 µs = %s", d)
 	}
 }
 

@@ -42,12 +42,36 @@ type Params struct {
 	// posted receives), read is ib_read_lat's one READ at a time. One QP,
 	// tx depth 1, cq-mod 1, iteration mode.
 	Latency bool `json:"latency,omitempty"`
+	// QPTimeout is the QPs' local ACK timeout exponent: a requester
+	// resends what the responder has not acknowledged within 4.096 µs ×
+	// 2^QPTimeout (IBTA; perftest's -u, default 14 ≈ 67 ms). 0 (an older
+	// client) means 14; the IBTA's own 0, wait forever, is never used: a
+	// lost packet would hang the run.
+	QPTimeout int `json:"qpTimeout,omitempty"`
+}
+
+// DefaultQPTimeout is perftest's default -u (perftest's
+// DEF_QP_TIME = 14): 4.096 µs × 2^14 ≈ 67 ms.
+const DefaultQPTimeout = 14
+
+// EffectiveQPTimeout is the exponent the QPs use: QPTimeout, or the
+// default where an older client sent none.
+func (p Params) EffectiveQPTimeout() int {
+	if p.QPTimeout == 0 {
+		return DefaultQPTimeout
+	}
+	return p.QPTimeout
+}
+
+// QPTimeoutDuration is the ACK timeout an exponent stands for.
+func QPTimeoutDuration(exp int) time.Duration {
+	return time.Duration(4096<<uint(exp)) * time.Nanosecond
 }
 
 // Defaults mirror perftest's: 5000 iterations, tx depth 128, CQ moderation
 // 100 (ib_write_bw -h, perftest 4.5/24.x), one QP.
 func Defaults() Params {
-	return Params{Op: OpWrite, Sizes: []int{65536}, Iters: 5000, QPs: 1, TxDepth: 128, CQMod: 100, Warmup: 0}
+	return Params{Op: OpWrite, Sizes: []int{65536}, Iters: 5000, QPs: 1, TxDepth: 128, CQMod: 100, Warmup: 0, QPTimeout: DefaultQPTimeout}
 }
 
 // SweepSizes is perftest's -a: every power of two from 2 bytes to 8 MiB.
@@ -89,6 +113,8 @@ func (p Params) Validate() error {
 		return fmt.Errorf("inline %d: want ≥ 0 (-1, the device's perftest default, only for latency)", p.MaxInline)
 	case p.Warmup < 0:
 		return fmt.Errorf("warm-up %d: want ≥ 0", p.Warmup)
+	case p.QPTimeout < 0 || p.QPTimeout > 31:
+		return fmt.Errorf("qp timeout %d: want 1..31 (4.096 µs × 2^N; perftest's -u, default %d)", p.QPTimeout, DefaultQPTimeout)
 	case p.Latency && (p.QPs != 1 || p.TxDepth != 1 || p.CQMod != 1):
 		return fmt.Errorf("latency: one operation at a time on one QP (qps 1, tx depth 1, cq-mod 1), got qps %d, tx depth %d, cq-mod %d", p.QPs, p.TxDepth, p.CQMod)
 	case p.Latency && (p.Duration > 0 || p.Bidirectional):

@@ -112,6 +112,7 @@ type resources struct {
 	slot    int // bytes of the buffer each QP owns
 	remote  []bw.QPInfo
 	rdAtom  int
+	timeout int // local ACK timeout exponent (bw.Params.QPTimeout)
 	inline  int
 	wcs     []verbs.Completion
 	portNum int
@@ -148,7 +149,7 @@ func open(cfg Config, p bw.Params, onMemory func(bw.Memory)) (res *resources, er
 	if cfg.Port == 0 {
 		cfg.Port = 1
 	}
-	r := &resources{portNum: cfg.Port, goLoop: cfg.GoLoop}
+	r := &resources{portNum: cfg.Port, goLoop: cfg.GoLoop, timeout: p.EffectiveQPTimeout()}
 	defer func() {
 		if err != nil {
 			r.Close()
@@ -341,7 +342,7 @@ func (r *resources) Connect(remote []bw.QPInfo) error {
 		if err := qp.ToRTR(v, r.portNum, r.gid.Index, r.port, r.rdAtom); err != nil {
 			return err
 		}
-		if err := qp.ToRTS(r.rdAtom); err != nil {
+		if err := qp.ToRTS(r.rdAtom, r.timeout); err != nil {
 			return err
 		}
 		// The send ping-pong's receives, before the peer can send: our
@@ -410,7 +411,7 @@ func (r *resources) PingPong(p bw.Params, size int, client bool) ([]time.Duratio
 		Timeout: uint64(float64(10*time.Second) / scale)}
 	posts, err := verbs.PingPong(spec)
 	if err != nil {
-		return nil, tagTransport(err)
+		return nil, tagTransport(withAckTimeout(err, r.timeout))
 	}
 	if len(posts) == 0 {
 		return nil, nil
@@ -427,6 +428,18 @@ func tagTransport(err error) error {
 		return bw.Tag(bw.ErrTransport, err)
 	}
 	return err
+}
+
+// withAckTimeout adds the QPs' ACK timeout and retry count to a failed
+// completion: they decide when a requester resends and when it gives up,
+// and a responder on a loaded host (or Soft-RoCE) can refuse a resend of
+// work it still has queued, so the evidence needs them.
+func withAckTimeout(err error, exp int) error {
+	if !errors.Is(err, verbs.ErrCompletion) {
+		return err
+	}
+	return fmt.Errorf("%w (QP ACK timeout %s = 4.096 µs × 2^%d, %d retries; --qp-timeout sets the exponent)",
+		err, bw.QPTimeoutDuration(exp).Round(time.Millisecond), exp, verbs.RetryCount)
 }
 
 // sinceCycle converts cycle stamps to durations since origin.
@@ -455,7 +468,7 @@ func (r *resources) Loop(p bw.Params, size int, record bool) (posted, completed 
 	}
 	res, err := verbs.RunLoop(spec)
 	if err != nil {
-		return nil, nil, res.Done, tagTransport(err)
+		return nil, nil, res.Done, tagTransport(withAckTimeout(err, r.timeout))
 	}
 	if !record {
 		return nil, nil, res.Done, nil

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/rdmasuite/rdmasuite/workloads/bw"
+	"github.com/rdmasuite/rdmasuite/workloads/verbs"
 )
 
 // Under auto the loop posts as perftest would: ibv_wr_* behind the drivers
@@ -91,5 +92,22 @@ func TestPingPongsRefuseGPUMemory(t *testing.T) {
 		if !errors.Is(err, bw.ErrUsage) || !strings.Contains(err.Error(), string(op)+" latency with --mem cuda:0") {
 			t.Errorf("%s latency on GPU memory: %v", op, err)
 		}
+	}
+}
+
+// A failed completion names the ACK timeout and retries it ran with and
+// still matches as a completion error; other errors pass unchanged.
+func TestCompletionErrorNamesTheAckTimeout(t *testing.T) {
+	err := withAckTimeout(&verbs.CompletionError{QPIndex: 1, Seq: 55, Status: 9}, 14)
+	if !errors.Is(err, verbs.ErrCompletion) || !strings.Contains(err.Error(), "completion error on QP index 1 op 55") ||
+		!strings.Contains(err.Error(), "QP ACK timeout 67ms = 4.096 µs × 2^14, 7 retries") {
+		t.Fatalf("%v", err)
+	}
+	if got := withAckTimeout(&verbs.CompletionError{Status: 12}, 18).Error(); !strings.Contains(got, "ACK timeout 1.074s = 4.096 µs × 2^18") {
+		t.Fatalf("%s", got)
+	}
+	other := errors.New("ibv_post_send: ENOMEM")
+	if withAckTimeout(other, 14) != other {
+		t.Fatal("a non-completion error was changed")
 	}
 }

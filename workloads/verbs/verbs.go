@@ -783,12 +783,18 @@ func (q *QP) ToRTR(r Remote, port int, gidIndex int, port0 PortAttr, rdAtomic in
 	return nil
 }
 
-// ToRTS moves RTR→RTS.
-func (q *QP) ToRTS(rdAtomic int) error {
+// RetryCount is every QP's transport retry count (the IBTA's maximum,
+// perftest's too): how many times a requester resends before it fails
+// the work request with "transport retry counter exceeded".
+const RetryCount = 7
+
+// ToRTS moves RTR→RTS; ackTimeout is the local ACK timeout exponent
+// (4.096 µs × 2^ackTimeout before a resend; 0 would wait forever).
+func (q *QP) ToRTS(rdAtomic, ackTimeout int) error {
 	var a C.struct_ibv_qp_attr
 	a.qp_state = C.IBV_QPS_RTS
-	a.timeout = 14
-	a.retry_cnt = 7
+	a.timeout = C.uint8_t(ackTimeout)
+	a.retry_cnt = RetryCount
 	a.rnr_retry = 7
 	a.sq_psn = C.uint32_t(q.PSN)
 	a.max_rd_atomic = C.uint8_t(rdAtomic)
