@@ -118,8 +118,13 @@ hack/guestnode/nfs-cluster.sh unload unset
 # ("error waiting for pod … context deadline exceeded" in the kubelet log);
 # run E of 2026-11-27 lost its refused run to two such sandbox retries of a
 # writer on rxe-node-2 (not steady within the default 2 minutes).
+# --driver-timeout 3m: the wait stops at the second refusal (about 15-25 s
+# after the new container starts), so the limit costs nothing on a good
+# run; run B of 2026-11-28 (slow day) spent 60 s of a 60 s limit between
+# the deletion and the new container's start, which had not refused yet,
+# so the check could not name the storage-module cause.
 suite --labels suite=disruptive --allow-disruptive --disrupt-nodes rxe-node-2,rxe-node-1 --stall-peer rxe-node-1 \
-  --driver-timeout 60s --cleanup-timeout 20s --pod-timeout 4m --stall-steady 10s --report-dir="$out/refused" >"$out/refused.log" 2>&1 &
+  --driver-timeout 3m --cleanup-timeout 20s --pod-timeout 4m --stall-steady 10s --report-dir="$out/refused" >"$out/refused.log" 2>&1 &
 refused_pid=$!
 # Both background runs are stopped if this stage fails or is interrupted:
 # SIGTERM makes a suite run delete what it created before it exits.
