@@ -230,12 +230,7 @@ func TestWaitReplacementReadsEmptyLogsAgain(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			clk := newClock()
 			t0 := clk.Now()
-			newPod := mofedPod("mofed-a2", "uid-new", "node-a", false, t0.Add(5*time.Second))
-			cst := &newPod.Status.ContainerStatuses[0]
-			cst.RestartCount = tc.restarts
-			cst.State = corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}}
-			cst.LastTerminationState = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{Reason: "Error", ExitCode: 1}}
-			_, env, _ := setupEnv(newPod)
+			_, env, _ := setupEnv(crashLooping(t0, tc.restarts))
 			env.Clock = clk
 			calls := 0
 			env.Logs = func(context.Context, string, string, string, bool, int64) (string, error) {
@@ -268,4 +263,15 @@ func TestWaitReplacementReadsEmptyLogsAgain(t *testing.T) {
 			}
 		})
 	}
+}
+
+// crashLooping is the replacement MOFED pod in CrashLoopBackOff after
+// restarts failed runs (exit 1).
+func crashLooping(t0 time.Time, restarts int32) *corev1.Pod {
+	p := mofedPod("mofed-a2", "uid-new", "node-a", false, t0.Add(5*time.Second))
+	cst := &p.Status.ContainerStatuses[0]
+	cst.RestartCount = restarts
+	cst.State = corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}}
+	cst.LastTerminationState = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{Reason: "Error", ExitCode: 1}}
+	return p
 }
