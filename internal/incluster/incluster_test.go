@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
+	"github.com/rdmasuite/rdmasuite/internal/jobrun"
 	"github.com/rdmasuite/rdmasuite/internal/latest"
 	"github.com/rdmasuite/rdmasuite/reports"
 	"github.com/rdmasuite/rdmasuite/suites/deploy"
@@ -186,7 +187,7 @@ func (c *cluster) start(t *testing.T, job *batchv1.Job) {
 	t.Helper()
 	ctx := context.Background()
 	ns := job.Namespace
-	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: job.Name + "-x7k2p", Labels: map[string]string{jobNameLabel: job.Name}},
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: job.Name + "-x7k2p", Labels: map[string]string{jobrun.JobNameLabel: job.Name}},
 		Spec: corev1.PodSpec{NodeName: "node-1", Containers: []corev1.Container{{Name: runnerContainer, Image: "runner:v9"}}}}
 	if c.waiting != "" {
 		pod.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: runnerContainer, State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: c.waiting, Message: "pull access denied"}}}}

@@ -24,9 +24,6 @@ import (
 	"github.com/rdmasuite/rdmasuite/reports"
 )
 
-// jobNameLabel is the label the Job controller puts on its pods.
-const jobNameLabel = jobrun.JobNameLabel
-
 // Runner runs one acceptance Job and reports on Out (the run's log, the
 // steps) and Err (what went wrong).
 type Runner struct {
@@ -245,7 +242,7 @@ func (r *Runner) waitStarted(ctx context.Context, ns, job string) (*corev1.Pod, 
 }
 
 func (r *Runner) jobPod(ctx context.Context, ns, job string) (*corev1.Pod, error) {
-	l, err := r.Kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: jobNameLabel + "=" + job})
+	l, err := r.Kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: jobrun.JobNameLabel + "=" + job})
 	if err != nil || len(l.Items) == 0 {
 		return nil, err
 	}
@@ -379,17 +376,17 @@ func (r *Runner) Cleanup(ns, job string, created []Ref) error {
 		}
 		// Background propagation leaves the pod to the garbage collector;
 		// delete it too (with its grace period) so its wait is ours.
-		if l, err := r.Kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: jobNameLabel + "=" + job}); err == nil {
+		if l, err := r.Kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: jobrun.JobNameLabel + "=" + job}); err == nil {
 			for _, p := range l.Items {
 				_ = r.Kube.CoreV1().Pods(ns).Delete(ctx, p.Name, metav1.DeleteOptions{})
 			}
 		}
 		werr := wait.PollUntilContextTimeout(ctx, r.poll(), r.GracePeriod, true, func(ctx context.Context) (bool, error) {
-			l, err := r.Kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: jobNameLabel + "=" + job})
+			l, err := r.Kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: jobrun.JobNameLabel + "=" + job})
 			return err == nil && len(l.Items) == 0, nil
 		})
 		if werr != nil {
-			errs = append(errs, fmt.Errorf("runner pod of job %s/%s still there after %s: kubectl -n %s delete pod -l %s=%s", ns, job, r.GracePeriod, ns, jobNameLabel, job))
+			errs = append(errs, fmt.Errorf("runner pod of job %s/%s still there after %s: kubectl -n %s delete pod -l %s=%s", ns, job, r.GracePeriod, ns, jobrun.JobNameLabel, job))
 		}
 	}
 	for i := len(created) - 1; i >= 0; i-- {

@@ -402,12 +402,3 @@ func ImageNote(image string) string {
 	}
 	return ""
 }
-
-// effectiveQPTimeout is the QP timeout the probes get: a Config built
-// without one (a test, an older caller) gets perftest's default.
-func (c Config) effectiveQPTimeout() int {
-	if c.QPTimeout == 0 {
-		return bw.DefaultQPTimeout
-	}
-	return c.QPTimeout
-}

@@ -15,6 +15,7 @@ import (
 	"github.com/rdmasuite/rdmasuite/internal/podrun"
 	"github.com/rdmasuite/rdmasuite/internal/verdict"
 	"github.com/rdmasuite/rdmasuite/reports"
+	"github.com/rdmasuite/rdmasuite/workloads/bw"
 	"github.com/rdmasuite/rdmasuite/workloads/probeout"
 )
 
@@ -385,7 +386,7 @@ func (r *Runner) clientRunArgs(v Variant, run pairRun) []string {
 	m := run.feature.mem
 	a := append(append([]string{"--port", strconv.Itoa(BWPort), "--op", strings.Join(run.in.Ops, ","),
 		"--size", sizesArg(run.in.Sizes)}, r.DeviceArgs(v)...), m.args()...)
-	a = append(a, "--rails", r.Cfg.RailMode, "--timeout", "1m", "--qp-timeout", strconv.Itoa(r.Cfg.effectiveQPTimeout()))
+	a = append(a, "--rails", r.Cfg.RailMode, "--timeout", "1m", "--qp-timeout", strconv.Itoa(bw.EffectiveQPTimeout(r.Cfg.QPTimeout)))
 	if r.Cfg.RailParallel {
 		a = append(a, "--rail-parallel")
 	}

@@ -225,8 +225,8 @@ func TestValidate(t *testing.T) {
 		t.Fatal(err)
 	}
 	// An older client sends no QP timeout: perftest's 14 (≈ 67 ms).
-	if p := (Params{}); p.EffectiveQPTimeout() != 14 || Defaults().QPTimeout != 14 {
-		t.Fatalf("effective %d, default %d", p.EffectiveQPTimeout(), Defaults().QPTimeout)
+	if p := (Params{}); EffectiveQPTimeout(p.QPTimeout) != 14 || Defaults().QPTimeout != 14 || EffectiveQPTimeout(18) != 18 {
+		t.Fatalf("effective %d, default %d", EffectiveQPTimeout(p.QPTimeout), Defaults().QPTimeout)
 	}
 	if d := QPTimeoutDuration(14); d < 67*time.Millisecond || d > 68*time.Millisecond {
 		t.Fatalf("2^14 × 4.096 µs = %s", d)

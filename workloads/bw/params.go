@@ -54,13 +54,14 @@ type Params struct {
 // DEF_QP_TIME = 14): 4.096 µs × 2^14 ≈ 67 ms.
 const DefaultQPTimeout = 14
 
-// EffectiveQPTimeout is the exponent the QPs use: QPTimeout, or the
-// default where an older client sent none.
-func (p Params) EffectiveQPTimeout() int {
-	if p.QPTimeout == 0 {
+// EffectiveQPTimeout is the exponent QPs use for a configured n: n, or
+// the default where none was set (an older client's params, a runner
+// Config built without one).
+func EffectiveQPTimeout(n int) int {
+	if n == 0 {
 		return DefaultQPTimeout
 	}
-	return p.QPTimeout
+	return n
 }
 
 // QPTimeoutDuration is the ACK timeout an exponent stands for.

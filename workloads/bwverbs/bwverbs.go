@@ -149,7 +149,7 @@ func open(cfg Config, p bw.Params, onMemory func(bw.Memory)) (res *resources, er
 	if cfg.Port == 0 {
 		cfg.Port = 1
 	}
-	r := &resources{portNum: cfg.Port, goLoop: cfg.GoLoop, timeout: p.EffectiveQPTimeout()}
+	r := &resources{portNum: cfg.Port, goLoop: cfg.GoLoop, timeout: bw.EffectiveQPTimeout(p.QPTimeout)}
 	defer func() {
 		if err != nil {
 			r.Close()
