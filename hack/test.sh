@@ -8,7 +8,7 @@ cd "$(dirname "$0")/.."
 . hack/versions.sh
 export BED_DIR
 t_start=$SECONDS
-step() { printf '\n=== %s\n' "$*"; }
+step() { printf '\n=== %s\n' "$*"; stage="$*"; }
 # expect_rc N CMD...: CMD must exit N (the README's exit-code table).
 expect_rc() {
   local want=$1 rc=0
@@ -68,6 +68,12 @@ cleanup() {
     echo "guest node logs kept in $results/guestnodes"
   fi
   hack/bed.sh down || true
+  # Why, last: CI shows only the log's tail, and what a failed stage
+  # printed (a suite log's tail, bed down) pushes its reason out of it.
+  if ((rc)); then
+    echo "=== make test FAILED (exit $rc) in stage: ${stage:-before the first}"
+    [[ -z ${results:-} || ! -s $results/why ]] || head -c 4000 "$results/why"
+  fi
   exit $rc
 }
 trap cleanup EXIT
@@ -77,6 +83,9 @@ trap 'exit 130' INT TERM
 # SUITE_BIN): `go test ./suites` links the suite anew on every call, ten
 # seconds each on a loaded 2-core machine.
 results=$(mktemp -d "${TMPDIR:-/tmp}/rdmasuite-results.XXXXXX")
+# hack/tools/expectresults appends what an expectation table did not
+# find to this file; cleanup prints it as the run's last lines.
+export RDMASUITE_WHY_FILE=$results/why
 go test -c -o "$results/suites.test" ./suites
 export SUITE_BIN=$results/suites.test
 # suite ARGS...: the compiled suite, run from suites/ as go test would.

@@ -86,17 +86,21 @@ func main() {
 	if err != nil {
 		fail("%v", err)
 	}
-	bad := 0
+	var problems []string
+	// problem prints one unmet expectation and keeps it for the why file.
+	problem := func(format string, a ...any) {
+		line := fmt.Sprintf(format, a...)
+		fmt.Println(line)
+		problems = append(problems, line)
+	}
 	for _, b := range bounds {
 		if msg := b.check(run.Checks); msg != "" {
-			fmt.Printf("MEASURED %s:%d: %s\n", *expectPath, b.line, msg)
-			bad++
+			problem("MEASURED %s:%d: %s", *expectPath, b.line, msg)
 		}
 	}
 	for _, r := range rules {
 		if msg := r.check(run.Checks); msg != "" {
-			fmt.Printf("EVIDENCE %s:%d: %s\n", *expectPath, r.line, msg)
-			bad++
+			problem("EVIDENCE %s:%d: %s", *expectPath, r.line, msg)
 		}
 	}
 	for _, c := range run.Checks {
@@ -109,26 +113,46 @@ func main() {
 			e.matched++
 			text := c.Diagnosis + " " + c.Reason
 			if string(c.Status) != e.status || (e.s != "-" && !strings.Contains(text, e.s)) {
-				fmt.Printf("MISMATCH %s:%d: %s [%s] %v: got %s %q, want %s containing %q\n",
+				problem("MISMATCH %s:%d: %s [%s] %v: got %s %q, want %s containing %q",
 					*expectPath, e.line, c.ID, c.Variant, c.Nodes, c.Status, strings.TrimSpace(text), e.status, e.s)
-				bad++
 			}
 		}
 		if !covered {
-			fmt.Printf("UNEXPECTED check %s [%s] %v: %s %s%s\n", c.ID, c.Variant, c.Nodes, c.Status, c.Diagnosis, c.Reason)
-			bad++
+			problem("UNEXPECTED check %s [%s] %v: %s %s%s", c.ID, c.Variant, c.Nodes, c.Status, c.Diagnosis, c.Reason)
 		}
 	}
 	for _, e := range exps {
 		if e.matched == 0 {
-			fmt.Printf("MISSING %s:%d: no check %s [%s] on %s in the results\n", *expectPath, e.line, e.id, e.variant, e.node)
-			bad++
+			problem("MISSING %s:%d: no check %s [%s] on %s in the results", *expectPath, e.line, e.id, e.variant, e.node)
 		}
 	}
-	if bad > 0 {
-		fail("%d expectation(s) not met by %s", bad, *resultsPath)
+	if len(problems) > 0 {
+		keepWhy(os.Getenv("RDMASUITE_WHY_FILE"), *resultsPath, problems)
+		fail("%d expectation(s) not met by %s", len(problems), *resultsPath)
 	}
 	fmt.Printf("expectresults: all %d checks in %s match %s\n", len(run.Checks), *resultsPath, *expectPath)
+}
+
+// keepWhy appends the unmet expectations to path (make test's why file,
+// printed as the last lines of a failed run: CI shows only a log's tail,
+// and the suite log printed after these lines pushes them out of it).
+func keepWhy(path, results string, problems []string) {
+	if path == "" {
+		return
+	}
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "expectresults: keeping why: %v\n", err)
+		return
+	}
+	defer f.Close()
+	fmt.Fprintf(f, "%d expectation(s) not met by %s:\n", len(problems), results)
+	for _, p := range problems {
+		if len(p) > 600 {
+			p = p[:600] + "…"
+		}
+		fmt.Fprintln(f, "  "+p)
+	}
 }
 
 // check returns why the bound is not met ("" when it is).

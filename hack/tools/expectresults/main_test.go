@@ -75,3 +75,25 @@ func TestEvidenceRule(t *testing.T) {
 		t.Fatal("an @evidence line without text must be refused")
 	}
 }
+
+// The why file gets every unmet expectation, appended (two tables may
+// fail in one run), long lines cut, and nothing when no path is set.
+func TestKeepWhy(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "why")
+	keepWhy(p, "a.json", []string{"MISMATCH e.txt:3: x", strings.Repeat("y", 700)})
+	keepWhy(p, "b.json", []string{"MISSING e.txt:9: z"})
+	keepWhy("", "c.json", []string{"never written"})
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := string(b)
+	for _, want := range []string{"2 expectation(s) not met by a.json:\n  MISMATCH e.txt:3: x\n", strings.Repeat("y", 600) + "…\n", "1 expectation(s) not met by b.json:\n  MISSING e.txt:9: z\n"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("why file lacks %q:\n%s", want, got)
+		}
+	}
+	if strings.Contains(got, strings.Repeat("y", 601)) || strings.Contains(got, "c.json") {
+		t.Errorf("why file not cut or written without a path:\n%s", got)
+	}
+}
