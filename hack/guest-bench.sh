@@ -71,12 +71,28 @@ LAT_OPS=${LAT_OPS-"write read send"}
 LAT_SIZES=${LAT_SIZES:-2}
 LAT_ITERS=${LAT_ITERS:-1000}
 
+# rus FILE CMD...: runs CMD and writes its resource use to FILE (busybox
+# time, from wait4's rusage, every thread of the process summed): wall s,
+# user s, system s, voluntary and involuntary context switches. One
+# "RUSAGE tool op bytes rep side wall user sys vcsw ivcsw" line per process
+# (issue 31: what competes with the polling thread on a busy host).
+rus() {
+  f=$1
+  shift
+  busybox time -o "$f" -f '%e %U %S %w %c' "$@"
+}
+rusline() { # TOOL SIDE FILE
+  echo "RUSAGE $1 $op $size $rep $2 $(tail -1 "$3" 2>/dev/null)"
+}
+
 run_perftest_lat() {
-  ib_${op}_lat $PERFTEST_FLAGS -d rxe0 -x 1 -F -s "$size" -n "$LAT_ITERS" >pl-srv.txt 2>&1 &
+  rus pl-srv.rus ib_${op}_lat $PERFTEST_FLAGS -d rxe0 -x 1 -F -s "$size" -n "$LAT_ITERS" >pl-srv.txt 2>&1 &
   srv=$!
   sleep 1
-  ib_${op}_lat $PERFTEST_FLAGS -d rxe1 -x 1 -F -s "$size" -n "$LAT_ITERS" "$RXE0_IP" >pl-cli.txt 2>&1
+  rus pl-cli.rus ib_${op}_lat $PERFTEST_FLAGS -d rxe1 -x 1 -F -s "$size" -n "$LAT_ITERS" "$RXE0_IP" >pl-cli.txt 2>&1
   wait $srv
+  rusline perftest server pl-srv.rus
+  rusline perftest client pl-cli.rus
   # #bytes #iterations t_min t_max t_typical t_avg t_stdev 99% 99.9%
   avg=$(awk -v s="$size" '$1 == s && NF >= 9 {print $5, $8, $4}' pl-cli.txt | tail -1)
   echo "LAT perftest $op $size $rep ${avg:-NaN NaN NaN}"
@@ -86,17 +102,24 @@ run_perftest_lat() {
 }
 
 run_ours_lat() {
-  ./rdmaprobe bw server --device rxe0 --port 18516 --timeout 60s >rl-srv.json 2>&1 &
+  rus rl-srv.rus ./rdmaprobe bw server --device rxe0 --port 18516 --timeout 60s >rl-srv.json 2>&1 &
   srv=$!
   sleep 1
-  ./rdmaprobe bw client $OURS_FLAGS --latency --device rxe1 --port 18516 --op "$op" --size "$size" --iters "$LAT_ITERS" \
+  rus rl-cli.rus ./rdmaprobe bw client $OURS_FLAGS --latency --device rxe1 --port 18516 --op "$op" --size "$size" --iters "$LAT_ITERS" \
     "$RXE0_IP" >rl-cli.json 2>rl-cli.err
   wait $srv
+  rusline rdmaprobe server rl-srv.rus
+  rusline rdmaprobe client rl-cli.rus
   l=$(sed -n 's/.*"latency":{\([^}]*\)}.*/\1/p' rl-cli.json | tail -1)
   typ=$(echo "$l" | sed -n 's/.*"tTypicalUs":\([0-9.e+-]*\).*/\1/p')
   p99=$(echo "$l" | sed -n 's/.*"p99Us":\([0-9.e+-]*\).*/\1/p')
   mx=$(echo "$l" | sed -n 's/.*"tMaxUs":\([0-9.e+-]*\).*/\1/p')
   echo "LAT rdmaprobe $op $size $rep ${typ:-NaN} ${p99:-NaN} ${mx:-NaN}"
+  # What competed with the client's measuring thread over the timed loop
+  # (bw.Disturbance: wall ms, its CPU share, preemptions, blocks, the other
+  # threads' CPU ms).
+  echo "DISTURB rdmaprobe $op $size $rep $(sed -n 's/.*"disturbance":{\([^}]*\)}.*/\1/p' rl-cli.json | tail -1)"
+  echo "DISTURB-SERVER rdmaprobe $op $size $rep $(grep -o 'answering thread: .*' rl-srv.json | tail -1)"
   [ -n "$typ" ] || tail -5 rl-cli.json rl-cli.err
   avg=$typ
 }

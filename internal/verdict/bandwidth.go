@@ -515,6 +515,9 @@ func (in BWInput) judgeRail(c *reports.Check, op string, rr bw.RailResult, other
 					Node: in.Client.Node, Port: port, Value: x.v, Unit: unit})
 			}
 		}
+		if f := first[judgedSize]; m.latencyStats && f.Disturbance != nil {
+			c.Evidence = append(c.Evidence, DisturbanceNote(fmt.Sprintf("%s %s on %s", op, SizeName(judgedSize), c.Rail), f.Disturbance))
+		}
 	}
 	// The server's own error for this very pair and op, if it recorded
 	// one (a "peer" error there only echoes the client and is not its own).

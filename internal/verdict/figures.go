@@ -29,6 +29,19 @@ const lineRateTolerance = 0.05
 // that bytes × operations / elapsed does not give, a bandwidth above
 // lineRate (0: unknown, not checked), a latency that is not positive,
 // without samples or outside its own minimum and maximum.
+// maxCPUShare is the most CPU time one thread can have per wall second,
+// with room for the kernel's accounting granularity over a short loop.
+const maxCPUShare = 1.2
+
+// DisturbanceNote says what competed with the measuring thread while a
+// figure was taken: on a busy node the average and the tail grow with it
+// while the typical figure holds (issue 31).
+func DisturbanceNote(what string, d *bw.Disturbance) string {
+	return fmt.Sprintf("%s: the measuring thread had %.0f %% of a CPU over the %.0f ms loop, was preempted %d times and blocked %d times; "+
+		"the probe's other threads used %.1f ms of CPU meanwhile (a busy node raises the average and the tail, less the typical figure)",
+		what, d.ThreadCPUShare*100, d.WallMs, d.Preemptions, d.Blocks, d.OtherThreadsCPUMs)
+}
+
 func figureFaults(f bw.Figures, m *metric, lineRate float64) []string {
 	var out []string
 	if f.Iterations < 1 {
@@ -42,6 +55,11 @@ func figureFaults(f bw.Figures, m *metric, lineRate float64) []string {
 		if v.x < 0 || math.IsNaN(v.x) || math.IsInf(v.x, 0) {
 			out = append(out, fmt.Sprintf("%s %g is negative or not a number", v.name, v.x))
 		}
+	}
+	if d := f.Disturbance; d != nil && (!(d.WallMs > 0) || !(d.ThreadCPUShare >= 0 && d.ThreadCPUShare <= maxCPUShare) ||
+		d.Preemptions < 0 || d.Blocks < 0 || !(d.OtherThreadsCPUMs >= 0)) {
+		out = append(out, fmt.Sprintf("the measuring thread's counts cannot be true (%.4g ms of loop, %.4g of a CPU, %d preemptions, %d blocks, %.4g ms of other threads): "+
+			"the kernel's accounting or the probe's output is broken", d.WallMs, d.ThreadCPUShare, d.Preemptions, d.Blocks, d.OtherThreadsCPUMs))
 	}
 	if len(out) > 0 {
 		return out

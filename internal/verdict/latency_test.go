@@ -151,3 +151,33 @@ func TestBandwidthIgnoresALatencySummary(t *testing.T) {
 		t.Fatalf("measured %+v", res.Checks[0].Measured)
 	}
 }
+
+// What competed with the measuring thread is evidence beside the figure;
+// counts no kernel could give (a CPU share of 3, a loop of no time) make
+// the figure unjudgeable, not a pass.
+func TestLatencyDisturbanceIsEvidenceAndChecked(t *testing.T) {
+	disturb := func(d bw.Disturbance) func(cli, srv *bw.ProbeOutput) {
+		return func(cli, srv *bw.ProbeOutput) {
+			for i := range cli.Rails {
+				for j := range cli.Rails[i].Runs {
+					for k := range cli.Rails[i].Runs[j].Results {
+						d := d
+						cli.Rails[i].Runs[j].Results[k].Local.Disturbance = &d
+					}
+				}
+			}
+		}
+	}
+	cli, srv := latencyOut(t, []string{"write"}, 1, 2.0, disturb(bw.Disturbance{WallMs: 850, ThreadCPUShare: 0.62, Preemptions: 717, OtherThreadsCPUMs: 4.9}))
+	c := Latency(latInput(t, []string{"write"}, cli, srv)).Checks[0]
+	if c.Status != reports.Pass || !strings.Contains(strings.Join(c.Evidence, "\n"), "62 % of a CPU over the 850 ms loop, was preempted 717 times") {
+		t.Fatalf("%s %s: evidence %q: want the measuring thread's counts", c.Status, c.Reason, c.Evidence)
+	}
+	for _, bad := range []bw.Disturbance{{WallMs: 850, ThreadCPUShare: 3}, {WallMs: 0, ThreadCPUShare: 0.5}, {WallMs: 10, ThreadCPUShare: 0.5, Preemptions: -1}} {
+		cli, srv = latencyOut(t, []string{"write"}, 1, 2.0, disturb(bad))
+		c = Latency(latInput(t, []string{"write"}, cli, srv)).Checks[0]
+		if c.Status == reports.Pass || !strings.Contains(c.Reason+c.Diagnosis, "cannot be true") {
+			t.Fatalf("disturbance %+v: %s %q: want the figure refused", bad, c.Status, c.Reason+c.Diagnosis)
+		}
+	}
+}

@@ -366,3 +366,37 @@ func TestLatencyParamsAreOneOutstandingOperation(t *testing.T) {
 		}
 	}
 }
+
+// disturbedEP is a ping-pong endpoint that tells what competed with its
+// measuring thread.
+type disturbedEP struct {
+	pingEP
+	d *Disturbance
+}
+
+func (e *disturbedEP) LastDisturbance() *Disturbance { return e.d }
+
+// A figure carries the disturbance its endpoint counted over the timed
+// loop, for latency and bandwidth alike; an endpoint that cannot tell
+// leaves it out rather than claiming an undisturbed run.
+func TestFiguresCarryTheEndpointsDisturbance(t *testing.T) {
+	us := time.Microsecond
+	d := &Disturbance{WallMs: 12, ThreadCPUShare: 0.6, Preemptions: 40, OtherThreadsCPUMs: 0.2}
+	ep := &disturbedEP{pingEP: pingEP{posted: []time.Duration{0, 4 * us, 8 * us, 12 * us, 16 * us}}, d: d}
+	p := Defaults()
+	p.Latency, p.Iters, p.TxDepth, p.CQMod, p.Sizes = true, 5, 1, 1, []int{2}
+	f, err := Measure(ep, p, 2, fakeClock(us))
+	if err != nil || f.Disturbance != d {
+		t.Fatalf("latency figures %+v (err %v): want the endpoint's disturbance", f, err)
+	}
+	ep.pingEP.posted = nil
+	ep.loopEP = loopEP{posted: []time.Duration{0, us, 2 * us, 3 * us}, completed: []time.Duration{us, 2 * us, 3 * us, 4 * us}, done: 4}
+	p = Defaults()
+	p.Iters, p.QPs, p.Sizes = 4, 1, []int{2}
+	if f, err = Measure(ep, p, 2, fakeClock(us)); err != nil || f.Disturbance != d {
+		t.Fatalf("bandwidth figures %+v (err %v): want the endpoint's disturbance", f, err)
+	}
+	if f, err = Measure(&ep.loopEP, p, 2, fakeClock(us)); err != nil || f.Disturbance != nil {
+		t.Fatalf("an endpoint that cannot tell: %+v (err %v): want no disturbance", f.Disturbance, err)
+	}
+}

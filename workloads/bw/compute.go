@@ -30,6 +30,9 @@ type Figures struct {
 	// Latency: a READ run of one QP at tx depth 1 is ib_read_lat's loop,
 	// and this is its report (workloads/lat); nil for any other shape.
 	Latency *lat.Summary `json:"latency,omitempty"`
+	// Disturbance is what competed with the measuring thread during the
+	// timed loop (nil where the endpoint cannot tell).
+	Disturbance *Disturbance `json:"disturbance,omitempty"`
 }
 
 // Compute applies perftest's formulas: over elapsed time T (last completion

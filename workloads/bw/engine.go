@@ -87,6 +87,7 @@ func Measure(ep Endpoint, p Params, size int, clock Clock) (Figures, error) {
 		peak = PeakPerOp(posted[:n], completed[:n])
 	}
 	f := Compute(size, n, elapsed, peak)
+	f.Disturbance = lastDisturbance(ep)
 	if p.Op == OpRead && p.TxDepth == 1 && p.QPs == 1 && p.Duration <= 0 && n >= lat.Tail+2 {
 		// ib_read_lat's loop: one READ outstanding, each post waits for
 		// the previous completion, so the gap between posts is one READ.
@@ -208,5 +209,5 @@ func pingPong(ep Endpoint, p Params, size int) (Figures, error) {
 	if err != nil {
 		return Figures{}, fmt.Errorf("%s latency: %w", p.Op, err)
 	}
-	return Figures{Bytes: size, Iterations: len(posted), Latency: &l}, nil
+	return Figures{Bytes: size, Iterations: len(posted), Latency: &l, Disturbance: lastDisturbance(ep)}, nil
 }

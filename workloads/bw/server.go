@@ -377,6 +377,13 @@ func (s *server) session(c *conn, hello message) {
 				fail(err)
 				return
 			}
+			// The answering side's thread bends the round trip as much as
+			// the client's: its disturbance goes to the log (the client's
+			// is in its figures).
+			if d := lastDisturbance(res); d != nil {
+				s.cfg.Logf("rail %s %s latency %d B, answering thread: %d preemptions, %.2f of a CPU over %.0f ms, other threads %.1f ms CPU",
+					rail.Name(), p.Op, m.Size, d.Preemptions, d.ThreadCPUShare, d.WallMs, d.OtherThreadsCPUMs)
+			}
 		}
 		var local *Figures
 		if p.Bidirectional {

@@ -118,6 +118,22 @@ type resources struct {
 	portNum int
 	goLoop  bool
 	recvs   int // receives kept posted on each QP (send latency)
+	// last is what competed with the measuring thread during the last C
+	// loop (nil after the Go loop, or when the kernel could not tell).
+	last *bw.Disturbance
+}
+
+// LastDisturbance is bw.Disturbed's.
+func (r *resources) LastDisturbance() *bw.Disturbance { return r.last }
+
+// disturbance is a C loop's thread usage as the result reports it.
+func disturbance(u *verbs.ThreadUsage) *bw.Disturbance {
+	if u == nil || u.Wall <= 0 {
+		return nil
+	}
+	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+	return &bw.Disturbance{WallMs: ms(u.Wall), ThreadCPUShare: float64(u.ThreadCPU) / float64(u.Wall),
+		Preemptions: u.Involuntary, Blocks: u.Voluntary, OtherThreadsCPUMs: ms(max(u.ProcessCPU-u.ThreadCPU, 0))}
 }
 
 // pingPongRecvs is how many receives the send ping-pong keeps posted: it
@@ -409,7 +425,10 @@ func (r *resources) PingPong(p bw.Params, size int, client bool) ([]time.Duratio
 	spec := verbs.PingPongSpec{QP: r.qps[0], CQ: r.cq, MR: r.mr, Op: op, Target: verbs.LoopTarget{Addr: r.remote[0].Addr, RKey: r.remote[0].RKey},
 		RecvOff: 0, RecvLen: r.slot, SendOff: r.slot, Size: size, Inline: r.inlined(p.Op, size), Client: client, Iters: p.Iters,
 		Timeout: uint64(float64(10*time.Second) / scale)}
+	var usage verbs.ThreadUsage
+	spec.Usage = &usage
 	posts, err := verbs.PingPong(spec)
+	r.last = disturbance(&usage)
 	if err != nil {
 		return nil, tagTransport(withAckTimeout(err, r.timeout))
 	}
@@ -456,6 +475,7 @@ func sinceCycle(stamps []uint64, origin uint64, scale float64) []time.Duration {
 func (r *resources) Loop(p bw.Params, size int, record bool) (posted, completed []time.Duration, done int, err error) {
 	scale := calibrate()
 	if scale <= 0 || r.goLoop {
+		r.last = nil
 		return bw.RunLoop(r, p, size, Clock(), record)
 	}
 	spec := verbs.LoopSpec{QPs: r.qps, CQ: r.cq, MR: r.mr, Op: verbsOp(p.Op), Slot: r.slot, Size: size,
@@ -467,6 +487,7 @@ func (r *resources) Loop(p bw.Params, size int, record bool) (posted, completed 
 		spec.Deadline = uint64(float64(p.Duration.Nanoseconds())/scale) + 1
 	}
 	res, err := verbs.RunLoop(spec)
+	r.last = disturbance(res.Usage)
 	if err != nil {
 		return nil, nil, res.Done, tagTransport(withAckTimeout(err, r.timeout))
 	}

@@ -355,6 +355,18 @@ func latencyAcrossDevices(t *testing.T, api string, op bw.Op, inline int) {
 			!(0 < l.Min && l.Min <= l.Typical && l.Typical <= l.P99 && l.P99 <= l.P999 && l.P999 <= l.Max) {
 			t.Fatalf("%s %d B: latency %+v", op, r.Local.Bytes, l)
 		}
-		t.Logf("%s %s latency %d B: typical %.1f µs, p99 %.1f µs, max %.1f µs", api, op, r.Local.Bytes, l.Typical, l.P99, l.Max)
+		// The kernel's counts for the measuring thread over the timed
+		// loop: it ran about as long as the samples say, its CPU share is
+		// a share, and every count is a count.
+		d := r.Local.Disturbance
+		loopMs := l.Avg * float64(l.Samples) / 1000
+		if l.Halved {
+			loopMs *= 2
+		}
+		if d == nil || d.Blocks < 0 || d.WallMs < loopMs*0.9 || d.ThreadCPUShare <= 0 || d.ThreadCPUShare > 1.1 || d.Preemptions < 0 || d.OtherThreadsCPUMs < 0 {
+			t.Fatalf("%s %d B: disturbance %+v of a %.1f ms loop: want the measuring thread's counts", op, r.Local.Bytes, d, loopMs)
+		}
+		t.Logf("%s %s latency %d B: typical %.1f µs, p99 %.1f µs, max %.1f µs; thread %.2f of a CPU, %d preemptions, other threads %.1f ms",
+			api, op, r.Local.Bytes, l.Typical, l.P99, l.Max, d.ThreadCPUShare, d.Preemptions, d.OtherThreadsCPUMs)
 	}
 }

@@ -7,6 +7,12 @@ package verbs
 
 #include "cycles.h"
 
+// RS_SPIN_EXPIRED is a polling loop's timeout test: it reads the cycle
+// counter only every 1024th spin, as perftest's latency loops read none
+// while they poll (under emulation a counter read is a helper call on the
+// path that notices the peer's message). SPINS is the loop's counter.
+#define RS_SPIN_EXPIRED(spins, t0, timeout) ((++(spins) & 1023) == 0 && rs_cycles() - (t0) > (timeout))
+
 // The wr_id of every receive the send ping-pong posts (sends carry their
 // sequence number, far below it).
 #define RS_RECV_WR_ID UINT64_MAX
@@ -195,8 +201,9 @@ static int rs_pingpong(const struct rs_pp_params *p, uint64_t *posted, struct rs
 		if (rcnt < p->iters && !(p->client && scnt == 0)) {
 			rcnt++;
 			uint64_t t0 = rs_cycles();
+			uint32_t spins = 0;
 			while (*recv_last != (uint8_t)rcnt) {
-				if (rs_cycles() - t0 > p->timeout) {
+				if (RS_SPIN_EXPIRED(spins, t0, p->timeout)) {
 					o->err_kind = 5; o->err_seq = rcnt; o->done = scnt;
 					return -1;
 				}
@@ -207,8 +214,9 @@ static int rs_pingpong(const struct rs_pp_params *p, uint64_t *posted, struct rs
 			scnt++;
 			int n;
 			uint64_t t1 = rs_cycles();
+			uint32_t spins = 0;
 			while ((n = ibv_poll_cq(p->cq, 1, &wc)) == 0) {
-				if (rs_cycles() - t1 > p->timeout) {
+				if (RS_SPIN_EXPIRED(spins, t1, p->timeout)) {
 					o->err_kind = 5; o->err_seq = scnt; o->done = scnt;
 					return -1;
 				}
@@ -287,10 +295,11 @@ static int rs_sp_poll(const struct rs_sp_params *p, int64_t *arrived, int64_t *s
 static int rs_sp_wait(const struct rs_sp_params *p, int64_t *arrived, int64_t *sent, const int64_t *count, int64_t want,
                       int64_t seq, int64_t scnt, struct rs_loop_out *o) {
 	uint64_t t0 = rs_cycles();
+	uint32_t spins = 0;
 	while (*count < want) {
 		int r = rs_sp_poll(p, arrived, sent, scnt, o);
 		if (r < 0) return -1;
-		if (r == 0 && rs_cycles() - t0 > p->timeout) {
+		if (r == 0 && RS_SPIN_EXPIRED(spins, t0, p->timeout)) {
 			o->err_kind = 5; o->err_seq = seq; o->done = scnt;
 			return -1;
 		}
@@ -367,6 +376,9 @@ type LoopResult struct {
 	LastDone  uint64
 	Posted    []uint64
 	Completed []uint64
+	// Usage is what competed with the loop's thread while it ran (nil
+	// when the kernel's counters could not be read).
+	Usage *ThreadUsage
 }
 
 // RunLoop runs the whole post/poll loop of one size in a single C call.
@@ -409,7 +421,12 @@ func RunLoop(s LoopSpec) (LoopResult, error) {
 		posted = (*C.uint64_t)(unsafe.Pointer(&res.Posted[0]))
 		completed = (*C.uint64_t)(unsafe.Pointer(&res.Completed[0]))
 	}
+	defer quietRuntime()()
+	mark := startUsage()
 	rc := C.rs_loop(&qps[0], &raddr[0], &rkey[0], &scnt[0], &ccnt[0], posted, completed, &p, &o)
+	if u, ok := mark.end(); ok {
+		res.Usage = &u
+	}
 	res.Done, res.FirstPost, res.LastDone = int(o.done), uint64(o.first_post), uint64(o.last_done)
 	if cp > 0 {
 		res.Posted, res.Completed = res.Posted[:min(int(cp), int(sum(scnt)))], res.Completed[:min(int(cp), res.Done)]
@@ -472,6 +489,9 @@ type PingPongSpec struct {
 	Client  bool   // the client posts first; the server answers
 	Iters   int    // messages each side sends
 	Timeout uint64 // cycles to wait for the peer (one message, or one completion)
+	// Usage, when set, receives what competed with the loop's thread
+	// while it ran (left zero when the kernel's counters could not be read).
+	Usage *ThreadUsage
 }
 
 // PingPongRecvID is the wr_id of the receives a send ping-pong consumes.
@@ -511,7 +531,10 @@ func PingPong(s PingPongSpec) ([]uint64, error) {
 		send_addr: C.uint64_t(uint64(s.MR.addr) + uint64(s.SendOff)), recv_addr: C.uint64_t(uint64(s.MR.addr) + uint64(s.RecvOff)),
 		raddr: C.uint64_t(s.Target.Addr), inl: cbool(s.Inline), client: cbool(s.Client), ex: cbool(s.QP.ex), iters: C.int64_t(s.Iters), timeout: C.uint64_t(s.Timeout)}
 	var o C.struct_rs_loop_out
+	defer quietRuntime()()
+	mark := startUsage()
 	rc := C.rs_pingpong(&p, (*C.uint64_t)(unsafe.Pointer(&posted[0])), &o)
+	s.keepUsage(mark)
 	return pingPongResult(s, posted, rc, &o)
 }
 
@@ -525,8 +548,20 @@ func sendPingPong(s PingPongSpec) ([]uint64, error) {
 		send_addr: C.uint64_t(uint64(s.MR.addr) + uint64(s.SendOff)), recv_addr: C.uint64_t(uint64(s.MR.addr) + uint64(s.RecvOff)),
 		inl: cbool(s.Inline), client: cbool(s.Client), ex: cbool(s.QP.ex), iters: C.int64_t(s.Iters), timeout: C.uint64_t(s.Timeout)}
 	var o C.struct_rs_loop_out
+	defer quietRuntime()()
+	mark := startUsage()
 	rc := C.rs_sendpong(&p, (*C.uint64_t)(unsafe.Pointer(&posted[0])), &o)
+	s.keepUsage(mark)
 	return pingPongResult(s, posted, rc, &o)
+}
+
+// keepUsage ends the usage count begun before the loop and stores it
+// where the spec asked.
+func (s PingPongSpec) keepUsage(m *usageMark) {
+	u, ok := m.end()
+	if ok && s.Usage != nil {
+		*s.Usage = u
+	}
 }
 
 // pingPongResult turns a ping-pong's outcome into the posts it made and
