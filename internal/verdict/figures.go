@@ -24,11 +24,6 @@ const consistencyTolerance = 0.01
 // percent under it, so a figure 5 % above it did not cross that link.
 const lineRateTolerance = 0.05
 
-// figureFaults lists what makes one size's figures impossible for the
-// metric: no operations, a time that is not positive, an average or rate
-// that bytes × operations / elapsed does not give, a bandwidth above
-// lineRate (0: unknown, not checked), a latency that is not positive,
-// without samples or outside its own minimum and maximum.
 // maxCPUShare is the most CPU time one thread can have per wall second,
 // with room for the kernel's accounting granularity over a short loop.
 const maxCPUShare = 1.2
@@ -42,6 +37,12 @@ func DisturbanceNote(what string, d *bw.Disturbance) string {
 		what, d.ThreadCPUShare*100, d.WallMs, d.Preemptions, d.Blocks, d.OtherThreadsCPUMs)
 }
 
+// figureFaults lists what makes one size's figures impossible for the
+// metric: no operations, a time that is not positive, an average or rate
+// that bytes × operations / elapsed does not give, a bandwidth above
+// lineRate (0: unknown, not checked), a latency that is not positive,
+// without samples or outside its own minimum and maximum, or measuring-
+// thread counts no kernel gives.
 func figureFaults(f bw.Figures, m *metric, lineRate float64) []string {
 	var out []string
 	if f.Iterations < 1 {

@@ -80,10 +80,12 @@ var quiet struct {
 // and returns freed memory to the kernel at once (debug.FreeOSMemory), so
 // the background scavenger has nothing left to return in small paced
 // steps, and it turns the collector off until the last loop ends (the
-// loops allocate nothing; nothing else should run). Measured in the bench
-// guest (issue 31): without it the probe's other threads woke about 400
-// times a second during a 1 s latency loop, perftest's process 10 times
-// in all. The returned func undoes it; call it once.
+// loops allocate nothing; nothing else should run). In the bench guest
+// (issue 31) the probe's other threads used 0-11 ms of CPU over a 1 s
+// latency loop without it and about as little with it: the runtime was
+// not what bent the figures there, and this keeps it so on a node whose
+// heap is busier. It runs before every loop, warm-up included, outside
+// the timed part. The returned func undoes it; call it once.
 func quietRuntime() func() {
 	quiet.Lock()
 	if quiet.n == 0 {
