@@ -568,7 +568,16 @@ func (in BWInput) judgeRail(c *reports.Check, op string, rr bw.RailResult, other
 			msg += fmt.Sprintf("; port %s runs at %g Gb/s, the SKU expects %g Gb/s (link trained down: cable or switch port)",
 				port, rr.Local.RateGbps, *in.SKU.LinkRateGbps.Value)
 		}
-		setOutcome(c, reports.Fail, msg, m.fix)
+		fix := m.fix
+		if m.latencyStats {
+			if note, contended := contendedLatency(first[judgedSize], lats[judgedSize], jm, in.Client.Node); note != "" {
+				msg += note
+				if contended {
+					fix = FixContendedLatency
+				}
+			}
+		}
+		setOutcome(c, reports.Fail, msg, fix)
 	default:
 		c.Status = st
 	}

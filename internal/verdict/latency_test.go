@@ -181,3 +181,54 @@ func TestLatencyDisturbanceIsEvidenceAndChecked(t *testing.T) {
 		}
 	}
 }
+
+// An average over the ceiling stays a FAIL: the ceiling's source judges
+// perftest's t_avg. When the typical round trip met it, the diagnosis says
+// so, and when the measuring thread also lost its CPU (a busy node), the
+// fix points at the node's CPU, not the fabric. A typical figure over the
+// ceiling, or a thread that kept its CPU, keeps the fabric fix.
+func TestLatencyOverCeilingNamesContention(t *testing.T) {
+	judge := func(typical float64, d *bw.Disturbance) reports.Check {
+		cli, srv := latencyOut(t, []string{"write"}, 1, 3.0, func(cli, _ *bw.ProbeOutput) {
+			r := &cli.Rails[0].Runs[0].Results[0].Local
+			r.Latency.Typical, r.Latency.Min, r.Iterations = typical, typical*0.9, 1000
+			r.Disturbance = d
+		})
+		return Latency(latInput(t, []string{"write"}, cli, srv)).Checks[0]
+	}
+	busy := &bw.Disturbance{WallMs: 900, ThreadCPUShare: 0.55, Preemptions: 640, OtherThreadsCPUMs: 2}
+	quiet := &bw.Disturbance{WallMs: 900, ThreadCPUShare: 0.99, Preemptions: 4, OtherThreadsCPUMs: 2}
+
+	c := judge(2.0, busy)
+	if c.Status != reports.Fail || c.Fix != FixContendedLatency ||
+		!strings.Contains(c.Diagnosis, "write_2B_lat_avg = 3 µs, threshold <= 2.5 µs") ||
+		!strings.Contains(c.Diagnosis, "typical latency (2 µs) meets it") ||
+		!strings.Contains(c.Diagnosis, "preempted 640 times in 1000 iterations with 55 % of a CPU") {
+		t.Fatalf("busy node, typical within: %s %q fix %q", c.Status, c.Diagnosis, c.Fix)
+	}
+	// Half the iterations preempted is contention even at a full share.
+	c = judge(2.0, &bw.Disturbance{WallMs: 900, ThreadCPUShare: 0.97, Preemptions: 500})
+	if c.Status != reports.Fail || c.Fix != FixContendedLatency {
+		t.Fatalf("many preemptions: %s fix %q", c.Status, c.Fix)
+	}
+	c = judge(2.0, quiet)
+	if c.Status != reports.Fail || c.Fix != FixSlowLatency || !strings.Contains(c.Diagnosis, "typical latency (2 µs) meets it") ||
+		strings.Contains(c.Diagnosis, "competed") {
+		t.Fatalf("quiet thread, typical within: %s %q fix %q", c.Status, c.Diagnosis, c.Fix)
+	}
+	c = judge(2.0, nil)
+	if c.Status != reports.Fail || c.Fix != FixSlowLatency || !strings.Contains(c.Diagnosis, "typical latency (2 µs) meets it") {
+		t.Fatalf("no counts, typical within: %s %q fix %q", c.Status, c.Diagnosis, c.Fix)
+	}
+	c = judge(2.8, busy)
+	if c.Status != reports.Fail || c.Fix != FixSlowLatency || strings.Contains(c.Diagnosis, "typical latency") {
+		t.Fatalf("typical over the ceiling too: %s %q fix %q", c.Status, c.Diagnosis, c.Fix)
+	}
+	// Within the ceiling a busy thread is evidence only.
+	cli, srv := latencyOut(t, []string{"write"}, 1, 2.0, func(cli, _ *bw.ProbeOutput) {
+		cli.Rails[0].Runs[0].Results[0].Local.Disturbance = busy
+	})
+	if c = Latency(latInput(t, []string{"write"}, cli, srv)).Checks[0]; c.Status != reports.Pass {
+		t.Fatalf("within the ceiling on a busy node: %s %q", c.Status, c.Diagnosis)
+	}
+}
