@@ -153,3 +153,32 @@ func TestGPUDirectRegistrationFailureNamesTheFix(t *testing.T) {
 		t.Fatalf("no memory record: %+v", c)
 	}
 }
+
+// A side without a GPU cannot run the check, but when the other side's
+// port on the same rail is down, that is a fault found, not a check that
+// could not run: the rail fails naming the link, and the missing GPU is
+// said beside it. (make test's guest run: the client on a node without
+// CUDA, the server's rail staged down.)
+func TestGPUDirectDownPeerRailFailsDespiteNoGPU(t *testing.T) {
+	in := gdPair(t, []string{"write"}, 185, func(cli, srv *bw.ProbeOutput) {
+		cli.Rails[0].Runs, cli.Rails[0].Memory = nil, nil
+		cli.Rails[0].Error = probeout.Errorf(probeout.KindNoGPU, "no CUDA driver: libcuda.so.1 could not be loaded")
+		srv.Rails[0].Runs, srv.Rails[0].Memory = nil, nil
+		srv.Rails[0].Error = probeout.Errorf(probeout.KindLinkDown, "mlx5_0/1 is DOWN, not ACTIVE")
+	})
+	c := onlyCheck(t, GPUDirect(in))
+	if c.Status != reports.Fail || c.Fix != FixLinkDown || !strings.Contains(c.Diagnosis, "on node-1, port mlx5_0/1: link down") ||
+		!strings.Contains(c.Diagnosis, "no CUDA driver") {
+		t.Fatalf("%s %q fix %q", c.Status, c.Diagnosis+c.Reason, c.Fix)
+	}
+	// The server's peer echo of the client's missing GPU is no fault.
+	in = gdPair(t, []string{"write"}, 185, func(cli, srv *bw.ProbeOutput) {
+		cli.Rails[0].Runs, cli.Rails[0].Memory = nil, nil
+		cli.Rails[0].Error = probeout.Errorf(probeout.KindNoGPU, "no CUDA driver")
+		srv.Rails[0].Runs = nil
+		srv.Rails[0].Error = probeout.Errorf(probeout.KindPeer, "the client failed")
+	})
+	if c = onlyCheck(t, GPUDirect(in)); c.Status != reports.NotRun {
+		t.Fatalf("peer echo: %s %q", c.Status, c.Diagnosis+c.Reason)
+	}
+}
