@@ -22,3 +22,11 @@ GUEST_RUN_ARGS=(--loopback
   --bw-iters 100 --bw-sizes 64K --bw-qps 2 --qp-timeout 18 --memlock-max 16M
   --preflight-resources rdma/rdma_shared_device_a,nvidia.com/hostdev --network-operator=false)
 GUEST_SUITE_ARGS=(--node-selector rdmasuite.io/guest-node=true --variants shared-dev,hostdev "${GUEST_RUN_ARGS[@]}")
+# The GPU features' flags on the bed (fake nvidia.com/gpu, no CUDA: every
+# world and pair stops at CUDA, so sizes and iterations only bound the
+# plan): make test's main guest run and hack/gpu-test.sh. 3m for the ranks
+# to join: a feature's pods still terminating can keep the next world's
+# rank from scheduling for a while on a loaded machine (CI of a2105e2: the
+# hostdev world's rank 0 stayed unscheduled until rank 1 gave up after
+# 90 s); hack/fake-gpus.sh gives each guest two GPUs for the same reason.
+GPU_RUN_ARGS=(--nccl-max-bytes 64K --nccl-iters 5 --nccl-warmup 1 --nccl-timeout 3m)

@@ -7,7 +7,8 @@
 #      as hack/guestnode/rail.sh finds them in the guest) with an ACTIVE port;
 #      its log is read with `kubectl logs` (the apiserver -> kubelet path
 #      through the relay);
-#   2. a pod without the resource sees no verbs device (`rdmaprobe env`:
+#   2. a pod without the resource (on PEER when given: the device plugin's
+#      rule is every node's) sees no verbs device (`rdmaprobe env`:
 #      "rdmaDevices":[]);
 #   3. per rail rxeN: two pods with the resource and IPC_LOCK run `rdmaprobe
 #      bw` server (on NAME, --device rxeN) and client (on PEER, another guest
@@ -90,15 +91,27 @@ wait_ready() { # pod seconds
 }
 # How long a pod may take to start and finish (SELFTEST_POD_TIMEOUT seconds).
 pt=${SELFTEST_POD_TIMEOUT:-240}
+# bw_server NAME SELECT: a bw server pod on NAME; it waits for its client
+# up to twice the pod timeout (the early one, below, waits for the device
+# checks too).
+bw_server() { pod "$1" 1 1 "[rdmaprobe, bw, server, $2--timeout, $((2 * pt + 60))s]"; }
 
 # The rails, from the guest itself (the control channel: rail.sh).
 rails=$("$here/rail.sh" "$name" | awk '{print $1}' | tr '\n' ' ') || die "rail.sh $name: cannot read the guest's rails"
 [[ -n $rails ]] || die "$name has no rxe device"
 log "rails on $name: $rails"
 
-# 1 and 2 together.
+# 1 and 2 together, and the every-rail bandwidth server of 3 beside them:
+# the pod without the resource on the peer (the device plugin's rule is the
+# same on every node), so each guest's one vCPU starts its own pods (issue
+# 26: under TCG a pod start is CPU work; two on one vCPU only queue).
 pod devices 1 0 '[rdmaprobe, devices]'
-pod nodev 0 0 '[rdmaprobe, env]'
+pod nodev 0 0 '[rdmaprobe, env]' "$peer"
+bw_early=
+if [[ ${SELFTEST_BW:-1} != 0 ]]; then
+  bw_early=bw-server-all
+  bw_server "$bw_early" ""
+fi
 if wait_done devices "$pt"; then
   out=$(kubectl -n "$ns" logs devices 2>&1 || true)
   missing=
@@ -133,12 +146,16 @@ fi
 bw_pods() {
   local srv=$1 cli=$2 sel=$3 what=$4 ip
   t=$(now_ms)
-  pod "$srv" 1 1 "[rdmaprobe, bw, server, $sel--timeout, $((pt + 60))s]"
+  [[ $srv == "$bw_early" ]] || bw_server "$srv" "$sel"
   if ! wait_ready "$srv" "$pt"; then
     fail "$what: bw server pod not Ready in $pt s: $(kubectl -n "$ns" describe pod "$srv" | tail -15)"
     return 1
   fi
-  log "$what: bw server pod create -> Ready $(($(now_ms) - t)) ms"
+  if [[ $srv == "$bw_early" ]]; then
+    log "$what: bw server pod (created beside the device checks) Ready $(($(now_ms) - t)) ms after they ended"
+  else
+    log "$what: bw server pod create -> Ready $(($(now_ms) - t)) ms"
+  fi
   ip=$(kubectl -n "$ns" get pod "$srv" -o 'jsonpath={.status.podIP}')
   t=$(now_ms)
   pod "$cli" 1 1 "[rdmaprobe, bw, client, $sel--size, 64K, --iters, \"200\", --table, \"$ip\"]" "$peer"
