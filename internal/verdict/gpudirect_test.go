@@ -157,8 +157,8 @@ func TestGPUDirectRegistrationFailureNamesTheFix(t *testing.T) {
 // A side without a GPU cannot run the check, but when the other side's
 // port on the same rail is down, that is a fault found, not a check that
 // could not run: the rail fails naming the link, and the missing GPU is
-// said beside it. (make test's guest run: the client on a node without
-// CUDA, the server's rail staged down.)
+// said beside it (a side that checks its port before its GPU reports the
+// fault; one that stopped at its GPU first says nothing of the port).
 func TestGPUDirectDownPeerRailFailsDespiteNoGPU(t *testing.T) {
 	in := gdPair(t, []string{"write"}, 185, func(cli, srv *bw.ProbeOutput) {
 		cli.Rails[0].Runs, cli.Rails[0].Memory = nil, nil
