@@ -101,10 +101,11 @@ rails=$("$here/rail.sh" "$name" | awk '{print $1}' | tr '\n' ' ') || die "rail.s
 [[ -n $rails ]] || die "$name has no rxe device"
 log "rails on $name: $rails"
 
-# 1 and 2 together, and the every-rail bandwidth server of 3 beside them:
-# the pod without the resource on the peer (the device plugin's rule is the
-# same on every node), so each guest's one vCPU starts its own pods (issue
-# 26: under TCG a pod start is CPU work; two on one vCPU only queue).
+# 1 and 2 together, and the every-rail bandwidth server of 3 beside them,
+# so that it is Ready when they end; the pod without the resource goes to
+# the peer (the device plugin's rule is the same on every node), whose one
+# vCPU would otherwise wait (issue 26: under TCG a pod start is CPU work,
+# and pods started together on one vCPU only queue).
 pod devices 1 0 '[rdmaprobe, devices]'
 pod nodev 0 0 '[rdmaprobe, env]' "$peer"
 bw_early=
