@@ -103,7 +103,7 @@ func GPUDirect(in BWInput) BWResult {
 		// A side's fault on this rail that no GPU explains (a down port, a
 		// missing device, a transport error): the rail fails on it even
 		// when the other side had no GPU to run with.
-		var fault *struct{ msg, fix string }
+		var faultMsg, faultFix string
 		for _, sd := range []struct {
 			s     Side
 			role  string
@@ -117,9 +117,9 @@ func GPUDirect(in BWInput) BWResult {
 			if rr.Error != nil && rr.Error.Kind == probeout.KindNoGPU {
 				noGPU = append(noGPU, fmt.Sprintf("pod %s on %s, rail %s: %s", sd.s.Pod, sd.s.Node, rr.Local.Name(), rr.Error.Message))
 			}
-			if e := rr.Error; e != nil && fault == nil && e.Kind != probeout.KindNoGPU && e.Kind != probeout.KindPeer && e.Kind != probeout.KindGPUDirect {
+			if e := rr.Error; e != nil && faultMsg == "" && e.Kind != probeout.KindNoGPU && e.Kind != probeout.KindPeer && e.Kind != probeout.KindGPUDirect {
 				if st, msg, fix := in.explain(sd.s, rr.Local.Name(), e); st == reports.Fail {
-					fault = &struct{ msg, fix string }{msg, fix}
+					faultMsg, faultFix = msg, fix
 				}
 			}
 			m := rr.Memory
@@ -157,8 +157,8 @@ func GPUDirect(in BWInput) BWResult {
 			}
 		}
 		switch {
-		case len(noGPU) > 0 && fault != nil:
-			setOutcome(c, reports.Fail, fault.msg+" (and no usable GPU: "+strings.Join(noGPU, "; ")+")", fault.fix)
+		case len(noGPU) > 0 && faultMsg != "":
+			setOutcome(c, reports.Fail, faultMsg+" (and no usable GPU: "+strings.Join(noGPU, "; ")+")", faultFix)
 			continue
 		case len(noGPU) > 0:
 			setOutcome(c, reports.NotRun, "no usable GPU: "+strings.Join(noGPU, "; "), "")

@@ -18,7 +18,7 @@ const FixSlowLatency = "compare with ib_write_lat / ib_read_lat / ib_send_lat (2
 	"(C-states add wake-up latency to polling loops), and on RoCE PFC/ECN"
 
 // FixContendedLatency is the fix when the average missed the ceiling, the
-// typical round trip met it and the measuring thread lost its CPU: the
+// typical latency met it and the measuring thread lost its CPU: the
 // slow iterations are the node's CPU contention, not the fabric's.
 const FixContendedLatency = "the probe's polling thread shared its CPU with other work on the node: give the probe pods exclusive CPUs " +
 	"(Guaranteed QoS with the kubelet's static CPU manager policy, or a node kept free of other pods for the run) and run again; " +
@@ -36,7 +36,7 @@ const (
 )
 
 // contendedLatency explains an average over the ceiling whose typical
-// round trip met it (judged is the average's judged measurement, its
+// latency met it (judged is the average's judged measurement, its
 // threshold the ceiling): a minority of slow iterations raised the
 // average, and when f's disturbance shows the measuring thread on node
 // lost its CPU, contended says the node's CPU contention is the likely
