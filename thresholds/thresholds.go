@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"os"
 	"path"
@@ -21,6 +22,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/rdmasuite/rdmasuite/workloads/portcounters"
 	"gopkg.in/yaml.v3"
 )
 
@@ -64,10 +66,14 @@ type SKU struct {
 	// Message-rate floor in Mpps (optional, as the latency ceilings):
 	// small writes over several QPs, perftest's MsgRate of one process.
 	WriteMsgRateMpps Value `yaml:"writeMsgRateMpps"`
-	line             int
-	file             string   // the file that defined it
-	overlay          bool     // it came from an overlay (Set.Overlay)
-	dropped          []string // optional bounds the SKU it replaced had and the overlay left out
+	// PortCounters bounds how far a port counter may rise during one
+	// measurement on one side (optional: without it the counter table's
+	// defaults apply, 0 for every error counter; workloads/portcounters).
+	PortCounters CounterBounds `yaml:"portCounters"`
+	line         int
+	file         string   // the file that defined it
+	overlay      bool     // it came from an overlay (Set.Overlay)
+	dropped      []string // optional bounds the SKU it replaced had and the overlay left out
 }
 
 // Match is how a node is matched to a SKU: its nvidia.com/gpu.product
@@ -103,6 +109,61 @@ type Floor struct {
 	FractionOfAggregat *float64 `yaml:"fractionOfAggregate"`
 	Source             string   `yaml:"source"`
 	line               int
+}
+
+// CounterBounds are a SKU's allowances for port counters: a key is a
+// counter's name ("duplicate_request") or group/name
+// ("hw_counters/duplicate_request"); naming a recorded counter (np_cnp_sent,
+// port_xmit_wait) makes it judged. Source says where the numbers come from.
+type CounterBounds struct {
+	Allow  map[string]uint64 `yaml:"allow"`
+	Source string            `yaml:"source"`
+	line   int
+}
+
+// UnmarshalYAML: see Value.
+func (b *CounterBounds) UnmarshalYAML(n *yaml.Node) error {
+	type plain CounterBounds
+	var p plain
+	if err := strictDecode(n, &p); err != nil {
+		return err
+	}
+	*b = CounterBounds(p)
+	b.line = n.Line
+	return nil
+}
+
+// CounterAllowances returns the SKU's port-counter allowances and their
+// source; nil (the table's defaults) when the SKU sets none.
+func (k *SKU) CounterAllowances() (portcounters.Allowances, string) {
+	if k == nil || len(k.PortCounters.Allow) == 0 {
+		return nil, ""
+	}
+	return portcounters.Allowances(maps.Clone(k.PortCounters.Allow)), k.PortCounters.Source
+}
+
+// checkCounterBounds refuses allowances for counters no device has (a
+// misspelt name would leave the counter judged at its default).
+func checkCounterBounds(add adder, sku string, b CounterBounds, skuLine int) {
+	if b.line == 0 {
+		return
+	}
+	if len(b.Allow) == 0 {
+		add(b.line, "sku %q: portCounters has no allow: map: name the counters and how far each may rise per measurement, or remove portCounters", sku)
+		return
+	}
+	if strings.TrimSpace(b.Source) == "" {
+		add(b.line, "sku %q: portCounters has no source: name where the allowances come from", sku)
+	}
+	known := map[string]bool{}
+	for _, e := range portcounters.Table() {
+		known[e.Name], known[string(e.Group)+"/"+e.Name] = true, true
+	}
+	for _, name := range slices.Sorted(maps.Keys(b.Allow)) {
+		if !known[name] {
+			add(b.line, "sku %q: portCounters.allow names %q, which is no counter rdmasuite knows (workloads/portcounters/COUNTERS.md lists them)", sku, name)
+		}
+	}
 }
 
 // UnmarshalYAML keeps the line of each value for validation messages and
@@ -245,6 +306,7 @@ func parse(name string, data []byte, base *Set) (*Set, error) {
 				checkValue(add, k.Name, opt.field, opt.v, k.line, opt.lo, opt.hi)
 			}
 		}
+		checkCounterBounds(add, k.Name, k.PortCounters, k.line)
 		link := k.LinkRateGbps.Value
 		if link != nil && notFinite(*link) != "" {
 			link = nil

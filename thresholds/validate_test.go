@@ -124,3 +124,31 @@ func expectParseErrors(t *testing.T, cases []parseCase) {
 		}
 	}
 }
+
+// Port-counter allowances (issue 29.2): a misspelt counter, a missing
+// source or an empty map is refused with the line; a good one is returned
+// with its source, and a SKU without one leaves the table's defaults.
+func TestPortCounterAllowances(t *testing.T) {
+	const at = "    minMemlockBytes: {value: 1048576, source: s}\n"
+	expectParseErrors(t, []parseCase{
+		{"unknown counter", at, at + "    portCounters: {allow: {duplicate_requests: 5}, source: s}\n", `t.yaml:13: sku "X": portCounters.allow names "duplicate_requests", which is no counter`},
+		{"no source", at, at + "    portCounters: {allow: {duplicate_request: 5}}\n", `t.yaml:13: sku "X": portCounters has no source`},
+		{"empty", at, at + "    portCounters: {source: s}\n", `t.yaml:13: sku "X": portCounters has no allow: map`},
+		{"unknown key", at, at + "    portCounters: {allows: {duplicate_request: 5}, source: s}\n", `unknown field "allows"`},
+	})
+	in := strings.Replace(good, at, at+"    portCounters: {allow: {hw_counters/duplicate_request: 5, np_cnp_sent: 100}, source: lab runs}\n", 1)
+	set, err := Parse("t.yaml", []byte(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sku, _ := set.Lookup("X")
+	allow, src := sku.CounterAllowances()
+	if allow["hw_counters/duplicate_request"] != 5 || allow["np_cnp_sent"] != 100 || src != "lab runs" {
+		t.Errorf("allowances %v from %q", allow, src)
+	}
+	plain, _ := Parse("t.yaml", []byte(good))
+	sku, _ = plain.Lookup("X")
+	if allow, _ := sku.CounterAllowances(); allow != nil {
+		t.Errorf("a SKU without portCounters has allowances %v", allow)
+	}
+}

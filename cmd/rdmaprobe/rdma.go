@@ -18,6 +18,7 @@ import (
 	"github.com/rdmasuite/rdmasuite/workloads/bwverbs"
 	"github.com/rdmasuite/rdmasuite/workloads/mr"
 	"github.com/rdmasuite/rdmasuite/workloads/podenv"
+	"github.com/rdmasuite/rdmasuite/workloads/portcounters"
 	"github.com/rdmasuite/rdmasuite/workloads/probeout"
 	"github.com/rdmasuite/rdmasuite/workloads/units"
 	"github.com/rdmasuite/rdmasuite/workloads/verbs"
@@ -101,6 +102,7 @@ type bwFlags struct {
 	sizes, op, rails          string
 	sweep, bidir, table, gbit bool
 	railParallel              bool
+	portCounters              bool
 	sessions                  int
 	params                    bw.Params
 	ops                       []bw.Op
@@ -137,6 +139,7 @@ func parseBWFlags(name string, args []string) (*bwFlags, *flag.FlagSet, error) {
 	fs.BoolVar(&f.bidir, "bidirectional", false, "both sides send (perftest -b)")
 	fs.BoolVar(&f.params.Latency, "latency", false, "measure latency as perftest does instead of bandwidth: write is ib_write_lat's ping-pong (half the round trip), "+
 		"send is ib_send_lat's (SENDs into posted receives, half the round trip), read is ib_read_lat (one READ at a time); one QP, tx depth and cq-mod 1, default size 2 B and 1000 iterations (perftest's)")
+	fs.BoolVar(&f.portCounters, "port-counters", true, "read each rail's port counters (sysfs counters/ and hw_counters/) right before and after every size, on both sides, and report the deltas")
 	fs.BoolVar(&f.table, "table", false, "also print a perftest-like table per rail and op on stderr")
 	fs.BoolVar(&f.gbit, "report-gbits", true, "table in Gb/s (else MB/s)")
 	fs.DurationVar(&f.timeout, "timeout", 2*time.Minute, "client: how long to keep trying to reach the server; server: how long to wait for a client (none yet, or none since the last session without a finish)")
@@ -333,6 +336,10 @@ func runBWOnce(role string, args []string) error {
 		f.dev.GPU = newCUDAAllocator()
 	}
 	factory, clock := bwverbs.Factory(f.dev), bwverbs.Clock()
+	var counters bw.CounterReader
+	if f.portCounters {
+		counters = func(r bw.Rail) (portcounters.Snapshot, error) { return portcounters.Read("/", r.Device, r.Port) }
+	}
 	var perr *probeout.Error
 	if role == "server" {
 		ln, err := net.Listen("tcp", fmt.Sprintf(":%d", f.port))
@@ -347,12 +354,12 @@ func runBWOnce(role string, args []string) error {
 		}
 		logf("waiting on %s for a client (up to %s)", ln.Addr(), f.timeout)
 		out, perr = bw.Serve(ctx, ln, bw.ServerConfig{Found: found, Rails: rails, Open: factory, Clock: clock,
-			Timeout: f.timeout, Err: setupErr, Logf: logf})
+			Counters: counters, Timeout: f.timeout, Err: setupErr, Logf: logf})
 	} else {
 		var mu sync.Mutex
 		cfg := bw.ClientConfig{Addr: net.JoinHostPort(fs.Arg(0), strconv.Itoa(f.port)), Found: found, Rails: rails,
 			Open: factory, Clock: clock, Params: f.params, Ops: f.ops, Mode: f.rails, Parallel: f.railParallel,
-			Timeout: f.timeout, Err: setupErr, Logf: logf}
+			Counters: counters, Timeout: f.timeout, Err: setupErr, Logf: logf}
 		if f.table {
 			cfg.OnReport = func(local bw.Rail, peer *bw.Rail, rep bw.Report) {
 				if len(rep.Results) == 0 {

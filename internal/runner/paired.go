@@ -254,7 +254,9 @@ func (r *Runner) runPaired(ctx context.Context, v Variant, plan []string) map[st
 				if run.feature.name == PairedBandwidth {
 					seen.record(sp.p, res)
 				}
-				cs := res.Checks
+				// The op checks, then the link checks of the same rail
+				// pairs (issue 29: the port counters stayed clean).
+				cs := append(res.Checks, res.LinkChecks...)
 				for k := range cs {
 					if sp.loopback {
 						cs[k].ID += "/loopback"

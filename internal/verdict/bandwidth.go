@@ -44,7 +44,12 @@ type BWInput struct {
 // BWResult is the verdict of one pair plus the rails each side found, which
 // the runner compares with the SKU's ports per node.
 type BWResult struct {
-	Checks      []reports.Check
+	Checks []reports.Check
+	// LinkChecks are the <prefix>link checks, one per rail pair judged:
+	// the port counters around its measurements stayed clean (issue 29).
+	// Apart from Checks so that a caller counting one check per rail and
+	// op keeps doing so; the runner reports both.
+	LinkChecks  []reports.Check
 	ClientRails []bw.Rail // nil when the client's output could not be read
 	ServerRails []bw.Rail
 	// What each side's pod saw of the node's RDMA devices and netns mode;
@@ -173,9 +178,9 @@ func Bandwidth(in BWInput) BWResult {
 		}
 	}
 	for _, p := range pairs {
+		rr, ok := got[pairKey(p.local, p.peer)]
 		for _, op := range in.Ops {
 			c := in.check(op, railLabel(p.local, p.peer))
-			rr, ok := got[pairKey(p.local, p.peer)]
 			switch {
 			case in.Device != "" && (p.local.Device != in.Device || (p.peer != nil && p.peer.Device != in.Device)):
 				setOutcome(&c, reports.Error, fmt.Sprintf("the run named --device %s but the probe measured %s: not what was asked, so not judged "+
@@ -187,6 +192,7 @@ func Bandwidth(in BWInput) BWResult {
 			}
 			res.Checks = append(res.Checks, c)
 		}
+		res.LinkChecks = append(res.LinkChecks, in.linkCheck(railLabel(p.local, p.peer), rr, ok))
 	}
 	if in.Device != "" && !slices.ContainsFunc(pairs, func(p railPair) bool { return p.local.Device == in.Device }) {
 		msg, fix := fmt.Sprintf("device %s was named (--device) but the client's output holds no result for it; the pod saw %s",
@@ -527,6 +533,11 @@ func (in BWInput) judgeRail(c *reports.Check, op string, rr bw.RailResult, other
 			srvErr = e
 		}
 	}
+	// The port's own counters must back the bytes each size claims.
+	shorts, bytesNote := in.confirmBytes(op, run, rr)
+	if bytesNote != "" {
+		c.Evidence = append(c.Evidence, bytesNote)
+	}
 	// This op's own error on the rail; another op's is only named.
 	own, other := opError(rr, op)
 	if other != nil {
@@ -548,6 +559,8 @@ func (in BWInput) judgeRail(c *reports.Check, op string, rr bw.RailResult, other
 	case len(faults) > 0:
 		setOutcome(c, reports.Error, "figures that cannot be true: "+strings.Join(faults, "; ")+
 			" (a figure is judged only when the facts printed beside it agree with it)", FixImpossible)
+	case len(shorts) > 0:
+		setOutcome(c, reports.Error, "the port's own counters do not back the measurement: "+strings.Join(shorts, "; "), FixCountersShort)
 	case srvErr != nil:
 		// The client measured, yet the server recorded an error of its own
 		// for this very pair: not a pass until someone looks.

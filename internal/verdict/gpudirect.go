@@ -80,6 +80,11 @@ func GPUDirect(in BWInput) BWResult {
 	}
 	res := Bandwidth(in)
 	rename(res.Checks)
+	for i := range res.LinkChecks {
+		c := &res.LinkChecks[i]
+		c.ID = GPUDirectPrefix + strings.TrimPrefix(c.ID, "bandwidth/")
+		c.Title = strings.Replace(c.Title, "the bandwidth rails'", "the GPUDirect rails'", 1)
+	}
 	cliRails, srvRails := map[string]bw.RailResult{}, map[string]bw.RailResult{}
 	if cErr == nil {
 		for _, rr := range cli.Rails {

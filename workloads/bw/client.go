@@ -21,8 +21,11 @@ type ClientConfig struct {
 	Open   Factory
 	Clock  Clock
 	Params Params // every session's parameters; Op is set per session from Ops
-	Ops    []Op
-	Mode   string // RailsSame (default) or RailsCross
+	// Counters reads a rail's port counters around each size; nil reads
+	// none (the results then say so).
+	Counters CounterReader
+	Ops      []Op
+	Mode     string // RailsSame (default) or RailsCross
 	// Parallel measures rails at the same time (ops stay sequential per
 	// rail pair); in cross mode in rounds where no rail is used twice.
 	Parallel bool
@@ -348,10 +351,15 @@ func session(ctx context.Context, cfg ClientConfig, local, peer Rail, p Params) 
 		if _, err := c.recv("ready", 60*time.Second); err != nil {
 			return rep, fmt.Errorf("size %d: %w", size, err)
 		}
+		br := openBracket(cfg.Counters, local)
 		f, err := Measure(res, p, size, cfg.Clock)
+		counters, countersErr := br.close()
 		if err != nil {
 			err = fmt.Errorf("size %d: %w", size, err)
 			c.sendErr(err, message{})
+			rep.FailedSize = size
+			rep.FailedCounters = &SizeCounters{Local: counters, LocalErr: countersErr,
+				PeerErr: "the measurement failed before the server sent its port counters"}
 			return rep, err
 		}
 		if err := c.send(message{Type: "done", Result: &f}); err != nil {
@@ -361,7 +369,11 @@ func session(ctx context.Context, cfg ClientConfig, local, peer Rail, p Params) 
 		if err != nil {
 			return rep, fmt.Errorf("size %d: %w", size, err)
 		}
-		sr := SizeResult{Local: f, Remote: done.Result, Total: f}
+		sc := &SizeCounters{Local: counters, LocalErr: countersErr, Peer: done.Counters, PeerErr: done.CountersErr}
+		if sc.Peer == nil && sc.PeerErr == "" {
+			sc.PeerErr = "the server sent no port counters (a probe older than this client)"
+		}
+		sr := SizeResult{Local: f, Remote: done.Result, Total: f, Counters: sc}
 		if done.Result != nil {
 			sr.Total = f.Add(*done.Result)
 		}

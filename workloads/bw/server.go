@@ -18,6 +18,9 @@ type ServerConfig struct {
 	Rails []Rail  // the rails it offers, in pairing order (all of Found, or the one selected)
 	Open  Factory // opens resources on one of Rails
 	Clock Clock
+	// Counters reads a rail's port counters around each size (sent to the
+	// client with done); nil reads none.
+	Counters CounterReader
 	// Timeout: the server gives up when no client is connected for this
 	// long (none at all, or none since the last session without a finish).
 	Timeout time.Duration
@@ -357,6 +360,7 @@ func (s *server) session(c *conn, hello message) {
 			fail(err)
 			return
 		}
+		br := openBracket(s.cfg.Counters, rail)
 		if err := c.send(message{Type: "ready"}); err != nil {
 			fail(err)
 			return
@@ -401,11 +405,12 @@ func (s *server) session(c *conn, hello message) {
 			fail(fmt.Errorf("size %d: %w", m.Size, err))
 			return
 		}
-		if err := c.send(message{Type: "done", Result: local}); err != nil {
+		counters, countersErr := br.close()
+		if err := c.send(message{Type: "done", Result: local, Counters: counters, CountersErr: countersErr}); err != nil {
 			fail(err)
 			return
 		}
-		sr := SizeResult{Remote: done.Result}
+		sr := SizeResult{Remote: done.Result, Counters: &SizeCounters{Local: counters, LocalErr: countersErr}}
 		if local != nil {
 			sr.Local = *local
 		}

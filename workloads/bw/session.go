@@ -9,6 +9,7 @@ import (
 	"net"
 	"time"
 
+	"github.com/rdmasuite/rdmasuite/workloads/portcounters"
 	"github.com/rdmasuite/rdmasuite/workloads/probeout"
 )
 
@@ -62,6 +63,9 @@ type SizeResult struct {
 	Local  Figures  `json:"local"`
 	Remote *Figures `json:"remote,omitempty"` // the peer's direction (bidirectional)
 	Total  Figures  `json:"total"`            // local + remote, as perftest prints
+	// Counters are the port counters around this size's measurement, both
+	// sides (absent from older probes' output: not read, never clean).
+	Counters *SizeCounters `json:"counters,omitempty"`
 }
 
 // Report is one op's outcome on one side, on one rail pair. Results holds
@@ -78,6 +82,11 @@ type Report struct {
 	// Error is this op's own failure (the rail's Error joins every op's):
 	// one op's error is not another's result. Absent from older probes.
 	Error *probeout.Error `json:"error,omitempty"`
+	// FailedSize and FailedCounters are the size whose measurement failed
+	// and this side's port counters around it: what the port saw while
+	// the op broke (retransmissions, sequence errors). Client side only.
+	FailedSize     int           `json:"failedSize,omitempty"`
+	FailedCounters *SizeCounters `json:"failedCounters,omitempty"`
 }
 
 // message is one line of the out-of-band protocol. A connection's first
@@ -106,6 +115,10 @@ type message struct {
 	Rails      []Rail        `json:"rails,omitempty"`      // rails reply; finish: the client's rails
 	Requested  *Requested    `json:"requested,omitempty"`
 	Unpaired   []int         `json:"unpaired,omitempty"`
+	// done (server → client): the server rail's port counters around the
+	// size, or why there are none.
+	Counters    *portcounters.Deltas `json:"counters,omitempty"`
+	CountersErr string               `json:"countersErr,omitempty"`
 }
 
 type conn struct {

@@ -60,6 +60,7 @@ type fakeSide struct {
 	fail      func(r Rail, p Params) error
 	failAfter map[string]int
 	failOp    Op // when set, failAfter applies to this op's sessions only
+	counters  CounterReader
 }
 
 func (s *fakeSide) open(r Rail, p Params) (Resources, error) {
@@ -123,7 +124,7 @@ func runBoth(t *testing.T, srvRails []Rail, srv *fakeSide, cli ClientConfig, cli
 	srvDone := make(chan sideOut, 1)
 	go func() {
 		out, perr := Serve(context.Background(), ln, ServerConfig{Found: srvRails, Rails: srvRails, Open: srv.open,
-			Clock: fakeClock(time.Microsecond), Timeout: 3 * time.Second})
+			Clock: fakeClock(time.Microsecond), Timeout: 3 * time.Second, Counters: srv.counters})
 		srvDone <- sideOut{out, perr}
 	}()
 	cli.Addr, cli.Open, cli.Clock, cli.Timeout = ln.Addr().String(), cliSide.open, fakeClock(time.Microsecond), 5*time.Second
@@ -602,7 +603,7 @@ func TestRailsAskedAgainAfterAnUnansweredDrop(t *testing.T) {
 	srvDone := make(chan *probeout.Error, 1)
 	go func() {
 		_, perr := Serve(context.Background(), dl, ServerConfig{Found: testRails("s0"), Rails: testRails("s0"), Open: srv.open,
-			Clock: fakeClock(time.Microsecond), Timeout: 3 * time.Second})
+			Clock: fakeClock(time.Microsecond), Timeout: 3 * time.Second, Counters: srv.counters})
 		srvDone <- perr
 	}()
 	var logged []string

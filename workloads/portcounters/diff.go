@@ -73,6 +73,9 @@ type Deltas struct {
 	// Problem is set when the snapshots cannot be compared at all (other
 	// port, after taken before before); then no delta is trustworthy.
 	Problem string `json:"problem,omitempty"`
+	// Unchanged counts the counters Compact dropped because they were
+	// read on both sides and did not move.
+	Unchanged int `json:"unchanged,omitempty"`
 }
 
 // GroupErr is a counter directory that exists but could not be listed on

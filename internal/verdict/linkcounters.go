@@ -1,0 +1,248 @@
+package verdict
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/rdmasuite/rdmasuite/reports"
+	"github.com/rdmasuite/rdmasuite/workloads/bw"
+	"github.com/rdmasuite/rdmasuite/workloads/portcounters"
+)
+
+// Issue 29: the port counters each side read around every (op, size).
+// Two judgements come from them: the link stayed clean while it carried
+// the pair's traffic (one check per rail pair, <prefix>link), and the
+// port's own data or packet counter backs the bytes each measurement
+// claims (part of the op's check: a claim the port does not back is an
+// error, the traffic went elsewhere).
+
+// byteTolerance is the fraction below a claim a port counter may read and
+// still confirm it: port_*_data count 4-octet words, and hw_counters are
+// cached for their lifespan. Headers, ACKs and retransmissions only make a
+// counter larger than the payload, so no more is needed.
+const byteTolerance = 0.01
+
+// Fixes named by the link check and the byte confirmation.
+const (
+	FixDirtyLink = "the link dropped, corrupted or re-sent packets while it carried the test: look at the side whose " +
+		"receive, sequence or physical counters rose (perfquery -x, or ethtool -S on RoCE, on that node), reseat or " +
+		"replace its cable or transceiver, check the switch port's error counters; on RoCE also PFC/ECN (pause and CNP " +
+		"counters) and the MTU on the path"
+	FixCountersShort = "the port the check judged did not carry the bytes the measurement claims: the traffic went " +
+		"another way (another rail, a loopback through memory, the wrong device): check the pod's devices and GIDs " +
+		"(rdmaprobe devices), the routing of the rail's subnet and the NIC-to-netdev mapping"
+)
+
+// counterSide is one side's deltas around one measurement.
+type counterSide struct {
+	who    string // client or server
+	node   string
+	port   string
+	during string // "write 64KiB"
+	d      *portcounters.Deltas
+	why    string // why d is nil
+}
+
+// sides lists both sides' deltas of one size; a result without counters
+// (an older probe) names that instead of looking clean.
+func (in BWInput) counterSides(rr bw.RailResult, during string, sc *bw.SizeCounters) []counterSide {
+	cli := counterSide{who: "client", node: in.Client.Node, port: rr.Local.Name(), during: during}
+	srv := counterSide{who: "server", node: in.Server.Node, during: during}
+	if rr.Peer != nil {
+		srv.port = rr.Peer.Name()
+	}
+	if sc == nil {
+		cli.why = "the probe reported no port counters (a probe older than this suite: run the rdmaprobe image of this version)"
+		srv.why = cli.why
+		return []counterSide{cli, srv}
+	}
+	cli.d, cli.why = sc.Local, sc.LocalErr
+	srv.d, srv.why = sc.Peer, sc.PeerErr
+	for _, s := range []*counterSide{&cli, &srv} {
+		if s.d == nil && s.why == "" {
+			s.why = "no port counters and no reason given"
+		}
+	}
+	return []counterSide{cli, srv}
+}
+
+func (s counterSide) where() string { return fmt.Sprintf("%s %s on %s", s.who, s.port, s.node) }
+
+// claims are what one size of op moved across each side's port: the
+// payload in each direction (latency ping-pongs move it both ways, and so
+// does a bidirectional run).
+func claims(op string, p bw.Params, sr bw.SizeResult, mtu int) (client, server []portcounters.Claim) {
+	n := uint64(sr.Local.Iterations)
+	size := uint64(max(sr.Local.Bytes, 0))
+	packetsPer := uint64(1)
+	if mtu > 0 && size > uint64(mtu) {
+		packetsPer = (size + uint64(mtu) - 1) / uint64(mtu)
+	}
+	claim := func(d portcounters.Direction, msgs uint64) portcounters.Claim {
+		return portcounters.Claim{Direction: d, Bytes: msgs * size, Packets: msgs * packetsPer, MTU: mtu}
+	}
+	tx, rx := portcounters.Transmit, portcounters.Receive
+	pingPong := p.Latency && bw.Op(op).PingPongs()
+	switch {
+	case pingPong:
+		client = []portcounters.Claim{claim(tx, n), claim(rx, n)}
+		server = []portcounters.Claim{claim(rx, n), claim(tx, n)}
+	case op == string(bw.OpRead):
+		client, server = []portcounters.Claim{claim(rx, n)}, []portcounters.Claim{claim(tx, n)}
+	default:
+		client, server = []portcounters.Claim{claim(tx, n)}, []portcounters.Claim{claim(rx, n)}
+	}
+	if sr.Remote != nil && sr.Remote.Iterations > 0 && !pingPong {
+		m := uint64(sr.Remote.Iterations)
+		client = append(client, claim(rx, m))
+		server = append(server, claim(tx, m))
+	}
+	return client, server
+}
+
+// confirmBytes asks each side's port whether it carried what every size of
+// the run claims. shorts are the claims a port did not back (the op's
+// check is an error then); note says, once, what confirmed the bytes or
+// why they could not be.
+func (in BWInput) confirmBytes(op string, run *bw.Report, rr bw.RailResult) (shorts []string, note string) {
+	if run == nil || len(run.Results) == 0 {
+		return nil, ""
+	}
+	if rr.Peer != nil && in.Client.Node == in.Server.Node && rr.Peer.Name() == rr.Local.Name() {
+		return nil, fmt.Sprintf("bytes not confirmed by port counters: client and server share port %s on %s, where the traffic "+
+			"can turn inside the device without crossing the port", rr.Local.Name(), in.Client.Node)
+	}
+	confirmedBy := map[string]bool{}
+	var unconfirmable []string
+	for _, sr := range run.Results {
+		during := op + " " + SizeName(sr.Local.Bytes)
+		cc, sc := claims(op, run.Params, sr, run.Device.MTU)
+		for _, s := range in.counterSides(rr, during, sr.Counters) {
+			want := cc
+			if s.who == "server" {
+				want = sc
+			}
+			if s.d == nil {
+				unconfirmable = append(unconfirmable, s.where()+": "+s.why)
+				continue
+			}
+			for _, cl := range want {
+				c := portcounters.ConfirmBytes(*s.d, cl, byteTolerance)
+				switch c.Verdict {
+				case portcounters.Confirmed:
+					confirmedBy[s.who+" "+c.Counter] = true
+				case portcounters.Short:
+					shorts = append(shorts, fmt.Sprintf("%s during %s (%s): %s", s.where(), during, cl.Direction, c.Reason))
+				default:
+					unconfirmable = append(unconfirmable, fmt.Sprintf("%s (%s): %s", s.where(), cl.Direction, c.Reason))
+				}
+			}
+		}
+	}
+	if len(confirmedBy) > 0 {
+		note = "port counters confirm the bytes of every measured size (" + strings.Join(slices.Sorted(maps.Keys(confirmedBy)), ", ") + ")"
+	}
+	if len(unconfirmable) > 0 {
+		slices.Sort(unconfirmable)
+		unconfirmable = slices.Compact(unconfirmable)
+		if note != "" {
+			note += "; "
+		}
+		note += "bytes not confirmed by port counters: " + strings.Join(unconfirmable, "; ")
+	}
+	return shorts, note
+}
+
+// linkCheck judges the counters of every measurement the client printed
+// for one rail pair (the sizes it completed and the one that failed, if
+// any), on both sides, against the SKU's allowances (the counter table's
+// defaults where the SKU sets none).
+func (in BWInput) linkCheck(label string, rr bw.RailResult, ok bool) reports.Check {
+	c := reports.Check{ID: in.prefix() + "link", Title: fmt.Sprintf("the %s rails' port counters stayed clean %s → %s", in.measures().what, in.Client.Node, in.Server.Node),
+		Nodes: []string{in.Client.Node, in.Server.Node}, Variant: in.Variant, Rail: label, Evidence: in.evidence()}
+	allow, allowSrc := in.SKU.CounterAllowances()
+	if allowSrc == "" {
+		allowSrc = "workloads/portcounters/COUNTERS.md defaults (0 for every error counter)"
+	} else {
+		allowSrc = "SKU " + in.SKU.Name + " portCounters: " + allowSrc
+	}
+	var brackets []counterSide
+	if ok {
+		for _, run := range rr.Runs {
+			if !slices.Contains(in.Ops, string(run.Params.Op)) {
+				continue
+			}
+			for _, sr := range run.Results {
+				brackets = append(brackets, in.counterSides(rr, string(run.Params.Op)+" "+SizeName(sr.Local.Bytes), sr.Counters)...)
+			}
+			if run.FailedCounters != nil {
+				// The failed size: only the client's side was read.
+				during := string(run.Params.Op) + " " + SizeName(run.FailedSize) + " (failed)"
+				cs := in.counterSides(rr, during, run.FailedCounters)
+				brackets = append(brackets, cs[0])
+			}
+		}
+	}
+	if len(brackets) == 0 {
+		setOutcome(&c, reports.NotRun, fmt.Sprintf("no measurement on %s completed or failed with its counters read: nothing to bracket "+
+			"(the rail's %s checks say why)", label, in.measures().what), "")
+		return c
+	}
+	var fails, unknowns, records []string
+	over := map[string]int{}
+	portOf := map[string]string{}
+	for _, b := range brackets {
+		key := b.who
+		portOf[key] = b.port
+		if _, seen := over[key]; !seen {
+			over[key] = 0
+		}
+		if b.d == nil {
+			unknowns = append(unknowns, b.where()+": "+b.why)
+			continue
+		}
+		for _, f := range portcounters.Judge(*b.d, allow) {
+			line := fmt.Sprintf("%s during %s: %s", b.where(), b.during, f.Message)
+			switch f.Severity {
+			case portcounters.Fail:
+				over[key]++
+				fails = append(fails, line)
+			case portcounters.Unknown:
+				unknowns = append(unknowns, line)
+			default:
+				records = append(records, line)
+			}
+		}
+	}
+	for _, who := range []string{"client", "server"} {
+		n, seen := over[who]
+		if !seen {
+			continue
+		}
+		node := in.Client.Node
+		if who == "server" {
+			node = in.Server.Node
+		}
+		c.Measured = append(c.Measured, reports.Measurement{Name: who + "_counters_over_allowance", Node: node, Port: portOf[who],
+			Value: float64(n), Unit: "counters", Threshold: &reports.Threshold{Op: "<=", Value: 0, Source: allowSrc}})
+	}
+	records = slices.Compact(records)
+	if len(records) > 0 {
+		c.Evidence = append(c.Evidence, "recorded, not judged: "+strings.Join(records, "; "))
+	}
+	switch {
+	case len(fails) > 0:
+		setOutcome(&c, reports.Fail, fmt.Sprintf("port counters rose above their allowance while %s carried the test (%d): %s",
+			label, len(fails), strings.Join(fails, "; ")), FixDirtyLink)
+	case len(unknowns) > 0:
+		slices.Sort(unknowns)
+		setOutcome(&c, reports.NotRun, "the link's counters could not all be judged: "+strings.Join(slices.Compact(unknowns), "; "), "")
+	default:
+		c.Status = reports.Pass
+		c.Evidence = append(c.Evidence, fmt.Sprintf("port counters read around %d measurement side(s) of %s: no judged counter rose above its allowance (%s)",
+			len(brackets), label, allowSrc))
+	}
+	return c
+}
