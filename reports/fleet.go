@@ -33,6 +33,9 @@ type fleetCell struct {
 	failNote        string // a failing check's diagnosis, when it recorded no value
 	culprit         string // "bad port": the port is a culprit
 	partnerOf       []string
+	// dirtyLink: a <feature>/link check on this port failed (its port
+	// counters rose while it carried the test), with the first diagnosis.
+	dirtyLink string
 }
 
 // fleetState is how a cell is drawn, and its legend entry.
@@ -45,10 +48,11 @@ const (
 	statePartner
 	stateNoFloor
 	stateUnmeasured
+	stateDirtyLink
 	nStates
 )
 
-var stateColor = [nStates]string{ColorAboveFloor, ColorNearFloor, ColorBelowFloor, ColorPartner, ColorNoFloor, ColorUnmeasured}
+var stateColor = [nStates]string{ColorAboveFloor, ColorNearFloor, ColorBelowFloor, ColorPartner, ColorNoFloor, ColorUnmeasured, ColorDirtyLink}
 
 var stateText = [nStates]string{
 	"met the floor (≥ 1.00×): healthy",
@@ -57,6 +61,7 @@ var stateText = [nStates]string{
 	"partner of a bad port (or node): failed only with the culprit, not a failure of its own",
 	"measured, no floor to compare with",
 	"not measured (not run)",
+	"bandwidth met the floor but the link was dirty: its port counters rose while it carried the test (fails)",
 }
 
 // culprits maps the ends a localisation blames to what it blames them for.
@@ -140,17 +145,28 @@ func otherEnd(ends []portEnd, e portEnd) (portEnd, bool) {
 // portCells summarises the bandwidth checks per port.
 func portCells(r Run, ce culpritEnds) map[portEnd]*fleetCell {
 	cells := map[portEnd]*fleetCell{}
+	cellOf := func(e portEnd) *fleetCell {
+		cell := cells[e]
+		if cell == nil {
+			cell = &fleetCell{worst: math.NaN(), ownWorst: math.NaN(), culprit: ce.of(e)}
+			cells[e] = cell
+		}
+		return cell
+	}
 	for _, c := range r.Checks {
+		if IsLinkCheck(c.ID) && c.Status == Fail {
+			for _, e := range checkEnds(c) {
+				if cell := cellOf(e); cell.dirtyLink == "" {
+					cell.dirtyLink = verdictText(c)
+				}
+			}
+		}
 		if !isBandwidthCheck(c.ID) {
 			continue
 		}
 		ends := checkEnds(c)
 		for _, e := range ends {
-			cell := cells[e]
-			if cell == nil {
-				cell = &fleetCell{worst: math.NaN(), ownWorst: math.NaN(), culprit: ce.of(e)}
-				cells[e] = cell
-			}
+			cell := cellOf(e)
 			// A check is the culprit's, not this port's, when the other
 			// end is a culprit and this one is not.
 			explainedBy := ""
@@ -237,6 +253,9 @@ func (cell *fleetCell) state() fleetState {
 		return failing(cell.ownWorst)
 	case len(cell.partnerOf) > 0:
 		return statePartner
+	case cell.dirtyLink != "":
+		// The bandwidth held (or was not judged), the link did not.
+		return stateDirtyLink
 	case cell.ownNotRun || !cell.measured:
 		return stateUnmeasured
 	case math.IsNaN(cell.ownWorst):
@@ -276,6 +295,9 @@ func (cell *fleetCell) title(e portEnd, st fleetState) string {
 	}
 	if cell.failNote != "" && math.IsNaN(cell.worst) {
 		s += "; " + cell.failNote
+	}
+	if cell.dirtyLink != "" {
+		s += "; dirty link: " + cell.dirtyLink
 	}
 	return s
 }

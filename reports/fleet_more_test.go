@@ -186,3 +186,43 @@ func TestSmallRunsStayListed(t *testing.T) {
 		t.Errorf("properties %+v", ps)
 	}
 }
+
+// Issue 29.7: a port whose bandwidth met the floor while its link check
+// failed (its counters rose) is drawn apart from a clean pass and from a
+// slow port, and says why in its title; a link check is never a
+// bandwidth cell of its own (not even gpudirect/link).
+func TestFleetDrawsADirtyLinkApart(t *testing.T) {
+	link := func(id, from, to, rail string, st Status) Check {
+		return Check{ID: id, Nodes: []string{from, to}, Variant: "shared-dev", Rail: rail, Status: st,
+			Diagnosis: "port counters rose above their allowance while " + rail + " carried the test (1): server mlx5_1/1 on n1 during write 1MiB: counters/symbol_error rose by 5 (allowed 0)"}
+	}
+	r := Run{Schema: Schema, RunID: "dirty", Checks: []Check{
+		pairBW("bandwidth/write", "shared-dev", "n2", "n1", "mlx5_0/1→mlx5_0/1", 390, 380, Pass),
+		link("bandwidth/link", "n2", "n1", "mlx5_0/1→mlx5_0/1", Pass),
+		pairBW("bandwidth/write", "shared-dev", "n2", "n1", "mlx5_1/1→mlx5_1/1", 392, 380, Pass),
+		link("bandwidth/link", "n2", "n1", "mlx5_1/1→mlx5_1/1", Fail),
+		link("gpudirect/link", "n2", "n1", "mlx5_0/1→mlx5_0/1", Pass),
+	}}
+	cells := portCells(r, newCulpritEnds(r, Localize(r)))
+	if st := cells[portEnd{"n1", "mlx5_0/1"}].state(); st != stateMet {
+		t.Errorf("clean rail: state %d, want met", st)
+	}
+	for _, n := range []string{"n1", "n2"} {
+		cell := cells[portEnd{n, "mlx5_1/1"}]
+		if st := cell.state(); st != stateDirtyLink {
+			t.Errorf("%s mlx5_1/1: state %d, want dirty link", n, st)
+		}
+		if title := cell.title(portEnd{n, "mlx5_1/1"}, stateDirtyLink); !strings.Contains(title, "dirty link: port counters rose") {
+			t.Errorf("%s title: %s", n, title)
+		}
+		if cell.checks != 1 {
+			t.Errorf("%s mlx5_1/1 counts %d bandwidth checks, want 1 (the link check is not one)", n, cell.checks)
+		}
+	}
+	if stateColor[stateDirtyLink] == stateColor[stateMet] || stateColor[stateDirtyLink] == stateColor[stateBelow] {
+		t.Error("a dirty link must have its own colour")
+	}
+	if isBandwidthCheck("gpudirect/link") || isBandwidthCheck("bandwidth/link/loopback") || !IsLinkCheck("msgrate/link/loopback") {
+		t.Error("link checks misclassified")
+	}
+}

@@ -35,6 +35,10 @@ const (
 	// ColorPartner: a port that failed only with a localised culprit (a
 	// bad port, node or link at the other end): not a failure of its own.
 	ColorPartner = "#80cdc1"
+	// ColorDirtyLink: a port whose bandwidth met the floor while its port
+	// counters rose (a <feature>/link check failed): a fail, drawn apart
+	// from a slow port because the fix is the cable, not the rate.
+	ColorDirtyLink = "#c51b7d"
 	// ColorCulprit: the background of the culprits' banner under the
 	// verdict, first screen of the page.
 	ColorCulprit = "#ffeda0"
@@ -410,7 +414,16 @@ func hasUnit(c Check, unit string) bool {
 }
 
 func isBandwidthCheck(id string) bool {
+	if IsLinkCheck(id) {
+		return false
+	}
 	return strings.HasPrefix(id, "bandwidth/write") || strings.HasPrefix(id, "bandwidth/read") || strings.HasPrefix(id, "gpudirect/")
+}
+
+// IsLinkCheck says whether id is a <feature>/link check (the port counters
+// around a rail pair's measurements stayed clean), loopback or not.
+func IsLinkCheck(id string) bool {
+	return strings.HasSuffix(id, "/link") || strings.Contains(id, "/link/")
 }
 
 // worseCell: the lower ratio to the floor (or value without one) stands

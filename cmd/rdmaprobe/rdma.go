@@ -103,6 +103,7 @@ type bwFlags struct {
 	sweep, bidir, table, gbit bool
 	railParallel              bool
 	portCounters              bool
+	countersRoot              string
 	sessions                  int
 	params                    bw.Params
 	ops                       []bw.Op
@@ -140,6 +141,7 @@ func parseBWFlags(name string, args []string) (*bwFlags, *flag.FlagSet, error) {
 	fs.BoolVar(&f.params.Latency, "latency", false, "measure latency as perftest does instead of bandwidth: write is ib_write_lat's ping-pong (half the round trip), "+
 		"send is ib_send_lat's (SENDs into posted receives, half the round trip), read is ib_read_lat (one READ at a time); one QP, tx depth and cq-mod 1, default size 2 B and 1000 iterations (perftest's)")
 	fs.BoolVar(&f.portCounters, "port-counters", true, "read each rail's port counters (sysfs counters/ and hw_counters/) right before and after every size, on both sides, and report the deltas")
+	fs.StringVar(&f.countersRoot, "counters-root", "", "a host root mounted in the pod (its /sys under ROOT/sys): read a port's counters there when the pod's own sysfs has none (a pod's view of a device in shared RDMA netns mode lacks counters/ and hw_counters/)")
 	fs.BoolVar(&f.table, "table", false, "also print a perftest-like table per rail and op on stderr")
 	fs.BoolVar(&f.gbit, "report-gbits", true, "table in Gb/s (else MB/s)")
 	fs.DurationVar(&f.timeout, "timeout", 2*time.Minute, "client: how long to keep trying to reach the server; server: how long to wait for a client (none yet, or none since the last session without a finish)")
@@ -338,7 +340,11 @@ func runBWOnce(role string, args []string) error {
 	factory, clock := bwverbs.Factory(f.dev), bwverbs.Clock()
 	var counters bw.CounterReader
 	if f.portCounters {
-		counters = func(r bw.Rail) (portcounters.Snapshot, error) { return portcounters.Read("/", r.Device, r.Port) }
+		roots := []string{"/"}
+		if f.countersRoot != "" {
+			roots = append(roots, f.countersRoot)
+		}
+		counters = func(r bw.Rail) (portcounters.Snapshot, error) { return portcounters.ReadFirst(roots, r.Device, r.Port) }
 	}
 	var perr *probeout.Error
 	if role == "server" {

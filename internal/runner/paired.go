@@ -306,7 +306,7 @@ func (r *Runner) runPair(ctx context.Context, v Variant, p pairing.Pair, runs []
 	var names []string
 	for k, run := range runs {
 		m := run.feature.mem
-		sa := append(append([]string{"--port", strconv.Itoa(BWPort), "--timeout", "2m"}, r.DeviceArgs(v)...), m.args()...)
+		sa := append(append([]string{"--port", strconv.Itoa(BWPort), "--timeout", "2m", "--counters-root", hostRootMount}, r.DeviceArgs(v)...), m.args()...)
 		if multi {
 			sa = append(sa, "--run-name", run.feature.name)
 			if k > 0 {
@@ -319,7 +319,7 @@ func (r *Runner) runPair(ctx context.Context, v Variant, p pairing.Pair, runs []
 		run.in.Client = verdict.Side{Node: p.Client, Pod: r.Object(prefix+"-"+v.Name+"-c", p.Client, p.Server, v.Resource)}
 		run.in.Server.Command = "rdmaprobe bw server " + strings.Join(sa, " ")
 	}
-	srvSpec := mem.spec(r.Spec(v, runs[0].in.Server.Pod, p.Server, srvArgs, v.NeedsCaps))
+	srvSpec := mem.spec(withHostSysfs(r.Spec(v, runs[0].in.Server.Pod, p.Server, srvArgs, v.NeedsCaps)))
 	all := func(set func(in *verdict.BWInput)) {
 		for _, run := range runs {
 			set(run.in)
@@ -349,7 +349,7 @@ func (r *Runner) runPair(ctx context.Context, v Variant, p pairing.Pair, runs []
 		run.in.Client.Command = "rdmaprobe bw client " + strings.Join(ca, " ")
 		budget += r.clientBudget(run.in.SKU, len(run.in.Ops)) - r.Cfg.PodTimeout
 	}
-	cres, cerr := podrun.Run(ctx, r.Kube, mem.spec(r.Spec(v, runs[0].in.Client.Pod, p.Client, cliArgs, v.NeedsCaps)), budget)
+	cres, cerr := podrun.Run(ctx, r.Kube, mem.spec(withHostSysfs(r.Spec(v, runs[0].in.Client.Pod, p.Client, cliArgs, v.NeedsCaps))), budget)
 	r.AddPhase(PhasePodStart, cres.StartLatency)
 	r.AddPhase(PhaseCollection, cres.Collect)
 	// A client that measured sent the server its finish: the server ends
@@ -601,4 +601,18 @@ func (r *Runner) pairEstimate(sch pairedSchedule, sp sharedPair) (time.Duration,
 		d += time.Duration(rails*len(f.ops)) * (time.Duration(len(f.sizes))*per + time.Second)
 	}
 	return d, rails
+}
+
+// hostRootMount is where a paired pod sees the node's /sys (as
+// hostRootMount/sys, read-only): the probe reads its rails' port counters
+// there when the pod's own sysfs has none, as in shared RDMA netns mode,
+// where a pod's view of a device lacks counters/ and hw_counters/ (issue 29).
+const hostRootMount = "/host"
+
+func withHostSysfs(s podrun.Spec) podrun.Spec {
+	if s.HostMounts == nil {
+		s.HostMounts = map[string]string{}
+	}
+	s.HostMounts["/sys"] = hostRootMount + "/sys"
+	return s
 }

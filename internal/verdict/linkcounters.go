@@ -203,6 +203,21 @@ func (in BWInput) linkCheck(label string, rr bw.RailResult, ok bool) reports.Che
 			unknowns = append(unknowns, b.where()+": "+b.why)
 			continue
 		}
+		if b.d.Problem == "" && b.d.JudgedWatched() == 0 {
+			// A port read with nothing on it that could fail the link
+			// (both groups absent: a pod's compat device in shared netns
+			// mode without the host's /sys) is not a clean link.
+			what := "no counter the table judges was read"
+			if len(b.d.Absent) > 0 {
+				var gs []string
+				for _, g := range b.d.Absent {
+					gs = append(gs, string(g)+"/")
+				}
+				what += " (absent: " + strings.Join(gs, ", ") + ")"
+			}
+			unknowns = append(unknowns, b.where()+": "+what)
+			continue
+		}
 		for _, f := range portcounters.Judge(*b.d, allow) {
 			line := fmt.Sprintf("%s during %s: %s", b.where(), b.during, f.Message)
 			switch f.Severity {

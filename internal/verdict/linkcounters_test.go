@@ -16,7 +16,7 @@ import (
 // judged counters that rose.
 func deltas(dev string, dataWords uint64, errs map[string]uint64) *portcounters.Deltas {
 	t0 := time.Unix(1700000000, 0)
-	d := &portcounters.Deltas{Device: dev, Port: 1, Driver: "mlx5", Before: t0, After: t0.Add(2 * time.Second), Unchanged: 20}
+	d := &portcounters.Deltas{Device: dev, Port: 1, Driver: "mlx5", Before: t0, After: t0.Add(2 * time.Second), Unchanged: 20, UnchangedJudged: 8}
 	add := func(g portcounters.Group, name string, v uint64) {
 		d.Items = append(d.Items, portcounters.Delta{Group: g, Name: name, Before: 1000, After: 1000 + v, Delta: v, Status: portcounters.OK})
 	}
@@ -173,6 +173,11 @@ func TestLinkCounterUnknownsAndFailedSize(t *testing.T) {
 				Status: portcounters.Backwards, Detail: "reset or wrapped"})
 		case 1:
 			sc.Peer, sc.PeerErr = nil, "port counters of mlx5_1/1 not read after the measurement: permission denied"
+		case 2:
+			// What a pod in shared netns mode reads without the host's
+			// /sys: the port, but neither counter group.
+			sc.Local = &portcounters.Deltas{Device: "mlx5_2", Port: 1, Items: []portcounters.Delta{},
+				Absent: []portcounters.Group{portcounters.Counters, portcounters.HWCounters}}
 		}
 	}))
 	res := Bandwidth(bwInput(t, ops, sizes, cli, srv))
@@ -182,6 +187,10 @@ func TestLinkCounterUnknownsAndFailedSize(t *testing.T) {
 	}
 	if c := links["mlx5_1/1"]; c.Status != reports.NotRun || !strings.Contains(c.Reason, "permission denied") {
 		t.Errorf("unread side: %s %q", c.Status, c.Reason)
+	}
+	if c := links["mlx5_2/1"]; c.Status != reports.NotRun ||
+		!strings.Contains(c.Reason, "client mlx5_2/1 on node-2: no counter the table judges was read (absent: counters/, hw_counters/)") {
+		t.Errorf("nothing watched: %s %q", c.Status, c.Reason)
 	}
 
 	cli, srv = pairOut(t, ops, sizes, 1, 195, func(c, s *bw.ProbeOutput) {

@@ -18,6 +18,9 @@ func (d Deltas) Compact() Deltas {
 	for _, x := range d.Items {
 		if x.Status == OK && x.Delta == 0 && !confirmCounter(x.Group, x.Name) {
 			out.Unchanged++
+			if e, ok := Lookup(x.Group, x.Name, d.Driver); ok && e.Policy == Judged {
+				out.UnchangedJudged++
+			}
 			continue
 		}
 		out.Items = append(out.Items, x)

@@ -1,6 +1,7 @@
 package portcounters
 
 import (
+	"os"
 	"reflect"
 	"testing"
 	"time"
@@ -38,5 +39,40 @@ func TestCompactKeepsWhatMovedWhatIsUnknownAndTheConfirmCounters(t *testing.T) {
 	// Compacting twice drops nothing more and keeps the count.
 	if cc := c.Compact(); cc.Unchanged != 2 || len(cc.Items) != len(c.Items) {
 		t.Errorf("Compact twice: %d items, %d unchanged", len(cc.Items), cc.Unchanged)
+	}
+}
+
+// A pod's compat view of a device (shared RDMA netns mode) has the port
+// but no counter group: ReadFirst falls back to the host's /sys mounted in
+// the pod, and says which root it read; with no root showing a group the
+// pod's own read stands, absent groups named.
+func TestReadFirstFallsBackToTheHostRoot(t *testing.T) {
+	pod := t.TempDir()
+	if err := os.MkdirAll(PortDir(pod, "rxe0", 1), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	host := "testdata/rxe"
+	s, err := ReadFirst([]string{pod, host}, "rxe0", 1)
+	if err != nil || s.Root != host || len(s.Counters) == 0 {
+		t.Fatalf("fallback: root %q, %d counters, err %v", s.Root, len(s.Counters), err)
+	}
+	s, err = ReadFirst([]string{host, pod}, "rxe0", 1)
+	if err != nil || s.Root != host {
+		t.Fatalf("own sysfs first: root %q, err %v", s.Root, err)
+	}
+	s, err = ReadFirst([]string{pod, t.TempDir()}, "rxe0", 1)
+	if err != nil || s.Root != pod || len(s.Absent) != 2 {
+		t.Fatalf("no root with counters: root %q absent %v err %v", s.Root, s.Absent, err)
+	}
+	d := Diff(s, s)
+	if d.JudgedWatched() != 0 {
+		t.Errorf("nothing read, yet %d judged counters watched", d.JudgedWatched())
+	}
+	h, _ := ReadFirst([]string{host}, "rxe0", 1)
+	if Diff(s, h).Problem == "" {
+		t.Error("snapshots under different roots compared")
+	}
+	if n := Diff(h, h).Compact().JudgedWatched(); n == 0 {
+		t.Error("the rxe fixture's judged counters were not counted as watched")
 	}
 }

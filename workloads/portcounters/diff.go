@@ -74,8 +74,25 @@ type Deltas struct {
 	// port, after taken before before); then no delta is trustworthy.
 	Problem string `json:"problem,omitempty"`
 	// Unchanged counts the counters Compact dropped because they were
-	// read on both sides and did not move.
-	Unchanged int `json:"unchanged,omitempty"`
+	// read on both sides and did not move; UnchangedJudged those of them
+	// the counter table judges (so a reader knows the link was watched).
+	Unchanged       int `json:"unchanged,omitempty"`
+	UnchangedJudged int `json:"unchangedJudged,omitempty"`
+	// Root is the sysfs root both reads were made under (Snapshot.Root).
+	Root string `json:"root,omitempty"`
+}
+
+// JudgedWatched counts the counters of d that the table judges for its
+// driver and whose delta is known: 0 means nothing on the port that could
+// fail the link was watched, so a clean result would say nothing.
+func (d Deltas) JudgedWatched() int {
+	n := d.UnchangedJudged
+	for _, x := range d.Items {
+		if e, ok := Lookup(x.Group, x.Name, d.Driver); ok && e.Policy == Judged && x.Status == OK {
+			n++
+		}
+	}
+	return n
 }
 
 // GroupErr is a counter directory that exists but could not be listed on
@@ -122,7 +139,10 @@ func Diff(before, after Snapshot) Deltas {
 			before.Device, before.Port, after.Device, after.Port)
 	case after.Time.Before(before.Time):
 		d.Problem = "the after snapshot was read before the before snapshot"
+	case before.Root != after.Root:
+		d.Problem = fmt.Sprintf("snapshots read under different sysfs roots: %q before, %q after", before.Root, after.Root)
 	}
+	d.Root = after.Root
 	ext := extended(before) || extended(after)
 
 	b := index(before)

@@ -70,6 +70,35 @@ type Snapshot struct {
 	// so an after-read should come at least this long after the traffic.
 	// 0 when the file is absent or unreadable.
 	Lifespan time.Duration `json:"lifespan,omitempty"`
+	// Root is the root the port was read under ("/": the reader's own
+	// sysfs; ReadFirst may fall back to a mounted host root).
+	Root string `json:"root,omitempty"`
+}
+
+// ReadFirst reads the port under each root in turn and returns the first
+// read that shows a counter group. Why: a pod in its own network namespace
+// (the RDMA subsystem in shared netns mode) sees each device as a compat
+// device, whose ports carry neither counters/ nor hw_counters/ (the kernel
+// creates them for the full device in the initial namespace only,
+// drivers/infiniband/core/sysfs.c); the host's /sys, mounted read-only into
+// the pod, has them under the same device name. In exclusive mode the
+// device moved into the pod is the full device, so the pod's own sysfs
+// comes first. With no root showing a group, the first root's read (or
+// error) stands, and says what was absent.
+func ReadFirst(roots []string, device string, port int) (Snapshot, error) {
+	var first Snapshot
+	var firstErr error
+	for i, root := range roots {
+		s, err := Read(root, device, port)
+		s.Root = root
+		if err == nil && !(hasGroup(s.Absent, Counters) && hasGroup(s.Absent, HWCounters)) {
+			return s, nil
+		}
+		if i == 0 {
+			first, firstErr = s, err
+		}
+	}
+	return first, firstErr
 }
 
 // Get returns the counter group/name of the snapshot.
