@@ -61,8 +61,12 @@ func TestGPUDirectNodesAndPods(t *testing.T) {
 	}
 	for _, p := range pods {
 		c := p.Spec.Containers[0]
-		if !strings.HasPrefix(p.Name, "gd-shared-dev-s-") || !strings.Contains(strings.Join(c.Args, " "), "bw server --port 18515 --timeout 2m --mem cuda:auto") {
+		if !strings.HasPrefix(p.Name, "gd-shared-dev-s-") || !strings.Contains(strings.Join(c.Args, " "), "bw server --port 18515 --timeout 2m --counters-root /host --mem cuda:auto") {
 			t.Errorf("server pod %s: %v", p.Name, c.Args)
+		}
+		// The node's /sys, read-only, for the port counters (issue 29).
+		if vm := c.VolumeMounts; len(vm) != 1 || vm[0].MountPath != "/host/sys" || !vm[0].ReadOnly || p.Spec.Volumes[0].HostPath.Path != "/sys" {
+			t.Errorf("pod %s mounts %+v", p.Name, vm)
 		}
 		if g := c.Resources.Limits[GPUResource]; g.Value() != 1 {
 			t.Errorf("pod %s requests %v nvidia.com/gpu", p.Name, g)
