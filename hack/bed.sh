@@ -465,6 +465,8 @@ do_guests() {
 do_down() {
   [[ -d $BED_DIR ]] || { log "no bed at $BED_DIR"; return 0; }
   local f name d g
+  # A lossy rail staged on the host bridges (hack/guestnode/lossy.sh).
+  ! command -v nft >/dev/null || nft delete table bridge rdmasuite_lossy 2>/dev/null || true
   # Guest nodes first, while the apiserver still answers.
   for g in "$BED_DIR"/guestnodes/*/; do
     [[ -d $g ]] || continue
@@ -584,6 +586,7 @@ do_leftovers() {
   ls /sys/class/net | grep -qE '^rs(br|gl|gt)' && left+="bridges/taps: $(ls /sys/class/net | grep -E '^rs(br|gl|gt)' | tr '\n' ' ')\n"
   ls -d /sys/fs/cgroup/*/$CGROUP_PARENT >/dev/null 2>&1 && left+="cgroups: $(ls -d /sys/fs/cgroup/*/$CGROUP_PARENT | head -3 | tr '\n' ' ')\n"
   iptables -S 2>/dev/null | grep -qE '^-N (CNI-|KUBE-)' && left+="iptables chains\n"
+  command -v nft >/dev/null && nft list table bridge rdmasuite_lossy >/dev/null 2>&1 && left+="nftables table bridge rdmasuite_lossy\n"
   pgrep -f 'rdmasuite-guestnode-' >/dev/null && left+="guest nodes: $(pgrep -af rdmasuite-guestnode- | head -3)\n"
   [[ -d $BED_DIR/guestnodes ]] && left+="$BED_DIR/guestnodes\n"
   iptables -t nat -S 2>/dev/null | grep -qE '^-N (CNI-|KUBE-)' && left+="iptables nat chains\n"

@@ -9,6 +9,9 @@ pkgs=(
   # Bed 2/3: Soft-RoCE in a qemu guest; the guest gets its kernel, busybox and
   # rdma-core user space unpacked from these packages (dpkg -x, nothing runs on the host).
   qemu-system-x86 busybox-static cpio
+  # A lossy guest rail: drops on the host bridge (hack/guestnode/lossy.sh;
+  # the host kernel may have no netem).
+  nftables
   # The guest nodes' OCI runtime (hack/guestnode/up.sh says why not runc).
   crun
   libibverbs-dev ibverbs-providers rdma-core ibverbs-utils perftest

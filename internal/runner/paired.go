@@ -388,7 +388,8 @@ func (r *Runner) clientRunArgs(v Variant, run pairRun) []string {
 	m := run.feature.mem
 	a := append(append([]string{"--port", strconv.Itoa(BWPort), "--op", strings.Join(run.in.Ops, ","),
 		"--size", sizesArg(run.in.Sizes)}, r.DeviceArgs(v)...), m.args()...)
-	a = append(a, "--rails", r.Cfg.RailMode, "--timeout", "1m", "--qp-timeout", strconv.Itoa(bw.EffectiveQPTimeout(r.Cfg.QPTimeout)))
+	a = append(a, "--rails", r.Cfg.RailMode, "--timeout", "1m", "--qp-timeout", strconv.Itoa(bw.EffectiveQPTimeout(r.Cfg.QPTimeout)),
+		"--counters-root", hostRootMount)
 	if r.Cfg.RailParallel {
 		a = append(a, "--rail-parallel")
 	}

@@ -97,3 +97,16 @@ func TestKeepWhy(t *testing.T) {
 		t.Errorf("why file not cut or written without a path:\n%s", got)
 	}
 }
+
+func TestStatusAlternatives(t *testing.T) {
+	for _, tc := range []struct {
+		want string
+		got  reports.Status
+		ok   bool
+	}{{"pass", reports.Pass, true}, {"pass", reports.Fail, false}, {"pass|fail", reports.Fail, true},
+		{"pass|fail", reports.Error, false}, {"fail|error", reports.Error, true}} {
+		if statusMatches(tc.want, tc.got) != tc.ok {
+			t.Errorf("statusMatches(%q, %q) != %v", tc.want, tc.got, tc.ok)
+		}
+	}
+}
