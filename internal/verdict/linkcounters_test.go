@@ -214,3 +214,29 @@ func TestLinkCounterUnknownsAndFailedSize(t *testing.T) {
 type errorString string
 
 func (e errorString) Error() string { return string(e) }
+
+// Congestion counters that move on every size are recorded, not judged,
+// and a rail pair keeps a bounded number of those lines (a busy RoCE fleet
+// would otherwise carry them for every size and side).
+func TestRecordedCountersAreBounded(t *testing.T) {
+	ops, sizes := []string{"write", "read"}, []int{k64, m1}
+	cli, srv := pairOut(t, ops, sizes, 1, 195, withCounters(func(rail int, op bw.Op, sc *bw.SizeCounters) {
+		for _, d := range []*portcounters.Deltas{sc.Local, sc.Peer} {
+			d.Items = append(d.Items, portcounters.Delta{Group: portcounters.HWCounters, Name: "np_cnp_sent", Delta: 3, After: 3, Status: portcounters.OK},
+				portcounters.Delta{Group: portcounters.HWCounters, Name: "rp_cnp_handled", Delta: 4, After: 4, Status: portcounters.OK})
+		}
+	}))
+	c := Bandwidth(bwInput(t, ops, sizes, cli, srv)).LinkChecks[0]
+	if c.Status != reports.Pass {
+		t.Fatalf("congestion alone is not judged: %s %q", c.Status, c.Diagnosis)
+	}
+	var rec string
+	for _, e := range c.Evidence {
+		if strings.HasPrefix(e, "recorded, not judged: ") {
+			rec = e
+		}
+	}
+	if n := strings.Count(rec, "rose by"); n != maxRecorded || !strings.HasSuffix(rec, "… and 10 more") {
+		t.Errorf("%d recorded lines kept (want %d and the rest counted): %s", n, maxRecorded, rec)
+	}
+}
