@@ -195,14 +195,10 @@ func (in BWInput) linkCheck(label string, rr bw.RailResult, ok bool) reports.Che
 		return c
 	}
 	var fails, unknowns, records []string
-	over := map[string]int{}
-	portOf := map[string]string{}
+	over := map[string]int{}           // judged counters over their allowance, per side
+	sideOf := map[string]counterSide{} // the sides read: node and port of each
 	for _, b := range brackets {
-		key := b.who
-		portOf[key] = b.port
-		if _, seen := over[key]; !seen {
-			over[key] = 0
-		}
+		sideOf[b.who] = b
 		if b.d == nil {
 			unknowns = append(unknowns, b.where()+": "+b.why)
 			continue
@@ -226,7 +222,7 @@ func (in BWInput) linkCheck(label string, rr bw.RailResult, ok bool) reports.Che
 			line := fmt.Sprintf("%s during %s: %s", b.where(), b.during, f.Message)
 			switch f.Severity {
 			case portcounters.Fail:
-				over[key]++
+				over[b.who]++
 				fails = append(fails, line)
 			case portcounters.Unknown:
 				unknowns = append(unknowns, line)
@@ -236,16 +232,12 @@ func (in BWInput) linkCheck(label string, rr bw.RailResult, ok bool) reports.Che
 		}
 	}
 	for _, who := range []string{"client", "server"} {
-		n, seen := over[who]
+		b, seen := sideOf[who]
 		if !seen {
 			continue
 		}
-		node := in.Client.Node
-		if who == "server" {
-			node = in.Server.Node
-		}
-		c.Measured = append(c.Measured, reports.Measurement{Name: who + "_counters_over_allowance", Node: node, Port: portOf[who],
-			Value: float64(n), Unit: "counters", Threshold: &reports.Threshold{Op: "<=", Value: 0, Source: allowSrc}})
+		c.Measured = append(c.Measured, reports.Measurement{Name: who + "_counters_over_allowance", Node: b.node, Port: b.port,
+			Value: float64(over[who]), Unit: "counters", Threshold: &reports.Threshold{Op: "<=", Value: 0, Source: allowSrc}})
 	}
 	records = slices.Compact(records)
 	if len(records) > maxRecorded {

@@ -12,9 +12,8 @@ package portcounters
 // 1024-node run of 8 rails would otherwise carry tens of thousands of
 // zero rows per node.
 func (d Deltas) Compact() Deltas {
-	out := d
+	out := d // keeps the counts of an earlier Compact
 	out.Items = nil
-	out.Unchanged = d.Unchanged
 	for _, x := range d.Items {
 		if x.Status == OK && x.Delta == 0 && !confirmCounter(x.Group, x.Name) {
 			out.Unchanged++
