@@ -268,6 +268,55 @@ t=$SECONDS
 hack/incluster-test.sh "$results/incluster"
 incluster_s=$((SECONDS - t))
 
+step "rdmasuite run on the host nodes: detached and fetched later (--wait=false, rdmasuite results), and Ctrl-C"
+# Issue 30.1's other two paths, on the host nodes while the guests boot
+# (issue 26: the Ctrl-C case cost a guest pod start in the exclusive stage).
+# The runner pod sits on host node node-1, where the bed loaded the runner
+# image and the API server's address is reachable (as hack/incluster's
+# overlays place it); the exclusive stage below runs the guest suites so.
+t=$SECONDS
+runjob=("$rdmasuite" run --kubeconfig "$BED_DIR/kubeconfig" --image docker.io/rdmasuite/rdmasuite-runner:dev --timeout 30m
+  --runner-node-selector kubernetes.io/hostname=node-1 --runner-env KUBERNETES_SERVICE_HOST=10.250.0.1,KUBERNETES_SERVICE_PORT=6443)
+# --wait=false returns once the Job exists and names the command that
+# fetches it; rdmasuite results follows the run, brings its results back,
+# deletes what it created (--delete) and exits with the suite's code.
+"${runjob[@]}" --wait=false -- --labels suite=doctor >"$results/run-detached.log" 2>&1 ||
+  { cat "$results/run-detached.log"; echo "rdmasuite run --wait=false failed"; exit 1; }
+job=$(sed -n 's/.*rdmasuite results --namespace rdmasuite --job \([^ ]*\) --delete.*/\1/p' "$results/run-detached.log")
+[[ -n $job ]] || { cat "$results/run-detached.log"; echo "rdmasuite run --wait=false did not name the command that fetches the run"; exit 1; }
+rc=0
+"$rdmasuite" results --kubeconfig "$BED_DIR/kubeconfig" --namespace rdmasuite --job "$job" --delete --report-dir "$results/detached" \
+  >"$results/results-detached.log" 2>&1 || rc=$?
+[[ -f $results/detached/results.json ]] || { tail -30 "$results/results-detached.log"; echo "rdmasuite results brought no results back (exit $rc)"; exit 1; }
+rrc=0
+"$rdmasuite" report "$results/detached/results.json" >/dev/null 2>&1 || rrc=$?
+[[ $rc == "$rrc" ]] && (( rc <= 1 )) && grep -q '"doctor/node"' "$results/detached/results.json" ||
+  { tail -30 "$results/results-detached.log"; echo "rdmasuite results exited $rc, its results say $rrc (or they lack the doctor's node rows)"; exit 1; }
+left=$(kc get ns,pods,jobs -A -l app.kubernetes.io/part-of=rdmasuite -o name 2>/dev/null; kc get clusterrole,clusterrolebinding rdmasuite-runner -o name 2>/dev/null || true)
+[[ -z $left ]] || { echo "left in the cluster after rdmasuite results --delete: $left"; exit 1; }
+echo "rdmasuite run --wait=false, then rdmasuite results: job $job followed, results back, exit $rc as the suite's, nothing left"
+# Ctrl-C while the in-cluster suite has probe pods running (the host probe
+# samples for 60 s, so the run is surely mid-way): the Job goes, the suite
+# deletes its pods on SIGTERM, and what the run created goes after it.
+"${runjob[@]}" --report-dir "$results/run-interrupted" -- --labels suite=doctor --node-probe-window 60s \
+  >"$results/run-interrupted.log" 2>&1 &
+run_pid=$!
+for _ in $(seq 1 240); do
+  [[ -n $(kc get pods -n rdmasuite -l app.kubernetes.io/managed-by=rdmasuite -o name 2>/dev/null) ]] && break
+  sleep 0.5
+done
+[[ -n $(kc get pods -n rdmasuite -l app.kubernetes.io/managed-by=rdmasuite -o name 2>/dev/null) ]] ||
+  { kill -INT "$run_pid"; wait "$run_pid" || true; tail -30 "$results/run-interrupted.log"; echo "the in-cluster suite started no probe pod within 2 minutes"; exit 1; }
+kill -INT "$run_pid"
+rc=0
+wait "$run_pid" || rc=$?
+left=$(kc get ns,pods,jobs -A -l app.kubernetes.io/part-of=rdmasuite -o name 2>/dev/null; kc get pods -A -l app.kubernetes.io/managed-by=rdmasuite -o name 2>/dev/null
+  kc get clusterrole,clusterrolebinding rdmasuite-runner -o name 2>/dev/null || true)
+[[ $rc == 130 && -z $left ]] && grep -q 'rdmasuite run: interrupted: nothing of the run is left' "$results/run-interrupted.log" ||
+  { tail -30 "$results/run-interrupted.log"; echo "Ctrl-C of rdmasuite run: exit $rc (want 130), left: ${left:-nothing}"; exit 1; }
+echo "rdmasuite run: Ctrl-C with the suite's probe pods running: exit 130, nothing left in the cluster, $((SECONDS - t)) s for both"
+runjob_s=$((SECONDS - t))
+
 step "verbs tests on a real verbs device (Soft-RoCE guest), started in the background after the binaries"
 t=$SECONDS
 await_background "$verbs_pid" "$verbs_log" VERBS_SECONDS "the verbs tests"
@@ -311,7 +360,10 @@ done
 [[ $(kc get node node-2 -o 'jsonpath={.status.allocatable}') != *rdma_shared_device_a* ]] ||
   { echo "node-2 still advertises rdma/rdma_shared_device_a"; exit 1; }
 t=$SECONDS
-hack/guestnode/selftest.sh rxe-node-1 rxe-node-2
+# The device checks only (SELFTEST_BW=0): the suite run below measures every
+# rail between the guests right after, with more to show for it than the
+# self-test's own client pod (issue 26: ≈ 20 s).
+SELFTEST_BW=0 hack/guestnode/selftest.sh rxe-node-1 rxe-node-2
 # Rail 1 of rxe-node-2 goes down (its eth2, under rxe1): that rail must fail
 # on every pair that uses it, with the link-down diagnosis naming the node
 # and port, and every other rail must still measure.
@@ -367,64 +419,6 @@ expect_rc 1 "$rdmasuite" report "$guest_results/results.json" >"$results/guest-r
 cut -c1-220 "$results/guest-report.txt"
 guest_s=$((SECONDS - t))
 
-step "exclusive RDMA netns mode (SR-IOV clusters' setting): hostdev isolated and measured, shared-dev told why it sees nothing"
-# Same run in exclusive mode: each hostdev pod now sees only the Soft-RoCE
-# device on its net1 (bandwidth/isolation passes where shared mode failed
-# it), and the shared-dev pods see no device at all, which the suite must
-# blame on the mode (hack/guest-expect-exclusive.txt).
-t=$SECONDS
-for g in rxe-node-1 rxe-node-2; do hack/guestnode/rdma-netns.sh "$g" exclusive; done
-# Cross-node pairs only (--loopback=false): same-node pairs add nothing to
-# what this stage proves (what each pod sees in exclusive mode) and cost a
-# pod pair per node and variant.
-# The run goes through the operator binary (issue 30.1): rdmasuite run
-# applies the in-cluster acceptance Job of suites/deploy (namespace, the
-# runner's least-privilege RBAC, the runner image), streams its log, brings
-# the results back from the ConfigMap and deletes what it created; its exit
-# code is the suite's. The runner pod sits on host node node-1, where the
-# bed loaded the runner image and the API server's address is reachable
-# (as hack/incluster's overlays place it).
-runjob=("$rdmasuite" run --kubeconfig "$BED_DIR/kubeconfig" --image docker.io/rdmasuite/rdmasuite-runner:dev --timeout 30m
-  --runner-node-selector kubernetes.io/hostname=node-1 --runner-env KUBERNETES_SERVICE_HOST=10.250.0.1,KUBERNETES_SERVICE_PORT=6443)
-rc=0
-"${runjob[@]}" --report-dir "$results/exclusive" -- --labels suite=rdma,suite=doctor "${GUEST_SUITE_ARGS[@]}" --loopback=false \
-  >"$results/exclusive.log" 2>&1 || rc=$?
-[[ $rc == 1 ]] || { tail -60 "$results/exclusive.log"; echo "rdmasuite run of the exclusive-mode suite exited $rc: want the suite's 1 (shared-dev cannot work there)"; exit 1; }
-[[ -f $results/exclusive/results.json ]] || { tail -40 "$results/exclusive.log"; echo "rdmasuite run brought no results back"; exit 1; }
-hack/tool.sh expectresults -results "$results/exclusive/results.json" -expect hack/guest-expect-exclusive.txt ||
-  { tail -40 "$results/exclusive.log"; exit 1; }
-grep -q '^rdmasuite run: runner pod rdmasuite-run-[0-9a-f]*-[a-z0-9]* on node node-1' "$results/exclusive.log" &&
-  grep -q '^rdmasuite: cluster https://10.250.0.1:6443 ' "$results/exclusive.log" &&
-  grep -q '^rdmasuite run: deleted job/rdmasuite-run-[0-9a-f]*, namespace/rdmasuite, ' "$results/exclusive.log" ||
-  { grep '^rdmasuite' "$results/exclusive.log" | head -20; echo "rdmasuite run did not stream the in-cluster suite's log or did not delete what it created"; exit 1; }
-left=$(kc get ns,pods,jobs -A -l app.kubernetes.io/part-of=rdmasuite -o name 2>/dev/null; kc get clusterrole,clusterrolebinding rdmasuite-runner -o name 2>/dev/null || true)
-[[ -z $left ]] || { echo "left in the cluster after rdmasuite run: $left"; exit 1; }
-echo "rdmasuite run: the exclusive-mode rdma and doctor suites ran in-cluster, exit 1 as the suite's, results back and matching, nothing left"
-# Ctrl-C while the in-cluster suite has probe pods on the guests: the Job
-# goes, the suite deletes its pods on SIGTERM, and what the run created
-# goes after it.
-"${runjob[@]}" --report-dir "$results/run-interrupted" -- --labels suite=doctor,suite=rdma "${GUEST_SUITE_ARGS[@]}" --loopback=false \
-  >"$results/run-interrupted.log" 2>&1 &
-run_pid=$!
-for _ in $(seq 1 240); do
-  [[ -n $(kc get pods -n rdmasuite -l app.kubernetes.io/managed-by=rdmasuite -o name 2>/dev/null) ]] && break
-  sleep 0.5
-done
-[[ -n $(kc get pods -n rdmasuite -l app.kubernetes.io/managed-by=rdmasuite -o name 2>/dev/null) ]] ||
-  { kill -INT "$run_pid"; wait "$run_pid" || true; tail -30 "$results/run-interrupted.log"; echo "the in-cluster suite started no probe pod within 2 minutes"; exit 1; }
-kill -INT "$run_pid"
-rc=0
-wait "$run_pid" || rc=$?
-left=$(kc get ns,pods,jobs -A -l app.kubernetes.io/part-of=rdmasuite -o name 2>/dev/null; kc get pods -A -l app.kubernetes.io/managed-by=rdmasuite -o name 2>/dev/null
-  kc get clusterrole,clusterrolebinding rdmasuite-runner -o name 2>/dev/null || true)
-[[ $rc == 130 && -z $left ]] && grep -q 'rdmasuite run: interrupted: nothing of the run is left' "$results/run-interrupted.log" ||
-  { tail -30 "$results/run-interrupted.log"; echo "Ctrl-C of rdmasuite run: exit $rc (want 130), left: ${left:-nothing}"; exit 1; }
-echo "rdmasuite run: Ctrl-C with the suite's probe pods running: exit 130, nothing left in the cluster"
-# One report of both runs is refused: they measured the same checks.
-expect_rc 2 "$rdmasuite" report "$guest_results/results.json" "$results/exclusive/results.json" >/dev/null 2>&1
-for g in rxe-node-1 rxe-node-2; do hack/guestnode/rdma-netns.sh "$g" shared; done
-exclusive_s=$((SECONDS - t))
-
 step "disruptive: MOFED driver restarts under a real NFS-over-RDMA mount (seed 000, both ways)"
 t=$SECONDS
 hack/disruptive-test.sh "$results/disruptive"
@@ -446,6 +440,7 @@ grep -q 'context deadline exceeded' "$results/deadline/results.json" ||
 left=$(kc get ns,pods -A -l app.kubernetes.io/managed-by=rdmasuite -o name 2>/dev/null)
 [[ -z $left ]] || { echo "left in the cluster after the deadline: $left"; exit 1; }
 echo "deadline: real measurements cancelled, results written, nothing left, $((SECONDS - t)) s"
+deadline_s=$((SECONDS - t))
 
 step "GPU features (suite=gpu) with one fake-GPU guest node: no world, no pair, and no pod"
 # Issue 14's bed test, its other half: the NCCL worlds and GPUDirect pairs
@@ -454,7 +449,48 @@ step "GPU features (suite=gpu) with one fake-GPU guest node: no world, no pair, 
 # (hack/gpu-expect-one.txt).
 t=$SECONDS
 hack/gpu-test.sh "$results/gpu"
+# hack/gpu-device-check.sh (issue 30.4) on this GPU-less machine: its no-GPU
+# path as the GPU machine would run it (bundle, no Go), and its CUDA path
+# against the stand-in libcuda.
+hack/gpu-device-check-test.sh
 gpu_s=$((SECONDS - t))
+
+step "exclusive RDMA netns mode (SR-IOV clusters' setting): hostdev isolated and measured, shared-dev told why it sees nothing"
+# Same run in exclusive mode: each hostdev pod now sees only the Soft-RoCE
+# device on its net1 (bandwidth/isolation passes where shared mode failed
+# it), and the shared-dev pods see no device at all, which the suite must
+# blame on the mode (hack/guest-expect-exclusive.txt).
+t=$SECONDS
+for g in rxe-node-1 rxe-node-2; do hack/guestnode/rdma-netns.sh "$g" exclusive; done
+# Cross-node pairs only (--loopback=false): same-node pairs add nothing to
+# what this stage proves (what each pod sees in exclusive mode) and cost a
+# pod pair per node and variant.
+# The run goes through the operator binary (issue 30.1): rdmasuite run
+# applies the in-cluster acceptance Job of suites/deploy (namespace, the
+# runner's least-privilege RBAC, the runner image), streams its log, brings
+# the results back from the ConfigMap and deletes what it created; its exit
+# code is the suite's. The runner pod sits on host node node-1, where the
+# bed loaded the runner image and the API server's address is reachable
+# (as hack/incluster's overlays place it).
+rc=0
+"${runjob[@]}" --report-dir "$results/exclusive" -- --labels suite=rdma,suite=doctor "${GUEST_SUITE_ARGS[@]}" --loopback=false \
+  >"$results/exclusive.log" 2>&1 || rc=$?
+[[ $rc == 1 ]] || { tail -60 "$results/exclusive.log"; echo "rdmasuite run of the exclusive-mode suite exited $rc: want the suite's 1 (shared-dev cannot work there)"; exit 1; }
+[[ -f $results/exclusive/results.json ]] || { tail -40 "$results/exclusive.log"; echo "rdmasuite run brought no results back"; exit 1; }
+hack/tool.sh expectresults -results "$results/exclusive/results.json" -expect hack/guest-expect-exclusive.txt ||
+  { tail -40 "$results/exclusive.log"; exit 1; }
+grep -q '^rdmasuite run: runner pod rdmasuite-run-[0-9a-f]*-[a-z0-9]* on node node-1' "$results/exclusive.log" &&
+  grep -q '^rdmasuite: cluster https://10.250.0.1:6443 ' "$results/exclusive.log" &&
+  grep -q '^rdmasuite run: deleted job/rdmasuite-run-[0-9a-f]*, namespace/rdmasuite, ' "$results/exclusive.log" ||
+  { grep '^rdmasuite' "$results/exclusive.log" | head -20; echo "rdmasuite run did not stream the in-cluster suite's log or did not delete what it created"; exit 1; }
+left=$(kc get ns,pods,jobs -A -l app.kubernetes.io/part-of=rdmasuite -o name 2>/dev/null; kc get clusterrole,clusterrolebinding rdmasuite-runner -o name 2>/dev/null || true)
+[[ -z $left ]] || { echo "left in the cluster after rdmasuite run: $left"; exit 1; }
+echo "rdmasuite run: the exclusive-mode rdma and doctor suites ran in-cluster, exit 1 as the suite's, results back and matching, nothing left"
+# One report of both runs is refused: they measured the same checks.
+expect_rc 2 "$rdmasuite" report "$guest_results/results.json" "$results/exclusive/results.json" >/dev/null 2>&1
+# No switch back to shared mode: this is the last stage on the guests
+# (issue 26: the switch costs a Multus restart per guest, ≈ 45 s).
+exclusive_s=$((SECONDS - t))
 
 step "where a pod start went inside the guest nodes (containerd's CRI log, every pod since the guests booted)"
 hack/tool.sh podstarts containerd "$BED_DIR"/guestnodes/*/containerd.log || true
@@ -476,14 +512,16 @@ bed up (first)      : ${up1_s} s
 guest nodes boot    : ${boot_s} s (beside the host-node stages)
 guest nodes join    : ${up2_s} s
 guest node suites   : ${guest_s} s
-exclusive-mode run  : ${exclusive_s} s
 disruptive (NFS)    : ${disruptive_s} s
+deadline (timeout)  : ${deadline_s} s
 gpu (one GPU node)  : ${gpu_s} s
+exclusive-mode run  : ${exclusive_s} s
 html report (chrome): ${html_s} s
 smoke suite         : ${e2e_s} s
 rdma suite (bed)    : ${rdma_s} s
 doctor seed stages  : ${doctor_s} s
 in-cluster runs     : ${incluster_s} s
+run detach, Ctrl-C  : ${runjob_s} s
 make test total     : $((SECONDS - t_start)) s
 SUMMARY
 # The budget (issue 26): cold under 45 minutes, warm under 30, on a 2-core

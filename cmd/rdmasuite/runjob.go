@@ -74,7 +74,7 @@ func runJob(args []string, stdout, stderr io.Writer) error {
 	jf := addJobFlags(fs)
 	image := fs.String("image", RunnerImageRepo+":"+probeout.Version, "runner image (the compiled suite); default: the release of this binary's version")
 	timeout := fs.Duration("timeout", 110*time.Minute, "the suite's go test -timeout; the Job's deadline is 15 minutes more")
-	startTimeout := fs.Duration("start-timeout", 5*time.Minute, "how long the runner pod may take to start (scheduling, image pull)")
+	startTimeout := fs.Duration("start-timeout", incluster.DefaultStartTimeout, "how long the runner pod may take to start (scheduling, image pull)")
 	waitRun := fs.Bool("wait", true, "stream the run and wait for it; --wait=false creates the Job and returns (fetch with rdmasuite results)")
 	keep := fs.Bool("keep", false, "keep the Job and what the run created (default: delete them when the results are back)")
 	var selector, env listFlag
@@ -185,6 +185,7 @@ func runResults(args []string, stdout, stderr io.Writer) error {
 	jobName := fs.String("job", "", "the run's Job (rdmasuite run prints it; default: the newest Job rdmasuite run created in --namespace)")
 	waitRun := fs.Bool("wait", true, "wait for a run still going; --wait=false says it is still running (exit 2) instead")
 	del := fs.Bool("delete", false, "after fetching, delete the Job and what its run created")
+	startTimeout := fs.Duration("start-timeout", incluster.DefaultStartTimeout, "how long the runner pod of a run still starting may take (scheduling, image pull)")
 	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return err
@@ -207,7 +208,8 @@ func runResults(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("%w in namespace %s", err, ns)
 	}
-	r := &incluster.Runner{Kube: cs, Out: stdout, Err: stderr, GracePeriod: graceOf(j.Spec.Template.Spec.TerminationGracePeriodSeconds) + 30*time.Second}
+	r := &incluster.Runner{Kube: cs, Out: stdout, Err: stderr, StartTimeout: *startTimeout,
+		GracePeriod: graceOf(j.Spec.Template.Spec.TerminationGracePeriodSeconds) + 30*time.Second}
 	if !*waitRun && !incluster.Finished(j) {
 		return fmt.Errorf("job %s/%s is still running (kubectl -n %s logs -f job/%s); fetch again later or with --wait", ns, j.Name, ns, j.Name)
 	}

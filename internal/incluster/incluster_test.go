@@ -364,3 +364,27 @@ func TestPickJob(t *testing.T) {
 		t.Fatal("missing job found")
 	}
 }
+
+// A Runner built without a start timeout (rdmasuite results right after
+// run --wait=false, before the Job's pod exists) waits the default for the
+// pod instead of giving up at once: found on the bed, where results
+// failed "did not start within 0s: no pod yet".
+func TestFollowWithoutStartTimeoutWaitsForThePod(t *testing.T) {
+	o := load(t)
+	c := &cluster{cs: fake.NewClientset(), code: 1, check: reports.Fail}
+	r, _ := newRunner(c.cs, o)
+	r.StartTimeout = 0
+	job, err := BuildJob(o, spec())
+	if err != nil {
+		t.Fatal(err)
+	}
+	job.CreationTimestamp = metav1.NewTime(time.Now().Add(-time.Second))
+	if _, err := r.Start(context.Background(), job); err != nil {
+		t.Fatal(err)
+	}
+	time.AfterFunc(300*time.Millisecond, func() { c.start(t, job) })
+	oc, err := r.Follow(context.Background(), job.Namespace, job.Name)
+	if err != nil || oc.Code != 1 || oc.Results == nil {
+		t.Fatalf("follow before the pod exists: %+v, %v", oc, err)
+	}
+}

@@ -31,13 +31,26 @@ type Runner struct {
 	Out     io.Writer
 	Err     io.Writer
 	Objects Objects
-	// StartTimeout bounds the runner pod's start (scheduling, image pull).
+	// StartTimeout bounds the runner pod's start (scheduling, image pull);
+	// 0 means DefaultStartTimeout.
 	StartTimeout time.Duration
 	// Poll is how often the Job and its pod are read (tests shorten it).
 	Poll time.Duration
 	// GracePeriod bounds the wait for an interrupted runner's own cleanup
 	// (its pod's terminationGracePeriodSeconds, plus a margin).
 	GracePeriod time.Duration
+}
+
+// DefaultStartTimeout is the runner pod's start limit when none is given:
+// `rdmasuite results` may follow a Job created a moment ago by run
+// --wait=false, whose pod does not exist yet.
+const DefaultStartTimeout = 5 * time.Minute
+
+func (r *Runner) startTimeout() time.Duration {
+	if r.StartTimeout > 0 {
+		return r.StartTimeout
+	}
+	return DefaultStartTimeout
 }
 
 // Ref is one object a run applied.
@@ -195,7 +208,7 @@ func (r *Runner) Follow(ctx context.Context, ns, job string) (Outcome, error) {
 func (r *Runner) waitStarted(ctx context.Context, ns, job string) (*corev1.Pod, error) {
 	var pod *corev1.Pod
 	var last string
-	err := wait.PollUntilContextTimeout(ctx, r.poll(), r.StartTimeout, true, func(ctx context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(ctx, r.poll(), r.startTimeout(), true, func(ctx context.Context) (bool, error) {
 		if j, err := r.Kube.BatchV1().Jobs(ns).Get(ctx, job, metav1.GetOptions{}); err == nil {
 			if c := jobCondition(j, batchv1.JobFailed); c != nil {
 				if p, _ := r.jobPod(ctx, ns, job); p != nil {
@@ -236,7 +249,7 @@ func (r *Runner) waitStarted(ctx context.Context, ns, job string) (*corev1.Pod, 
 	case ctx.Err() != nil:
 		return nil, ctx.Err()
 	case wait.Interrupted(err):
-		return nil, fmt.Errorf("the runner pod of job %s did not start within %s: %s", job, r.StartTimeout, last)
+		return nil, fmt.Errorf("the runner pod of job %s did not start within %s: %s", job, r.startTimeout(), last)
 	}
 	return nil, err
 }
