@@ -262,10 +262,23 @@ func round(ctx context.Context, env Env, o Options, vol Volume, target, peer str
 	} else if !r.Driver.Interrupted {
 		env.printf("%s: the MOFED driver did NOT come back within %s; stopping the writers, no further node is disrupted", target, r.Driver.waitLimit())
 	}
+	r.Cross = Verify{Node: peer, Pod: pods.Verify}
+	// The verify pod starts now, beside the stop (heldVerifyPod), where an
+	// exec client can run the verification in it; without one, it is
+	// created when needed and runs the verification itself.
+	held := false
+	if env.Exec != nil && ctx.Err() == nil {
+		hold := 2*o.PodTimeout + 2*time.Minute
+		if _, err := env.Kube.CoreV1().Pods(o.Namespace).Create(ctx, heldVerifyPod(o, &r.Cross, hold), metav1.CreateOptions{}); err == nil {
+			held = true
+			if !o.Keep {
+				defer env.deletePod(o.Namespace, r.Cross.Pod)
+			}
+		}
+	}
 	stopping := env.clock().Now()
 	stopAndCollect(ctx, env, o, ws)
 	env.printf("%s: writers stopped and their results read in %.1f s", target, env.clock().Now().Sub(stopping).Seconds())
-	r.Cross = Verify{Node: peer, Pod: pods.Verify}
 	switch {
 	case r.Writer.Result == nil || r.PeerWriter.Result == nil:
 		r.Cross.Problem = "not run: a writer left no finished file to verify"
@@ -275,8 +288,14 @@ func round(ctx context.Context, env Env, o Options, vol Volume, target, peer str
 		r.Cross.Problem = fmt.Sprintf("not run: the run stopped (%v)", ctx.Err())
 	default:
 		verifying := env.clock().Now()
-		runVerify(ctx, env, o, &r.Cross, sub, []string{r.Writer.ID, r.PeerWriter.ID})
-		env.printf("%s: cross-node verification on %s took %.1f s (pod start included)", target, peer, env.clock().Now().Sub(verifying).Seconds())
+		ids := []string{r.Writer.ID, r.PeerWriter.ID}
+		if held {
+			runHeldVerify(ctx, env, o, &r.Cross, sub, ids)
+			env.printf("%s: cross-node verification on %s took %.1f s (its pod started beside the writers' stop)", target, peer, env.clock().Now().Sub(verifying).Seconds())
+		} else {
+			runVerify(ctx, env, o, &r.Cross, sub, ids)
+			env.printf("%s: cross-node verification on %s took %.1f s (pod start included)", target, peer, env.clock().Now().Sub(verifying).Seconds())
+		}
 	}
 	return Judge(r), !r.Driver.Back && !r.Driver.Interrupted
 }

@@ -3,6 +3,7 @@ package disrupt
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -45,6 +46,10 @@ type sim struct {
 	deletedAt map[string]time.Time // node → when its MOFED pod went
 	readyAt   map[string]time.Time
 	printed   []string // the progress lines, in order
+	// verifies are the `stall verify` execs in the held verify pods;
+	// verifyExec, when set, answers them instead of a clean verification.
+	verifies   [][]string
+	verifyExec func(cmd []string) (string, string, error)
 }
 
 func newSim(t *testing.T, targets ...string) *sim {
@@ -77,21 +82,36 @@ func newSim(t *testing.T, targets ...string) *sim {
 		s.born[p.Name] = s.clk.Now()
 		p.Status.Phase = corev1.PodRunning
 		p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "probe", State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}}
-		if p.Labels["rdmasuite.io/role"] == "stall-verify" {
-			ids := strings.Split(argAfter(p.Spec.Containers[0].Args, "--writer-id"), ",")
-			var vs []stall.Verification
-			for _, id := range ids {
-				vs = append(vs, stall.Verification{OK: true, WriterID: id, Checked: 5000})
-			}
+		// A verify pod that runs the verification itself ends with its
+		// envelope; a held one (rdmaprobe say) runs until exec'd and deleted.
+		if p.Labels["rdmasuite.io/role"] == "stall-verify" && p.Spec.Containers[0].Args[0] == "stall" {
 			p.Status.Phase = corev1.PodSucceeded
 			p.Status.ContainerStatuses[0].State = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 0}}
-			s.logs[p.Name] = envelope(t, &Result{Mode: "verify", Verifications: vs})
+			s.logs[p.Name] = s.verifyEnvelope(argAfter(p.Spec.Containers[0].Args, "--writer-id"))
 		}
 		return false, nil, nil
 	})
 	clk.hook(s.controllers)
 	return s
 }
+
+// verifyEnvelope is a verification of every writer in ids (comma-separated):
+// all intact.
+func (s *sim) verifyEnvelope(ids string) string {
+	var vs []stall.Verification
+	for _, id := range strings.Split(ids, ",") {
+		vs = append(vs, stall.Verification{OK: true, WriterID: id, Checked: 5000})
+	}
+	return envelope(s.t, &Result{Mode: "verify", Verifications: vs})
+}
+
+// exitStatusErr is a command's non-zero exit as client-go's exec reports it.
+type exitStatusErr int
+
+func (e exitStatusErr) Error() string {
+	return fmt.Sprintf("command terminated with exit code %d", int(e))
+}
+func (e exitStatusErr) ExitStatus() int { return int(e) }
 
 func argAfter(args []string, flag string) string {
 	for i, a := range args {
@@ -192,11 +212,22 @@ func (f execFunc) Exec(ctx context.Context, ns, pod, container string, cmd []str
 	return f(ctx, ns, pod, container, cmd)
 }
 
-// exec `stall stop`: the writer ends with exit 0 and its envelope.
+// exec `stall stop`: the writer ends with exit 0 and its envelope; exec
+// `stall verify` in the held verify pod prints a verification (or what
+// s.verifyExec says).
 func (s *sim) exec(ctx context.Context, ns, pod, container string, cmd []string) (string, string, error) {
 	s.mu.Lock()
-	s.stops = append(s.stops, append([]string{pod}, cmd...))
 	p := s.pods[pod]
+	if p != nil && p.Labels["rdmasuite.io/role"] == "stall-verify" && len(cmd) > 2 && strings.Join(cmd[:3], " ") == ProbeBinary+" stall verify" {
+		s.verifies = append(s.verifies, append([]string{pod}, cmd...))
+		fail := s.verifyExec
+		s.mu.Unlock()
+		if fail != nil {
+			return fail(cmd)
+		}
+		return s.verifyEnvelope(argAfter(cmd, "--writer-id")), "", nil
+	}
+	s.stops = append(s.stops, append([]string{pod}, cmd...))
 	s.mu.Unlock()
 	if p == nil || container != "probe" || cmd[0] != ProbeBinary || strings.Join(cmd[1:3], " ") != "stall stop" {
 		return "", "", fmt.Errorf("unexpected exec %v in %s/%s", cmd, pod, container)
@@ -284,6 +315,17 @@ func TestRunTwoTargetsOneAfterTheOther(t *testing.T) {
 	if len(s.stops) != 4 {
 		t.Fatalf("stops: %v", s.stops)
 	}
+	// Each round's verification ran by exec in its held pod on the peer,
+	// over both writers' files, from the volume's root.
+	if len(s.verifies) != 2 {
+		t.Fatalf("verify execs: %v", s.verifies)
+	}
+	for _, v := range s.verifies {
+		if !strings.HasPrefix(argAfter(v, "--dir"), "/data/rdmasuite-run1/stall-node-") || !slices.Contains(v, "--remove-on-ok") ||
+			len(strings.Split(argAfter(v, "--writer-id"), ",")) != 2 || !strings.HasPrefix(v[0], "stall-v-") {
+			t.Errorf("verify exec %v", v)
+		}
+	}
 	// The stop is a SIGTERM to the writer (its container's PID 1), never a
 	// file on the volume, which a driver that did not come back leaves hung.
 	if argAfter(s.stops[0], "--signal-pid") != "1" || argAfter(s.stops[0], "--dir") != "" {
@@ -306,9 +348,9 @@ func TestRunTwoTargetsOneAfterTheOther(t *testing.T) {
 		sub := c.VolumeMounts[len(c.VolumeMounts)-1]
 		if p.Labels["rdmasuite.io/role"] == "stall-verify" {
 			// The verifier mounts the volume's root so it can delete the
-			// round's files and directory once they verified.
-			if claim != wantClaim || sub.MountPath != "/data" || sub.SubPath != "" ||
-				!strings.HasPrefix(argAfter(c.Args, "--dir"), "/data/rdmasuite-run1/stall-node-") || !slices.Contains(c.Args, "--remove-on-ok") {
+			// round's files and directory once they verified; it idles
+			// until the runner execs the verification in it.
+			if claim != wantClaim || sub.MountPath != "/data" || sub.SubPath != "" || c.Args[0] != "say" || argAfter(c.Args, "--sleep") == "" {
 				t.Errorf("%s mounts claim %q at %+v, args %v", name, claim, sub, c.Args)
 			}
 			continue
@@ -496,4 +538,48 @@ func TestRunProgressSplitsTheRound(t *testing.T) {
 	if i < len(want) {
 		t.Fatalf("no line with %q in order; printed:\n%s", want[i], strings.Join(s.printed, "\n"))
 	}
+}
+
+// The verification exec'd in the held pod is judged as a verify pod's: a
+// file that failed (exit 3) fails the round naming it; an exec that could
+// not run is an error naming the exec, never a pass; a held pod that could
+// not be created leaves the verification to a pod of its own.
+func TestRunHeldVerifyOutcomes(t *testing.T) {
+	s := newSim(t, "node-a")
+	s.verifyExec = func(cmd []string) (string, string, error) {
+		vs := []stall.Verification{{OK: true, WriterID: "node-a", Checked: 5000},
+			{WriterID: "node-b", Checked: 4000, FirstBad: &stall.BadRecord{Slot: 4000, Problem: stall.Lost, Detail: "beyond end of file"}}}
+		return envelope(t, &Result{Mode: "verify", Verifications: vs}), "", exitStatusErr(3)
+	}
+	cs := Run(context.Background(), s.env(), s.o)
+	if cs[0].Status != reports.Fail || !strings.Contains(cs[0].Diagnosis, "read back on node-b, node-b's file is not intact") {
+		t.Fatalf("a file that failed its verification: %s %s", cs[0].Status, cs[0].Diagnosis)
+	}
+	s.left(t)
+
+	s = newSim(t, "node-a")
+	s.verifyExec = func([]string) (string, string, error) {
+		return "", "error: unable to upgrade connection", errors.New("exec stream failed")
+	}
+	cs = Run(context.Background(), s.env(), s.o)
+	if cs[0].Status != reports.Error || !strings.Contains(cs[0].Reason+cs[0].Diagnosis, "exec /usr/local/bin/rdmaprobe stall verify in stall-v-node-b-node-a") {
+		t.Fatalf("an exec that could not run: %s %s %s", cs[0].Status, cs[0].Diagnosis, cs[0].Reason)
+	}
+	s.left(t)
+
+	s = newSim(t, "node-a")
+	refused := false
+	s.cs.PrependReactor("create", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		p := a.(k8stesting.CreateAction).GetObject().(*corev1.Pod)
+		if p.Labels["rdmasuite.io/role"] == "stall-verify" && p.Spec.Containers[0].Args[0] == "say" {
+			refused = true
+			return true, nil, errors.New("admission webhook refused the pod")
+		}
+		return false, nil, nil
+	})
+	cs = Run(context.Background(), s.env(), s.o)
+	if !refused || cs[0].Status != reports.Pass || len(s.verifies) != 0 {
+		t.Fatalf("held pod refused (%v): %s %s, verify execs %v", refused, cs[0].Status, cs[0].Diagnosis, s.verifies)
+	}
+	s.left(t)
 }

@@ -2,6 +2,7 @@ package disrupt
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path"
 	"regexp"
@@ -128,14 +129,31 @@ func writerPod(o Options, w *Writer, watch bool) *corev1.Pod {
 	return withData(p, o.ScopedPVC, w.SubPath)
 }
 
+// verifyArgs are `rdmaprobe stall verify`'s arguments for a round's files.
+// The pod mounts the volume's root, not the round's subPath: once every
+// record verified, the probe deletes the files and the round's directory
+// (--remove-on-ok), which it could not do to its own mount point. Data that
+// failed to verify stays for inspection.
+func verifyArgs(subPath string, ids []string) []string {
+	return []string{"stall", "verify", "--dir", path.Join(DataMount, subPath), "--writer-id", strings.Join(ids, ","), "--remove-on-ok"}
+}
+
 // verifyPod re-verifies the writers' finished files from another pod.
 func verifyPod(o Options, v *Verify, subPath string, ids []string) *corev1.Pod {
 	s := podrun.Spec{Name: v.Pod, Namespace: o.Namespace, RunID: o.RunID, Node: v.Node, Image: o.Image,
-		// The volume's root, not the round's subPath: once every record
-		// verified, the probe deletes the files and the round's directory
-		// (--remove-on-ok), which it could not do to its own mount point.
-		// Data that failed to verify stays for inspection.
-		Args:   []string{"stall", "verify", "--dir", path.Join(DataMount, subPath), "--writer-id", strings.Join(ids, ","), "--remove-on-ok"},
+		Args: verifyArgs(subPath, ids), Labels: map[string]string{"rdmasuite.io/role": "stall-verify"}}
+	return withData(podrun.Pod(s), o.ScopedPVC, "")
+}
+
+// heldVerifyPod is the verify pod created when the writers are told to
+// stop: it idles (`rdmaprobe say --sleep`) until the runner execs the
+// verification in it, so its start on the peer overlaps the writers' stop
+// and collection instead of following them (issue 26: a pod start under
+// TCG is 15-30 s). Its start cannot disturb the measurement, which ended
+// at the stop. It idles at most hold; the runner deletes it when done.
+func heldVerifyPod(o Options, v *Verify, hold time.Duration) *corev1.Pod {
+	s := podrun.Spec{Name: v.Pod, Namespace: o.Namespace, RunID: o.RunID, Node: v.Node, Image: o.Image,
+		Args:   []string{"say", "--sleep", hold.String(), "cross-node verify pod: idle until the runner execs rdmaprobe stall verify"},
 		Labels: map[string]string{"rdmasuite.io/role": "stall-verify"}}
 	return withData(podrun.Pod(s), o.ScopedPVC, "")
 }
@@ -401,6 +419,69 @@ func (w *Writer) setResult(logs string) {
 	w.Result = r
 }
 
+// runHeldVerify runs the cross-node verification by exec in the held
+// verify pod (heldVerifyPod), once it runs, and reads its result from the
+// exec's output: exit 0 or 3 carry a result, as for a verify pod.
+func runHeldVerify(ctx context.Context, env Env, o Options, v *Verify, subPath string, ids []string) {
+	cctx := context.WithoutCancel(ctx)
+	var last *corev1.Pod
+	err := poll(cctx, env.clock(), env.every(), o.PodTimeout, func(ctx context.Context) (bool, error) {
+		p, err := env.Kube.CoreV1().Pods(o.Namespace).Get(ctx, v.Pod, metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		last = p
+		if podrun.Finished(p) {
+			return true, nil
+		}
+		for _, c := range p.Status.ContainerStatuses {
+			if c.State.Running != nil {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	if err != nil || podrun.Finished(last) {
+		state := "pod not found"
+		if last != nil {
+			state = podrun.Describe(last)
+		}
+		v.Problem = fmt.Sprintf("verify pod %s on %s was not running within %s: %s", v.Pod, v.Node, o.PodTimeout, state)
+		return
+	}
+	ectx, cancel := context.WithTimeout(cctx, o.PodTimeout)
+	defer cancel()
+	stdout, stderr, err := env.Exec.Exec(ectx, o.Namespace, v.Pod, "probe", append([]string{ProbeBinary}, verifyArgs(subPath, ids)...))
+	var exit interface{ ExitStatus() int }
+	switch {
+	case err == nil:
+		v.Exit = 0
+	case errors.As(err, &exit):
+		v.Exit = int32(exit.ExitStatus())
+	default:
+		v.Problem = fmt.Sprintf("exec %s stall verify in %s on %s: %v %s", ProbeBinary, v.Pod, v.Node, err, oneLine(stdout+" "+stderr, 300))
+		return
+	}
+	v.setResult(stdout)
+}
+
+// setResult reads a verification's envelope: exit 0 and 3 (a file failed)
+// carry a result; anything else is a problem.
+func (v *Verify) setResult(logs string) {
+	r, perr, perrParse := ParseResult(logs)
+	switch {
+	case perrParse != nil:
+		v.Problem = fmt.Sprintf("verify pod %s on %s (exit %d) left no stall result: %v", v.Pod, v.Node, v.Exit, perrParse)
+	case v.Exit != 0 && v.Exit != 3:
+		v.Problem = fmt.Sprintf("verify pod %s on %s exited %d (could not run)", v.Pod, v.Node, v.Exit)
+		if perr != nil {
+			v.Problem += ": " + perr.Error()
+		}
+	default:
+		v.Result = r
+	}
+}
+
 // runVerify runs the cross-node verification pod and reads its result.
 func runVerify(ctx context.Context, env Env, o Options, v *Verify, subPath string, ids []string) {
 	cctx := context.WithoutCancel(ctx)
@@ -430,18 +511,7 @@ func runVerify(ctx context.Context, env Env, o Options, v *Verify, subPath strin
 		v.Problem = fmt.Sprintf("verify pod %s on %s did not end within %s: %s; log: %s", v.Pod, v.Node, o.PodTimeout, state, orNone(lastLines(logs, 5)))
 		return
 	}
-	r, perr, perrParse := ParseResult(logs)
-	switch {
-	case perrParse != nil:
-		v.Problem = fmt.Sprintf("verify pod %s on %s (exit %d) left no stall result: %v", v.Pod, v.Node, v.Exit, perrParse)
-	case v.Exit != 0 && v.Exit != 3:
-		v.Problem = fmt.Sprintf("verify pod %s on %s exited %d (could not run)", v.Pod, v.Node, v.Exit)
-		if perr != nil {
-			v.Problem += ": " + perr.Error()
-		}
-	default:
-		v.Result = r
-	}
+	v.setResult(logs)
 }
 
 // ValidDurability accepts the writer's --durability values: fsync,
