@@ -38,7 +38,7 @@ var subcommands = map[string]subcommand{
 	"devices":    {"list RDMA devices, ports (state, link layer, rate, MTU) and GIDs", runDevices},
 	"bw":         {"RDMA write/read bandwidth: bw server [flags] | bw client [flags] HOST", runBW},
 	"mr":         {"memory-registration probe against the memlock limit", runMR},
-	"node":       {"host checks through a host root: modules, MOFED/GPU markers, RDMA ports, PSI, NFS mounts", runNode},
+	"node":       {"host checks through a host root: modules, MOFED/GPU markers, RDMA ports and their counters at rest, PSI, NFS mounts", runNode},
 	"say":        {"print a message and exit with a code, or sleep (stand-in containers for bed tests)", runSay},
 	"stall":      {"NFS I/O-stall writer/reader/verifier: stall write|read|verify|stop [flags]", runStall},
 	"nccl":       {"one rank of a multi-node NCCL sweep (Indexed Job pod; CUDA and NCCL loaded at run time)", runNCCL},
@@ -177,7 +177,7 @@ func runTCP(args []string) error {
 func runNode(args []string) error {
 	fs := flag.NewFlagSet("node", flag.ContinueOnError)
 	root := fs.String("host-root", "/host", "where the host's / is mounted (read-only) in this container; / on the host itself")
-	window := fs.Duration("window", 2*time.Second, "PSI / iowait sampling window")
+	window := fs.Duration("window", 2*time.Second, "PSI / iowait sampling window, also the window every RDMA port's counters are read around at rest (0: one read, no rates, no at-rest read)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}

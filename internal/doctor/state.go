@@ -3,6 +3,8 @@ package doctor
 import (
 	"time"
 
+	"github.com/rdmasuite/rdmasuite/workloads/portcounters"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
@@ -33,6 +35,22 @@ type HostFacts struct {
 	IO            *PSIAverages
 	IOUnavailable string
 	IOWaitPct     *float64 // iowait over the probe's sampling window (evidence only)
+	// PortsAtRest are every RDMA port's counter deltas over the probe's
+	// sampling window, read while the suite ran nothing on the node
+	// (port-errors-at-rest). PortsAtRestNotRead says why there are none
+	// although the node has ports (a window of 0, a probe older than the
+	// suite); both empty say nothing (no port, or facts from elsewhere).
+	PortsAtRest        []PortAtRest
+	PortsAtRestNotRead string
+}
+
+// PortAtRest is one port's counter deltas at rest, or why they are unknown.
+type PortAtRest struct {
+	Port string // "mlx5_0/1", as PortsDown names it
+	// Deltas is nil when the port could not be read on one side; Err then
+	// says why (never a zero).
+	Deltas *portcounters.Deltas
+	Err    string
 }
 
 // PSIAverages are the kernel's exponentially decaying averages of a PSI line.

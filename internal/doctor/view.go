@@ -109,6 +109,8 @@ func NewView(s State) *View {
 				}
 				n.Unjudged = append(n.Unjudged, "I/O pressure not judged: "+why+" (boot the kernel with psi=1)")
 			}
+			notes, unjudged := v.atRestFacts(n)
+			n.Notes, n.Unjudged = append(n.Notes, notes...), append(n.Unjudged, unjudged...)
 		}
 	}
 	return v

@@ -75,5 +75,27 @@ func hostFacts(r node.Report) doctor.HostFacts {
 		v := *r.Pressure.CPU.IOWaitPercent
 		h.IOWaitPct = &v
 	}
+	h.PortsAtRest, h.PortsAtRestNotRead = atRestFacts(r)
 	return h
+}
+
+// atRestFacts names each port's at-rest deltas the way the port rules name
+// ports ("mlx5_0/1"). A report with ports but without the section (its
+// ports list missing, not empty) comes from a probe older than the suite:
+// that is said, never taken for a clean read.
+func atRestFacts(r node.Report) ([]doctor.PortAtRest, string) {
+	a := r.AtRest
+	if a.Ports == nil && a.NotRead == "" {
+		for _, d := range r.RDMA.Devices {
+			if len(d.Ports) > 0 {
+				return nil, "the probe reported no at-rest port counters (an rdmaprobe image older than this suite: run the image of this version)"
+			}
+		}
+		return nil, ""
+	}
+	var out []doctor.PortAtRest
+	for _, p := range a.Ports {
+		out = append(out, doctor.PortAtRest{Port: fmt.Sprintf("%s/%d", p.Device, p.Port), Deltas: p.Deltas, Err: p.Err})
+	}
+	return out, a.NotRead
 }

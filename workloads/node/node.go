@@ -17,7 +17,8 @@ type Options struct {
 	// Empty means "/".
 	HostRoot string
 	// SampleWindow is the PSI / iowait sampling window (0 = single read,
-	// no rates).
+	// no rates), also the window the ports' counters are read around at
+	// rest (0 = no at-rest read).
 	SampleWindow time.Duration
 	// Now is the clock (nil = time.Now); tests inject a fake one.
 	Now func() time.Time
@@ -44,6 +45,8 @@ type Report struct {
 	RDMA                 RDMA     `json:"rdma"`
 	Pressure             Pressure `json:"pressure"`
 	Mounts               Mounts   `json:"mounts"`
+	// AtRest is every RDMA port's counter deltas over the sampling window.
+	AtRest AtRest `json:"atRest"`
 }
 
 // Collect reads the host under opts.HostRoot. It fails only when the host
@@ -78,7 +81,22 @@ func Collect(opts Options) (Report, error) {
 	r.Ordering = checkOrdering(r.Markers, peermem)
 	r.RDMA = collectRDMA(h)
 	r.Mounts = collectMounts(h)
-	// Sampling last: everything above is a snapshot, this one takes time.
+	// Sampling last: everything above is a snapshot, this takes time. One
+	// window serves both: the ports' counters are read right before the
+	// first PSI sample and right after the second, so the at-rest read
+	// costs no extra wait.
+	var before []portRead
+	if opts.SampleWindow > 0 {
+		before = readPortCounters(h, r.RDMA, now)
+	}
 	r.Pressure = collectPressure(h, opts.SampleWindow, now, sleep)
+	switch {
+	case opts.SampleWindow > 0:
+		r.AtRest = atRest(before, readPortCounters(h, r.RDMA, now))
+	case r.RDMA.hasPorts():
+		r.AtRest = AtRest{NotRead: noWindow, Ports: []PortAtRest{}}
+	default:
+		r.AtRest = AtRest{Ports: []PortAtRest{}}
+	}
 	return r, nil
 }
