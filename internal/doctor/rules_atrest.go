@@ -16,8 +16,9 @@ import (
 // allowances (0 for every judged counter: the doctor has no SKU to raise
 // one). Counters the table only records (congestion signals, QP-teardown
 // flushes) are shown beside the node's pass, and one that could not be
-// judged (unreadable, reset, stuck at its maximum, a group not listable, a
-// port not readable) makes the node check not-run naming it: never a pass.
+// judged (unreadable, reset, a group not listable, a port not readable)
+// makes the node check not-run naming it: never a pass. A counter stuck at
+// its maximum is noted instead (see atRestFacts).
 //
 // Severity Warning, not Critical: the port still carries traffic, so the
 // node's RDMA capacity is at risk, not lost (a port that went down is
@@ -38,7 +39,8 @@ var _ = register(Rule{ID: PortErrorsAtRest, Severity: Warning, Seed: "field",
 		"The evidence names each counter with its rise and meaning, and whether the port was idle or carried other traffic",
 	Silent: []string{"only data, packet or operation counters moved (other traffic, no error)",
 		"a congestion counter moved (CNPs, ECN marks, port_xmit_wait): recorded beside the node's pass, judged only under a SKU bound",
-		"a counter unreadable, reset or stuck at its maximum, a group not listable, a port not readable, a probe without a window: the node check is not-run naming the port",
+		"a counter unreadable or reset, a group not listable, a port not readable, a probe without a window: the node check is not-run naming the port",
+		"a counter stuck at its maximum (8- or 16-bit IBTA counters on long-lived ports): noted beside the node's pass with the reset to run (perfquery -R)",
 		"a group the device does not have (rxe has no counters/): recorded beside the pass",
 		"a port declared in --unused-ports (noted beside the node's pass)"},
 	Eval: func(v *View) []Hit {
@@ -157,6 +159,15 @@ func (v *View) atRestFacts(n *NodeView) (notes, unjudged []string) {
 		for _, f := range fs {
 			switch f.Severity {
 			case portcounters.Unknown:
+				if f.Status == portcounters.Saturated {
+					// An 8- or 16-bit IBTA counter stuck at its maximum
+					// counted that many errors over the port's life, not
+					// now; common on long-lived InfiniBand ports, so it
+					// is said beside the pass instead of holding every such
+					// node's check at not-run until someone resets it.
+					notes = append(notes, fmt.Sprintf("port %s at rest, not judged: %s", p.Port, f.Message))
+					continue
+				}
 				notJudged(fmt.Sprintf("port %s at rest: %s", p.Port, f.Message))
 			case portcounters.Record:
 				notes = append(notes, fmt.Sprintf("port %s at rest, recorded, not judged: %s", p.Port, f.Message))
