@@ -55,6 +55,11 @@ type Finding struct {
 	// Checks: the ids of the failing checks the finding explains.
 	Checks      []string `json:"checks,omitempty"`
 	Explanation string   `json:"explanation"`
+	// Counters: the ends of its failing link checks whose judged port
+	// counters rose (issue 29.4), at most maxCounterSides; CountersMore
+	// counts the rest.
+	Counters     []CounterSide `json:"counters,omitempty"`
+	CountersMore int           `json:"countersMore,omitempty"`
 }
 
 // locPrefixes are the check families measured between two nodes.
@@ -196,24 +201,33 @@ func (ev *variantEvidence) localize(variant string) []Finding {
 		case len(pa) > 0 && len(pb) > 0:
 			others := locUnion(pa, pb)
 			othersFailed := locUnion(locWithout(failedWith[k.a], k.b), locWithout(failedWith[k.b], k.a))
-			out = append(out, Finding{Kind: BadLink, Variant: variant, Nodes: []string{k.a, k.b}, Rail: strings.Join(rails, ", "),
+			f := Finding{Kind: BadLink, Variant: variant, Nodes: []string{k.a, k.b}, Rail: strings.Join(rails, ", "),
 				PartnersFailed: len(othersFailed), PartnersPassed: len(others), FailedWith: othersFailed, PassedWith: others, Checks: ids,
 				Explanation: fmt.Sprintf("%s↔%s failed%s while %s passed with %s and %s with %s: suspect the link between them (cables, switch ports, route), not either node",
-					k.a, k.b, locOnRails(rails), k.a, locPartners(pa), k.b, locPartners(pb))})
+					k.a, k.b, locOnRails(rails), k.a, locPartners(pa), k.b, locPartners(pb))}
+			sides := counterSides(cs)
+			f.withCounters(sides, linkCountersNote(sides))
+			out = append(out, f)
 		case len(pa) == 0 && len(pb) == 0: // each end's only partner is the other
-			out = append(out, Finding{Kind: Inconclusive, Variant: variant, Nodes: []string{k.a, k.b}, Rail: strings.Join(rails, ", "),
+			f := Finding{Kind: Inconclusive, Variant: variant, Nodes: []string{k.a, k.b}, Rail: strings.Join(rails, ", "),
 				Checks: ids,
 				Explanation: fmt.Sprintf("inconclusive: one partner: %s↔%s failed%s and neither node was measured with another partner%s%s: a bad node and a bad link read the same; measure against more nodes (--pairing=all)",
-					k.a, k.b, locOnRails(rails), ev.loopbackNote(k.a), ev.loopbackNote(k.b))})
+					k.a, k.b, locOnRails(rails), ev.loopbackNote(k.a), ev.loopbackNote(k.b))}
+			sides := counterSides(cs)
+			f.withCounters(sides, linkCountersNote(sides))
+			out = append(out, f)
 		default: // one end passes elsewhere; the other had this partner only
 			n, p, pp := k.a, k.b, pb
 			if len(pa) > 0 {
 				n, p, pp = k.b, k.a, pa
 			}
-			out = append(out, Finding{Kind: Inconclusive, Variant: variant, Nodes: []string{n}, Rail: strings.Join(rails, ", "),
+			f := Finding{Kind: Inconclusive, Variant: variant, Nodes: []string{n}, Rail: strings.Join(rails, ", "),
 				PartnersFailed: 1, FailedWith: []string{p}, Checks: ids,
 				Explanation: fmt.Sprintf("inconclusive: one partner: %s was measured with %s only and failed%s, while %s passed with %s%s: suspect %s or the %s↔%s link; measure %s against another node (--pairing=all)",
-					n, p, locOnRails(rails), p, locPartners(pp), ev.loopbackNote(n), n, k.a, k.b, n)})
+					n, p, locOnRails(rails), p, locPartners(pp), ev.loopbackNote(n), n, k.a, k.b, n)}
+			sides := counterSides(cs)
+			f.withCounters(sides, linkCountersNote(sides))
+			out = append(out, f)
 		}
 	}
 	return out
@@ -297,10 +311,19 @@ func (ev *variantEvidence) nodeFindings(variant, n string, partners []string) []
 			case Pass:
 				suspect = fmt.Sprintf("its loopback on %s passed: suspect its %s cable or switch port, not the fabric", port, port)
 			}
-			out = append(out, Finding{Kind: BadPort, Variant: variant, Nodes: []string{n}, Rail: port,
+			f := Finding{Kind: BadPort, Variant: variant, Nodes: []string{n}, Rail: port,
 				PartnersFailed: len(failedWith), PartnersPassed: len(passedWith), FailedWith: failedWith, PassedWith: passedWith, Checks: ids,
 				Explanation: fmt.Sprintf("%s failed with all %d partners on rail %s and passed on %s with %s: %s",
-					n, len(failedWith), port, strings.Join(goodPorts, ", "), locPartners(passedWith), suspect)})
+					n, len(failedWith), port, strings.Join(goodPorts, ", "), locPartners(passedWith), suspect)}
+			var onPort []Check
+			for _, c := range cs {
+				if lp, ok := localPort(c, n); ok && lp == port {
+					onPort = append(onPort, c)
+				}
+			}
+			sides := counterSides(onPort)
+			f.withCounters(sides, portCountersNote(n, port, failedWith, sides))
+			out = append(out, f)
 		}
 		return out
 	}
@@ -344,6 +367,9 @@ func (ev *variantEvidence) nodeFindings(variant, n string, partners []string) []
 		suspect = "its loopback passed: suspect its cables or switch ports, not its HCA or the rest of the fabric"
 	}
 	f.Explanation = fmt.Sprintf("%s failed with all %d partners (%s)%s: %s", n, len(partners), strings.Join(partners, ", "), where, suspect)
+	if sides := counterSides(cs); len(sides) > 0 {
+		f.withCounters(sides, "; port counters rose on: "+countersText(sides))
+	}
 	return []Finding{f}
 }
 
