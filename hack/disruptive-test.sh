@@ -139,49 +139,13 @@ until grep -q 'did NOT come back' "$out/refused.log" 2>/dev/null || ! kill -0 "$
 # once (CI of 2026-11-24, a slow machine) its Multus could not read the pod
 # from the API server within its own 1-minute limit, so the kubelet's first
 # sandbox failed; 4 minutes leaves room for the kubelet's retries.
-# Issue 29.5, the doctor's at-rest read: --node-probe-window 20s, and rail
-# rxe1 of rxe-node-1 (no NFS on it: the mount is on rail 0) flaps once inside
-# that window, after the host probe read the port states; Soft-RoCE counts
-# the flap in hw_counters/link_downed (rxe_port_down). The doctor must name
-# that port and counter on rxe-node-1 (doctor/port-errors-at-rest, in
-# hack/disruptive-expect-doctor.txt) instead of passing the node.
 (cd suites && exec "$out/suites.test" --kubeconfig="$BED_DIR/kubeconfig" --labels suite=doctor --node-selector rdmasuite.io/guest-node=true \
-  --pod-timeout 4m --preflight-resources rdma/rdma_shared_device_a,nvidia.com/hostdev --node-probe-window 20s \
-  --report-dir="$out/doctor" >"$out/doctor.log" 2>&1) &
+  --pod-timeout 4m --preflight-resources rdma/rdma_shared_device_a,nvidia.com/hostdev --report-dir="$out/doctor" >"$out/doctor.log" 2>&1) &
 doctor_pid=$!
-# The probe process itself is watched for inside the guest: the API's
-# Running comes seconds late under TCG, and a flap outside the window proves
-# nothing (the bed's first try, 2026-11-29).
-flap() {
-  local seen= until=$((SECONDS + 240))
-  while ((SECONDS < until)); do
-    # shellcheck source=guestnode/lib.sh
-    if (. hack/guestnode/lib.sh && guest_exec rxe-node-1 10 'ps | grep -q "[r]dmaprobe node --host-root"') >/dev/null 2>&1; then
-      seen=1
-      break
-    fi
-    sleep 0.3
-  done
-  [[ -n $seen ]] || { echo "the doctor's host probe never ran on rxe-node-1"; return 1; }
-  # The probe reads the port states, then the counters, then waits out its
-  # window: on the bed its first counter read came 2.2 s after it started
-  # (a flap 2 s after it was seen went before the window, the bed's second
-  # try). 8 s in, the flap (each rail.sh step takes 0.4-5 s here) ends well
-  # inside the 20 s.
-  echo "$(date +%T) the doctor's host probe runs on rxe-node-1 (its 20 s window begins once it has read the ports); the flap in 8 s"
-  sleep 8
-  hack/guestnode/rail.sh rxe-node-1 rxe1 down && hack/guestnode/rail.sh rxe-node-1 rxe1 up
-}
-flap >"$out/flap.log" 2>&1 &
-flap_pid=$!
-trap 'kill -TERM "$refused_pid" ${doctor_pid:+"$doctor_pid"} ${flap_pid:+"$flap_pid"} 2>/dev/null || true; wait || true
-  hack/guestnode/rail.sh rxe-node-1 rxe1 up >/dev/null 2>&1 || true; teardown' EXIT
 if wait "$refused_pid"; then
   echo "a run whose driver did not come back passed"; exit 1
 fi
 wait "$doctor_pid" || true
-wait "$flap_pid" || { cat "$out/flap.log"; echo "the flap of rxe-node-1's rail rxe1 failed"; exit 1; }
-cat "$out/flap.log"
 hack/tool.sh expectresults -results "$out/refused/results.json" -expect hack/disruptive-expect-refused.txt ||
   { tail -40 "$out/refused.log"; exit 1; }
 grep -q 'UNLOAD_STORAGE_MODULES=true' "$out/refused/results.json" || {
