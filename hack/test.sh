@@ -484,7 +484,7 @@ for g in rxe-node-1 rxe-node-2; do hack/guestnode/rdma-netns.sh "$g" exclusive; 
 # link_downed); the doctor must name that port and counter on rxe-node-1
 # (doctor/port-errors-at-rest in hack/guest-expect-exclusive.txt). It runs
 # last in this run, on guests no longer measuring.
-hack/guestnode/flap-at-rest.sh rxe-node-1 rxe1 7 >"$results/flap.log" 2>&1 &
+hack/guestnode/flap-at-rest.sh rxe-node-1 rxe1 >"$results/flap.log" 2>&1 &
 flap_pid=$!
 rc=0
 "${runjob[@]}" --report-dir "$results/exclusive" -- --labels suite=rdma,suite=doctor "${GUEST_SUITE_ARGS[@]}" --loopback=false \
