@@ -424,22 +424,13 @@ func (w *Writer) setResult(logs string) {
 // exec's output: exit 0 or 3 carry a result, as for a verify pod.
 func runHeldVerify(ctx context.Context, env Env, o Options, v *Verify, subPath string, ids []string) {
 	cctx := context.WithoutCancel(ctx)
-	var last *corev1.Pod
-	err := poll(cctx, env.clock(), env.every(), o.PodTimeout, func(ctx context.Context) (bool, error) {
-		p, err := env.Kube.CoreV1().Pods(o.Namespace).Get(ctx, v.Pod, metav1.GetOptions{})
-		if err != nil {
-			return false, nil
-		}
-		last = p
-		if podrun.Finished(p) {
-			return true, nil
-		}
+	last, err := waitPod(cctx, env, o, v.Pod, func(p *corev1.Pod) bool {
 		for _, c := range p.Status.ContainerStatuses {
 			if c.State.Running != nil {
-				return true, nil
+				return true
 			}
 		}
-		return false, nil
+		return podrun.Finished(p)
 	})
 	if err != nil || podrun.Finished(last) {
 		state := "pod not found"
@@ -482,6 +473,20 @@ func (v *Verify) setResult(logs string) {
 	}
 }
 
+// waitPod polls pod name until done holds or o.PodTimeout passes; last is
+// the pod as last read (nil when never read).
+func waitPod(ctx context.Context, env Env, o Options, name string, done func(*corev1.Pod) bool) (last *corev1.Pod, err error) {
+	err = poll(ctx, env.clock(), env.every(), o.PodTimeout, func(ctx context.Context) (bool, error) {
+		p, err := env.Kube.CoreV1().Pods(o.Namespace).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		last = p
+		return done(p), nil
+	})
+	return last, err
+}
+
 // runVerify runs the cross-node verification pod and reads its result.
 func runVerify(ctx context.Context, env Env, o Options, v *Verify, subPath string, ids []string) {
 	cctx := context.WithoutCancel(ctx)
@@ -492,15 +497,7 @@ func runVerify(ctx context.Context, env Env, o Options, v *Verify, subPath strin
 	if !o.Keep {
 		defer env.deletePod(o.Namespace, v.Pod)
 	}
-	var last *corev1.Pod
-	err := poll(cctx, env.clock(), env.every(), o.PodTimeout, func(ctx context.Context) (bool, error) {
-		p, err := env.Kube.CoreV1().Pods(o.Namespace).Get(ctx, v.Pod, metav1.GetOptions{})
-		if err != nil {
-			return false, nil
-		}
-		last = p
-		return podrun.Finished(p), nil
-	})
+	last, err := waitPod(cctx, env, o, v.Pod, podrun.Finished)
 	v.Exit = exitCode(last)
 	logs, _ := env.logs(cctx, o.Namespace, v.Pod, "probe", false, 0)
 	if err != nil {
