@@ -224,3 +224,23 @@ func TestOpSendNeedsLatency(t *testing.T) {
 		t.Fatalf("--latency --op write,send,read: %+v %v", f, err)
 	}
 }
+
+// Without --cq-mod the moderation stops above 8 KiB (perftest without -Q);
+// a --cq-mod given applies to every size, and latency runs use 1.
+func TestCQModFlag(t *testing.T) {
+	for _, c := range []struct {
+		args   []string
+		mod    int
+		upTo8K bool
+	}{
+		{nil, 100, true},
+		{[]string{"--cq-mod", "100"}, 100, false},
+		{[]string{"--cq-mod", "16"}, 16, false},
+		{[]string{"--latency"}, 1, true},
+	} {
+		f, _, err := parseBWFlags("bw client", append(c.args, "server"))
+		if err != nil || f.params.CQMod != c.mod || f.params.CQModUpTo8K != c.upTo8K {
+			t.Errorf("%v: cq-mod %d up to 8 KiB %v (%v), want %d %v", c.args, f.params.CQMod, f.params.CQModUpTo8K, err, c.mod, c.upTo8K)
+		}
+	}
+}

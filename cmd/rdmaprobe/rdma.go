@@ -131,7 +131,7 @@ func parseBWFlags(name string, args []string) (*bwFlags, *flag.FlagSet, error) {
 	fs.IntVar(&f.params.Warmup, "warmup", f.params.Warmup, "warm-up operations per QP before each size")
 	fs.IntVar(&f.params.QPs, "qps", f.params.QPs, "queue pairs")
 	fs.IntVar(&f.params.TxDepth, "tx-depth", f.params.TxDepth, "outstanding operations per QP")
-	fs.IntVar(&f.params.CQMod, "cq-mod", f.params.CQMod, "request a completion every N posts")
+	fs.IntVar(&f.params.CQMod, "cq-mod", f.params.CQMod, "request a completion every N posts (default: 100 up to 8 KiB, every post above, as perftest without -Q; given, it applies to every size)")
 	fs.IntVar(&f.params.QPTimeout, "qp-timeout", f.params.QPTimeout, "client: local ACK timeout exponent of every QP, both sides (4.096 µs × 2^N before a resend; perftest's -u): raise it where a busy or software device acknowledges late")
 	fs.IntVar(&f.params.MaxInline, "inline", 0, "post writes (and, with --latency, sends) up to this many bytes inline; with --latency the default is what perftest's latency test inlines on the device")
 	fs.StringVar(&f.dev.Memory, "mem", bw.MemoryHost, "where the registered buffer lives: host, cuda (= cuda:auto: on each rail the GPU nearest its NIC), or cuda:N (CUDA ordinal N): GPUDirect RDMA, perftest's --use_cuda; dma-buf first, then nvidia_peermem")
@@ -179,6 +179,11 @@ func parseBWFlags(name string, args []string) (*bwFlags, *flag.FlagSet, error) {
 	}
 	f.mem = mem
 	f.params.Op, f.params.Bidirectional = f.ops[0], f.bidir
+	fs.Visit(func(fl *flag.Flag) {
+		if fl.Name == "cq-mod" { // asked for: every size, as perftest's -Q
+			f.params.CQModUpTo8K = false
+		}
+	})
 	if f.params.Latency {
 		set := map[string]bool{}
 		fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })

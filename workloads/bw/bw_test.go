@@ -400,3 +400,29 @@ func TestFiguresCarryTheEndpointsDisturbance(t *testing.T) {
 		t.Fatalf("an endpoint that cannot tell: %+v (err %v): want no disturbance", f.Disturbance, err)
 	}
 }
+
+// As perftest without -Q: CQ moderation up to 8 KiB, a completion per
+// post above (MSG_SIZE_CQ_MOD_LIMIT); a --cq-mod given applies to every
+// size.
+func TestCQModerationStopsAbove8K(t *testing.T) {
+	for _, c := range []struct {
+		size     int
+		upTo8K   bool
+		signaled int // of 1000 posts (one QP, 1000 iterations)
+	}{
+		{8192, true, 10},
+		{8193, true, 1000},
+		{1 << 20, true, 1000},
+		{1 << 20, false, 10},
+	} {
+		p := Defaults()
+		p.Iters, p.CQModUpTo8K = 1000, c.upTo8K
+		ep := &fakeEP{}
+		if _, err := Measure(ep, p, c.size, fakeClock(time.Microsecond)); err != nil {
+			t.Fatal(err)
+		}
+		if ep.posts != 1000 || ep.signalled != c.signaled {
+			t.Errorf("%d B, moderation up to 8 KiB %v: %d of %d posts signaled, want %d", c.size, c.upTo8K, ep.signalled, ep.posts, c.signaled)
+		}
+	}
+}

@@ -208,6 +208,17 @@ func sendFinish(ctx context.Context, cfg ClientConfig, m message, perr *probeout
 	}
 }
 
+// renewIfInFlight replaces the client's QPs when the size just measured
+// left work in flight and another size follows (the last size's QPs are
+// destroyed with the session); nil when nothing was renewed.
+func renewIfInFlight(res Resources, more bool) ([]QPInfo, error) {
+	rn, ok := res.(QPRenewer)
+	if !ok || !more || rn.LeftInFlight() == 0 {
+		return nil, nil
+	}
+	return rn.RenewQPs()
+}
+
 // plan pairs the client's rails with the server's. same: position i with
 // position i; a client rail without a counterpart is a pair with an error,
 // a server rail without one is returned (by index) for the finish. cross:
@@ -341,7 +352,7 @@ func session(ctx context.Context, cfg ClientConfig, local, peer Rail, p Params) 
 		return rep, err
 	}
 	rep.SetupSec = time.Since(setupStart).Seconds()
-	for _, size := range p.Sizes {
+	for i, size := range p.Sizes {
 		if err := ctx.Err(); err != nil {
 			return rep, err
 		}
@@ -362,12 +373,27 @@ func session(ctx context.Context, cfg ClientConfig, local, peer Rail, p Params) 
 				PeerErr: "the measurement failed before the server sent its port counters"}
 			return rep, err
 		}
-		if err := c.send(message{Type: "done", Result: &f}); err != nil {
+		renewed, err := renewIfInFlight(res, i < len(p.Sizes)-1)
+		if err != nil {
+			err = fmt.Errorf("size %d: replacing the QPs that stopped with work in flight: %w", size, err)
+			c.sendErr(err, message{})
+			return rep, err
+		}
+		if err := c.send(message{Type: "done", Result: &f, QPs: renewed}); err != nil {
 			return rep, err
 		}
 		done, err := c.recv("done", sizeTimeout(p, size))
 		if err != nil {
 			return rep, fmt.Errorf("size %d: %w", size, err)
+		}
+		if renewed != nil {
+			if len(done.QPs) != len(renewed) {
+				return rep, fmt.Errorf("size %d: the server answered the renewed QPs with %d of its own, want %d (a server probe older than this client?)", size, len(done.QPs), len(renewed))
+			}
+			if err := res.Connect(done.QPs); err != nil {
+				c.sendErr(err, message{})
+				return rep, fmt.Errorf("size %d: connecting the renewed QPs: %w", size, err)
+			}
 		}
 		sc := &SizeCounters{Local: counters, LocalErr: countersErr, Peer: done.Counters, PeerErr: done.CountersErr}
 		if sc.Peer == nil && sc.PeerErr == "" {

@@ -16,8 +16,10 @@ type Endpoint interface {
 }
 
 // Looper is an Endpoint that runs one size's whole post/poll loop itself,
-// with the same rules as run below (which stays the reference the unit tests
-// pin down). The verbs endpoint does, so that no Go↔C transition sits
+// with the same rules as RunLoop below (which stays the reference the unit
+// tests pin down), except that a one-way duration run may stop at its
+// deadline with work in flight, as perftest -D does (the endpoint is then
+// a QPRenewer and the session replaces the QPs before the next size). The verbs endpoint does, so that no Go↔C transition sits
 // between two posts. Times share one origin, like Clock's. With record it
 // returns every stamp in iteration mode; in duration mode (no peak is
 // computed) the first post and the last completion suffice.
@@ -58,6 +60,7 @@ func Measure(ep Endpoint, p Params, size int, clock Clock) (Figures, error) {
 	if p.Latency && p.Op.PingPongs() {
 		return pingPong(ep, p, size)
 	}
+	p = p.ForSize(size)
 	loop := func(p Params, record bool) ([]time.Duration, []time.Duration, int, error) {
 		if l, ok := ep.(Looper); ok {
 			return l.Loop(p, size, record)
@@ -76,6 +79,9 @@ func Measure(ep Endpoint, p Params, size int, clock Clock) (Figures, error) {
 		return Figures{}, err
 	}
 	if n == 0 || len(posted) == 0 || len(completed) == 0 {
+		if p.Duration > 0 {
+			return Figures{}, Tag(ErrTransport, fmt.Errorf("no operation completed within the %s window (--bw-duration): the link carried nothing, or less than one %d B operation per QP in that time", p.Duration, size))
+		}
 		return Figures{}, fmt.Errorf("no operation completed")
 	}
 	elapsed := completed[len(completed)-1] - posted[0]

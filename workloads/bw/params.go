@@ -26,16 +26,22 @@ func (op Op) PingPongs() bool { return op == OpWrite || op == OpSend }
 // Params of one test; the client sends them to the server, so both sides
 // size their resources the same way.
 type Params struct {
-	Op            Op            `json:"op"`
-	Sizes         []int         `json:"sizes"`    // message sizes in bytes, in order
-	Iters         int           `json:"iters"`    // operations per QP per size (iteration mode)
-	Duration      time.Duration `json:"duration"` // if > 0: run for this long per size instead of Iters
-	Warmup        int           `json:"warmup"`   // operations per QP before measuring
-	QPs           int           `json:"qps"`
-	TxDepth       int           `json:"txDepth"` // outstanding operations per QP
-	CQMod         int           `json:"cqMod"`   // signal one completion every CQMod posts
-	Bidirectional bool          `json:"bidirectional"`
-	MaxInline     int           `json:"maxInline"` // post payloads up to this size inline (write, send); -1 with Latency: perftest's default for the device
+	Op       Op            `json:"op"`
+	Sizes    []int         `json:"sizes"`    // message sizes in bytes, in order
+	Iters    int           `json:"iters"`    // operations per QP per size (iteration mode)
+	Duration time.Duration `json:"duration"` // if > 0: run for this long per size instead of Iters
+	Warmup   int           `json:"warmup"`   // operations per QP before measuring
+	QPs      int           `json:"qps"`
+	TxDepth  int           `json:"txDepth"` // outstanding operations per QP
+	CQMod    int           `json:"cqMod"`   // signal one completion every CQMod posts
+	// CQModUpTo8K limits CQMod to sizes up to 8 KiB; larger ones request a
+	// completion per post, as perftest does when -Q is not given (its
+	// MSG_SIZE_CQ_MOD_LIMIT, 8192 B: moderation is not needed there, and
+	// at 1 MiB a group of 100 posts is longer than a short --bw-duration
+	// window on a slow link, which then counts nothing).
+	CQModUpTo8K   bool `json:"cqModUpTo8K,omitempty"`
+	Bidirectional bool `json:"bidirectional"`
+	MaxInline     int  `json:"maxInline"` // post payloads up to this size inline (write, send); -1 with Latency: perftest's default for the device
 	// Latency measures latency as perftest does instead of bandwidth:
 	// write is ib_write_lat's ping-pong (both sides write in turn, half
 	// the round trip), send is ib_send_lat's (the same with SENDs into
@@ -70,9 +76,21 @@ func QPTimeoutDuration(exp int) time.Duration {
 }
 
 // Defaults mirror perftest's: 5000 iterations, tx depth 128, CQ moderation
-// 100 (ib_write_bw -h, perftest 4.5/24.x), one QP.
+// 100 up to 8 KiB (ib_write_bw -h, perftest 4.5/24.x), one QP.
 func Defaults() Params {
-	return Params{Op: OpWrite, Sizes: []int{65536}, Iters: 5000, QPs: 1, TxDepth: 128, CQMod: 100, Warmup: 0, QPTimeout: DefaultQPTimeout}
+	return Params{Op: OpWrite, Sizes: []int{65536}, Iters: 5000, QPs: 1, TxDepth: 128, CQMod: 100, CQModUpTo8K: true, Warmup: 0, QPTimeout: DefaultQPTimeout}
+}
+
+// cqModLimit is perftest's MSG_SIZE_CQ_MOD_LIMIT.
+const cqModLimit = 8192
+
+// ForSize is p as one size's loop runs it: CQMod 1 above 8 KiB when
+// CQModUpTo8K.
+func (p Params) ForSize(size int) Params {
+	if p.CQModUpTo8K && size > cqModLimit {
+		p.CQMod = 1
+	}
+	return p
 }
 
 // SweepSizes is perftest's -a: every power of two from 2 bytes to 8 MiB.

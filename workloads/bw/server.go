@@ -406,7 +406,14 @@ func (s *server) session(c *conn, hello message) {
 			return
 		}
 		counters, countersErr := br.close()
-		if err := c.send(message{Type: "done", Result: local, Counters: counters, CountersErr: countersErr}); err != nil {
+		renewed, err := renewForClient(res, done.QPs)
+		if err != nil {
+			err = fmt.Errorf("size %d: %w", m.Size, err)
+			c.sendErr(err, message{})
+			fail(err)
+			return
+		}
+		if err := c.send(message{Type: "done", Result: local, Counters: counters, CountersErr: countersErr, QPs: renewed}); err != nil {
 			fail(err)
 			return
 		}
@@ -419,6 +426,28 @@ func (s *server) session(c *conn, hello message) {
 		}
 		rep.Results = append(rep.Results, sr)
 	}
+}
+
+// renewForClient answers a client that renewed its QPs (clientQPs, from
+// its done): the server's QPs are replaced too and connected to the
+// client's new ones before the answer, so the client's first post of the
+// next size finds them ready. nil when the client renewed nothing.
+func renewForClient(res Resources, clientQPs []QPInfo) ([]QPInfo, error) {
+	if len(clientQPs) == 0 {
+		return nil, nil
+	}
+	rn, ok := res.(QPRenewer)
+	if !ok {
+		return nil, fmt.Errorf("the client renewed its QPs after a duration run, and this server's endpoint cannot renew its own")
+	}
+	qps, err := rn.RenewQPs()
+	if err != nil {
+		return nil, fmt.Errorf("renewing the QPs: %w", err)
+	}
+	if err := res.Connect(clientQPs); err != nil {
+		return nil, fmt.Errorf("connecting the renewed QPs: %w", err)
+	}
+	return qps, nil
 }
 
 func nonNil(rs []Rail) []Rail {

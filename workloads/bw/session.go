@@ -36,6 +36,20 @@ type Resources interface {
 	Close() error
 }
 
+// QPRenewer is Resources whose duration loop stops at its deadline with
+// work still in flight, as perftest -D does, instead of waiting for every
+// posted operation (4 QPs × 128 × 1 MiB is seconds on a slow link and
+// minutes on Soft-RoCE, charged to no measurement). Before the next size
+// both sides replace their QPs: the client renews its own and sends them in
+// its done, the server renews and connects its own and answers with them.
+type QPRenewer interface {
+	// LeftInFlight is what the last loop left posted and uncompleted.
+	LeftInFlight() int
+	// RenewQPs destroys the QPs with their work, and returns new ones in
+	// INIT (for Connect).
+	RenewQPs() ([]QPInfo, error)
+}
+
 // Device is what a side reports about the device it tested with.
 type Device struct {
 	Name      string  `json:"name"`
@@ -97,7 +111,9 @@ type Report struct {
 //	hello   client → server: one session (one op) between a client rail and
 //	        the server rail it names, with the client's QPs; the server
 //	        answers hello with its QPs (or an error), then start/ready/
-//	        done per size and bye
+//	        done per size and bye. A client done with QPs renewed its QPs
+//	        (QPRenewer: the size left work in flight); the server renews
+//	        and connects its own and answers done with them
 //	error   client → server: the client could not open its side of a
 //	        session (e.g. its port is down); the server records it
 //	finish  client → server: no more sessions; the server answers bye and

@@ -61,6 +61,41 @@ type fakeSide struct {
 	failAfter map[string]int
 	failOp    Op // when set, failAfter applies to this op's sessions only
 	counters  CounterReader
+	// leaveInFlight > 0 opens endpoints that renew their QPs (QPRenewer)
+	// and claim that every loop left this much work in flight.
+	leaveInFlight int
+	renewing      []*renewingRes
+}
+
+// renewingRes is a fakeRes whose loops stop with work in flight (a
+// perftest -D run on the verbs endpoint): each RenewQPs hands out QP
+// numbers of a new generation.
+type renewingRes struct {
+	*fakeRes
+	inFlight, gen int
+	// connects holds the QP numbers each Connect joined to, in order.
+	connects [][]uint32
+}
+
+func (r *renewingRes) LeftInFlight() int { return r.inFlight }
+func (r *renewingRes) RenewQPs() ([]QPInfo, error) {
+	r.gen++
+	return r.Local(), nil
+}
+func (r *renewingRes) Local() []QPInfo {
+	out := r.fakeRes.Local()
+	for i := range out {
+		out[i].QPN += uint32(1000 * r.gen)
+	}
+	return out
+}
+func (r *renewingRes) Connect(remote []QPInfo) error {
+	var qpns []uint32
+	for _, q := range remote {
+		qpns = append(qpns, q.QPN)
+	}
+	r.connects = append(r.connects, qpns)
+	return r.fakeRes.Connect(remote)
 }
 
 func (s *fakeSide) open(r Rail, p Params) (Resources, error) {
@@ -76,6 +111,11 @@ func (s *fakeSide) open(r Rail, p Params) (Resources, error) {
 		res.failAfter = s.failAfter[r.Device]
 	}
 	s.opened = append(s.opened, res)
+	if s.leaveInFlight > 0 {
+		rr := &renewingRes{fakeRes: res, inFlight: s.leaveInFlight}
+		s.renewing = append(s.renewing, rr)
+		return rr, nil
+	}
 	return res, nil
 }
 
@@ -644,5 +684,66 @@ func TestRailsNotAskedAgainAfterTheTimeout(t *testing.T) {
 	_, err = askRails(context.Background(), ClientConfig{Addr: ln.Addr().String(), Timeout: 2 * time.Second, Logf: func(string, ...any) {}}, &Requested{})
 	if err == nil || time.Since(start) > 6*time.Second {
 		t.Fatalf("err %v after %s", err, time.Since(start))
+	}
+}
+
+// A duration run that stops with work in flight (perftest -D) renews the
+// QPs of both sides before every further size, and each side's new QPs are
+// joined to the other's new ones; the last size renews nothing.
+func TestQPsRenewedAfterASizeLeftWorkInFlight(t *testing.T) {
+	srv, cli := &fakeSide{leaveInFlight: 1}, &fakeSide{leaveInFlight: 512}
+	c, s := runBoth(t, testRails("s0"), srv, ClientConfig{Rails: testRails("c0"), Params: testParams(4096, 65536, 1<<20), Ops: []Op{OpWrite}}, cli)
+	if c.perr != nil || s.perr != nil {
+		t.Fatalf("probe errors: client %v server %v", c.perr, s.perr)
+	}
+	measured(t, "client", c.out.Rails[0], []Op{OpWrite}, 3)
+	measured(t, "server", s.out.Rails[0], []Op{OpWrite}, 3)
+	cr, sr := cli.renewing[0], srv.renewing[0]
+	if cr.gen != 2 || sr.gen != 2 {
+		t.Fatalf("renewals: client %d, server %d; want 2 each (after sizes 1 and 2, not after the last)", cr.gen, sr.gen)
+	}
+	// Connects: the hello's, then one per renewal, each to the peer's
+	// newest generation.
+	if len(cr.connects) != 3 || len(sr.connects) != 3 {
+		t.Fatalf("connects: client %v, server %v; want 3 each", cr.connects, sr.connects)
+	}
+	for g := 0; g < 3; g++ {
+		if cr.connects[g][0] != uint32(100+1000*g) || sr.connects[g][0] != uint32(100+1000*g) {
+			t.Fatalf("connect %d: client joined QP %d, server joined QP %d; want generation %d's (%d)", g, cr.connects[g][0], sr.connects[g][0], g, 100+1000*g)
+		}
+	}
+}
+
+// Nothing in flight, nothing renewed.
+func TestQPsNotRenewedWhenTheLoopDrained(t *testing.T) {
+	srv, cli := &fakeSide{leaveInFlight: 1}, &fakeSide{leaveInFlight: 1}
+	cli.leaveInFlight = 0 // the client's endpoints are plain: LeftInFlight is never asked
+	c, s := runBoth(t, testRails("s0"), srv, ClientConfig{Rails: testRails("c0"), Params: testParams(4096, 65536), Ops: []Op{OpWrite}}, cli)
+	if c.perr != nil || s.perr != nil {
+		t.Fatalf("probe errors: client %v server %v", c.perr, s.perr)
+	}
+	measured(t, "client", c.out.Rails[0], []Op{OpWrite}, 2)
+	if sr := srv.renewing[0]; sr.gen != 0 || len(sr.connects) != 1 {
+		t.Fatalf("server renewed %d times, connected %d times; want 0 and 1", sr.gen, len(sr.connects))
+	}
+}
+
+// A server that cannot renew its QPs fails the op at the size that needed
+// it: the next sizes are not measured, and the results say why.
+func TestServerThatCannotRenewFailsTheOp(t *testing.T) {
+	srv, cli := &fakeSide{}, &fakeSide{leaveInFlight: 8}
+	c, _ := runBoth(t, testRails("s0"), srv, ClientConfig{Rails: testRails("c0"), Params: testParams(4096, 65536), Ops: []Op{OpWrite}}, cli)
+	rr := c.out.Rails[0]
+	if rr.Error == nil || len(rr.Runs) != 1 || rr.Runs[0].Error == nil {
+		t.Fatalf("want the write op failed, got rail error %v, runs %+v", rr.Error, rr.Runs)
+	}
+	if got := len(rr.Runs[0].Results); got != 0 {
+		t.Fatalf("%d sizes recorded as measured; want 0 (size 1's done was never answered)", got)
+	}
+	if msg := rr.Runs[0].Error.Message; !strings.Contains(msg, "cannot renew") {
+		t.Fatalf("error does not say the server could not renew its QPs: %s", msg)
+	}
+	if miss := c.out.Incomplete(); len(miss) == 0 {
+		t.Fatal("the sizes not measured are not reported incomplete")
 	}
 }

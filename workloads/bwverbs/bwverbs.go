@@ -116,8 +116,14 @@ type resources struct {
 	inline  int
 	wcs     []verbs.Completion
 	portNum int
-	goLoop  bool
-	recvs   int // receives kept posted on each QP (send latency)
+	qpCaps  verbs.QPCaps // how every QP is created (open, RenewQPs)
+	access  verbs.Access
+	// inFlight is what the last loop left posted and uncompleted when it
+	// stopped at its deadline (perftest -D); the QPs must be renewed
+	// before they carry another size.
+	inFlight int
+	goLoop   bool
+	recvs    int // receives kept posted on each QP (send latency)
 	// last is what competed with the measuring thread during the last C
 	// loop (nil after the Go loop, or when the kernel could not tell).
 	last *bw.Disturbance
@@ -251,15 +257,10 @@ func open(cfg Config, p bw.Params, onMemory func(bw.Memory)) (res *resources, er
 		r.inline = p.MaxInline
 	}
 	wr, postAPI := usesWR(api, driver)
-	for i := 0; i < p.QPs; i++ {
-		qp, err := r.pd.CreateRCQP(r.cq, verbs.QPCaps{SendDepth: p.TxDepth, RecvDepth: max(r.recvs, 1), MaxInline: r.inline, Plain: !wr}, rand.Uint32())
-		if err != nil {
-			return nil, err
-		}
-		r.qps = append(r.qps, qp)
-		if err := qp.ToInit(cfg.Port, access); err != nil {
-			return nil, err
-		}
+	r.qpCaps = verbs.QPCaps{SendDepth: p.TxDepth, RecvDepth: max(r.recvs, 1), MaxInline: r.inline, Plain: !wr}
+	r.access = access
+	if err := r.createQPs(p.QPs); err != nil {
+		return nil, err
 	}
 	r.wcs = make([]verbs.Completion, 16)
 	r.dev = bw.Device{Name: r.ctx.Name, Port: cfg.Port, GIDIndex: r.gid.Index, GID: r.gid.Addr,
@@ -332,6 +333,53 @@ func netdevOf(dev string, port, gidIndex int) string {
 		return ""
 	}
 	return strings.TrimSpace(string(b))
+}
+
+// createQPs creates n RC QPs on the CQ, each in INIT with a random PSN.
+func (r *resources) createQPs(n int) error {
+	for i := 0; i < n; i++ {
+		qp, err := r.pd.CreateRCQP(r.cq, r.qpCaps, rand.Uint32())
+		if err != nil {
+			return err
+		}
+		r.qps = append(r.qps, qp)
+		if err := qp.ToInit(r.portNum, r.access); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// LeftInFlight is bw.QPRenewer's: what the last loop left in flight.
+func (r *resources) LeftInFlight() int { return r.inFlight }
+
+// RenewQPs is bw.QPRenewer's: it destroys every QP with the work it still
+// holds, empties the CQ of what they completed before (so no stale
+// completion reaches the next loop), and creates as many new ones in INIT
+// (new QP numbers and PSNs: a packet of the old ones still on the wire
+// addresses no QP). Connect then joins them to the peer's new QPs.
+func (r *resources) RenewQPs() ([]bw.QPInfo, error) {
+	n := len(r.qps)
+	for _, qp := range r.qps {
+		if err := qp.Close(); err != nil {
+			return nil, err
+		}
+	}
+	r.qps, r.remote = nil, nil
+	for {
+		k, err := r.cq.Poll(r.wcs)
+		if err != nil {
+			return nil, err
+		}
+		if k == 0 {
+			break
+		}
+	}
+	r.inFlight = 0
+	if err := r.createQPs(n); err != nil {
+		return nil, err
+	}
+	return r.Local(), nil
 }
 
 func (r *resources) Local() []bw.QPInfo {
@@ -474,12 +522,16 @@ func sinceCycle(stamps []uint64, origin uint64, scale float64) []time.Duration {
 // calibrated; otherwise it falls back to the Go loop through Post and Poll.
 func (r *resources) Loop(p bw.Params, size int, record bool) (posted, completed []time.Duration, done int, err error) {
 	scale := calibrate()
+	r.inFlight = 0
 	if scale <= 0 || r.goLoop {
 		r.last = nil
 		return bw.RunLoop(r, p, size, Clock(), record)
 	}
+	// A one-way duration run stops at its deadline like perftest -D; a
+	// bidirectional one drains (the peer's loop still sends to our QPs).
 	spec := verbs.LoopSpec{QPs: r.qps, CQ: r.cq, MR: r.mr, Op: verbsOp(p.Op), Slot: r.slot, Size: size,
-		Inline: r.inlined(p.Op, size), Iters: p.Iters, TxDepth: p.TxDepth, CQMod: p.CQMod, Record: record}
+		Inline: r.inlined(p.Op, size), Iters: p.Iters, TxDepth: p.TxDepth, CQMod: p.CQMod, Record: record,
+		NoDrain: !p.Bidirectional}
 	for _, rem := range r.remote {
 		spec.Targets = append(spec.Targets, verbs.LoopTarget{Addr: rem.Addr, RKey: rem.RKey})
 	}
@@ -488,6 +540,7 @@ func (r *resources) Loop(p bw.Params, size int, record bool) (posted, completed 
 	}
 	res, err := verbs.RunLoop(spec)
 	r.last = disturbance(res.Usage)
+	r.inFlight = res.LeftInFlight
 	if err != nil {
 		return nil, nil, res.Done, tagTransport(withAckTimeout(err, r.timeout))
 	}

@@ -156,7 +156,7 @@ func TestPostAPIOnRxe(t *testing.T) {
 // Duration mode in the C loop: whole moderation groups, no peak.
 func TestCLoopDuration(t *testing.T) {
 	p := params(bw.OpRead, 2, 65536)
-	p.Duration, p.CQMod = 500*time.Millisecond, 10
+	p.Duration, p.CQMod, p.CQModUpTo8K = 500*time.Millisecond, 10, false
 	start := time.Now()
 	f := runPairWith(t, "rxe0", Config{Device: "rxe1", Port: 1, GIDIndex: -1}, p).Results[0].Local
 	if f.Iterations == 0 || f.Iterations%p.CQMod != 0 || f.PeakGbps != 0 || f.AvgGbps <= 0 {
@@ -165,6 +165,54 @@ func TestCLoopDuration(t *testing.T) {
 	if f.ElapsedSec < 0.45 || time.Since(start) > 20*time.Second {
 		t.Fatalf("ran %.3f s of a 0.5 s duration (wall %s)", f.ElapsedSec, time.Since(start))
 	}
+}
+
+// A duration run stops at its deadline with work in flight (perftest -D)
+// and both sides renew their QPs before the next size: with 4 QPs × 128 ×
+// 1 MiB queued, every size after the first is measured on the new QPs
+// (a stale completion or a half-renewed pair would fail it), and the last
+// size's loop left work in flight instead of draining it.
+func TestDurationStopsWithWorkInFlightAndRenews(t *testing.T) {
+	p := params(bw.OpWrite, 4, 1<<20, 65536, 1<<20)
+	p.Duration = 300 * time.Millisecond
+	var mu sync.Mutex
+	var opened []*resources
+	open := Factory(Config{Device: "rxe1", Port: 1, GIDIndex: -1})
+	keep := func(r bw.Rail, p bw.Params) (bw.Resources, error) {
+		res, err := open(r, p)
+		if err == nil {
+			mu.Lock()
+			opened = append(opened, res.(*resources))
+			mu.Unlock()
+		}
+		return res, err
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srvDone := make(chan *probeout.Error, 1)
+	go func() {
+		_, perr := bw.Serve(context.Background(), ln, bw.ServerConfig{Rails: rail(t, "rxe0"), Open: Factory(Config{GIDIndex: -1}), Clock: bw.RealClock(), Timeout: 60 * time.Second})
+		srvDone <- perr
+	}()
+	cli, cerr := bw.RunClient(context.Background(), bw.ClientConfig{Addr: ln.Addr().String(), Rails: rail(t, "rxe1"), Open: keep,
+		Clock: bw.RealClock(), Params: p, Ops: []bw.Op{p.Op}, Timeout: 10 * time.Second})
+	if serr := <-srvDone; cerr != nil || serr != nil {
+		t.Fatalf("client %v, server %v", cerr, serr)
+	}
+	if miss := cli.Incomplete(); len(miss) > 0 {
+		t.Fatalf("incomplete: %v (%+v)", miss, cli.Rails[0].Runs[0].Error)
+	}
+	for i, r := range cli.Rails[0].Runs[0].Results {
+		if f := r.Local; f.Iterations == 0 || f.AvgGbps <= 0 || f.ElapsedSec > p.Duration.Seconds()+0.5 {
+			t.Fatalf("size %d: %+v (want completions within the %s window)", p.Sizes[i], f, p.Duration)
+		}
+	}
+	if len(opened) != 1 || opened[0].LeftInFlight() == 0 {
+		t.Fatalf("the last 1 MiB loop left nothing in flight: it drained instead of stopping at the deadline")
+	}
+	t.Logf("last size left %d ops in flight; sizes measured on renewed QPs", opened[0].LeftInFlight())
 }
 
 // Discovery sees both rxe devices, sorted, port 1, ACTIVE, on their veths.

@@ -24,6 +24,7 @@ struct rs_loop_params {
 	uint64_t laddr, slot;
 	int64_t iters;     // per QP; ignored when deadline > 0
 	uint64_t deadline; // cycles after the start; 0 = iteration mode
+	int nodrain;       // at the deadline return at once, work left in flight
 	int64_t cap;       // room in posted/completed (0: do not record)
 };
 
@@ -88,7 +89,14 @@ static int rs_loop(struct ibv_qp **qps, uint64_t *raddr, uint32_t *rkey, int64_t
 	memset(o, 0, sizeof(*o));
 	uint64_t start = rs_cycles();
 	for (;;) {
-		if (p->deadline && !stop && rs_cycles() - start >= p->deadline) stop = 1;
+		if (p->deadline && !stop && rs_cycles() - start >= p->deadline) {
+			stop = 1;
+			// perftest -D: what completed by the deadline is the
+			// measurement; the rest stays in flight for the caller to
+			// discard with the QPs (a 4-QP × 128 × 1 MiB queue takes
+			// seconds to drain on a slow link, minutes on Soft-RoCE).
+			if (p->nodrain) break;
+		}
 		for (int q = 0; q < p->nqp; q++) {
 			while (scnt[q] < iters && scnt[q] - ccnt[q] < p->tx_depth) {
 				// After the deadline only finish the current moderation
@@ -363,19 +371,26 @@ type LoopSpec struct {
 	Inline   bool
 	Iters    int    // per QP (iteration mode)
 	Deadline uint64 // cycles; > 0 runs until then instead of Iters
-	TxDepth  int
-	CQMod    int
-	Record   bool // keep every post's and completion's cycle stamp
+	// NoDrain returns at the deadline without waiting for the work still
+	// in flight (LoopResult.LeftInFlight); the QPs then hold it and must be
+	// replaced before they carry another loop.
+	NoDrain bool
+	TxDepth int
+	CQMod   int
+	Record  bool // keep every post's and completion's cycle stamp
 }
 
 // LoopResult holds cycle-counter stamps (see Cycles). Posted is in post
 // order, Completed in completion order; both only with Record.
 type LoopResult struct {
-	Done      int
-	FirstPost uint64
-	LastDone  uint64
-	Posted    []uint64
-	Completed []uint64
+	Done int
+	// LeftInFlight is what was posted and not covered by a completion when
+	// a NoDrain loop stopped.
+	LeftInFlight int
+	FirstPost    uint64
+	LastDone     uint64
+	Posted       []uint64
+	Completed    []uint64
 	// Usage is what competed with the loop's thread while it ran (nil
 	// when the kernel's counters could not be read).
 	Usage *ThreadUsage
@@ -413,7 +428,7 @@ func RunLoop(s LoopSpec) (LoopResult, error) {
 		tx_depth: C.int(s.TxDepth), cq_mod: C.int(s.CQMod), ex: cbool(allEx(s.QPs)),
 		lkey: s.MR.mr.lkey, size: C.uint32_t(s.Size),
 		laddr: C.uint64_t(s.MR.addr), slot: C.uint64_t(s.Slot),
-		iters: C.int64_t(s.Iters), deadline: C.uint64_t(s.Deadline), cap: cp,
+		iters: C.int64_t(s.Iters), deadline: C.uint64_t(s.Deadline), nodrain: cbool(s.NoDrain && s.Deadline > 0), cap: cp,
 	}
 	var o C.struct_rs_loop_out
 	var posted, completed *C.uint64_t
@@ -428,6 +443,7 @@ func RunLoop(s LoopSpec) (LoopResult, error) {
 		res.Usage = &u
 	}
 	res.Done, res.FirstPost, res.LastDone = int(o.done), uint64(o.first_post), uint64(o.last_done)
+	res.LeftInFlight = int(sum(scnt)) - res.Done
 	if cp > 0 {
 		res.Posted, res.Completed = res.Posted[:min(int(cp), int(sum(scnt)))], res.Completed[:min(int(cp), res.Done)]
 	}
