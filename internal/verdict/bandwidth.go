@@ -647,6 +647,9 @@ func (in BWInput) explain(s Side, port string, e *probeout.Error) (reports.Statu
 		return reports.Fail, fmt.Sprintf("%s: memory registration refused: %s", where, e.Message), mr.FixMemlock
 	case probeout.KindTransport:
 		if st, ok := completionStatusOf(e.Message); ok {
+			if st.text == remoteInvalid && softRoCE(port) {
+				return reports.Fail, fmt.Sprintf("%s: RDMA transport error: %s: %s; %s", where, e.Message, st.means, rxeRefusedResend), FixRemoteInvalidRxe
+			}
 			return reports.Fail, fmt.Sprintf("%s: RDMA transport error: %s: %s", where, e.Message, st.means), st.fix
 		}
 		return reports.Fail, fmt.Sprintf("%s: RDMA transport error: %s", where, e.Message), FixTransport

@@ -95,3 +95,20 @@ func TestCompletionStatusDiagnosis(t *testing.T) {
 		}
 	}
 }
+
+// Issue 32.1: on Soft-RoCE a remote invalid request is rxe refusing a
+// resend (perftest fails the same way between the same devices): the
+// diagnosis says so and the fix raises the ACK timeout; elsewhere the
+// refusal keeps the memory-layout fix.
+func TestRemoteInvalidRequestOnSoftRoCE(t *testing.T) {
+	e := &probeout.Error{Kind: probeout.KindTransport, Message: "size 1048576: completion error on QP index 0 op 38: remote invalid request error (QP ACK timeout 67ms = 4.096 µs × 2^14, 7 retries)"}
+	in := BWInput{}
+	st, msg, fix := in.explain(Side{Pod: "c", Node: "rxe-node-2"}, "rxe1/1", e)
+	if st != reports.Fail || !strings.Contains(msg, "refusing a resend") || fix != FixRemoteInvalidRxe || !strings.Contains(fix, "--qp-timeout") {
+		t.Errorf("rxe port: %s\n  %s\n  fix %s", st, msg, fix)
+	}
+	st, msg, fix = in.explain(Side{Pod: "c", Node: "gpu-7"}, "mlx5_3/1", e)
+	if st != reports.Fail || strings.Contains(msg, "Soft-RoCE") || fix != FixRemoteInvalid {
+		t.Errorf("mlx5 port: %s\n  %s\n  fix %s", st, msg, fix)
+	}
+}

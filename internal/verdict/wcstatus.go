@@ -37,7 +37,7 @@ const (
 var completionStatuses = []completionStatus{
 	{"transport retry counter exceeded", "no acknowledgement came back from the peer within the retry count: packets were lost on the path or the peer's port went away", FixTransport},
 	{"RNR retry counter exceeded", "the peer had no receive queue entry for a SEND (receiver not ready) until the retries ran out", FixRNR},
-	{"remote invalid request error", "the responder refused the request itself (an opcode its QP does not allow, a length or offset outside its memory region): the peer or the probe's memory layout, not the link", FixRemoteInvalid},
+	{remoteInvalid, "the responder refused the request itself (an opcode its QP does not allow, a length or offset outside its memory region): the peer or the probe's memory layout, not the link", FixRemoteInvalid},
 	{"remote access error", "the responder refused access to its memory (rkey, address or permissions): the peer's registration, not the link", FixRemoteAccess},
 	{"remote operation error", "the responder could not complete the operation on its side (a local fault at the peer)", FixRemoteOp},
 	{"work request flushed error", "the work request was flushed because the QP had already failed: an earlier error is the cause", FixFlushed},
@@ -47,6 +47,25 @@ var completionStatuses = []completionStatus{
 	{"bad response error", "an unexpected transport response came back from the peer: a peer or path fault, not a clean loss", FixRemoteOp},
 	{"local QP operation error", "the local QP could not execute the work request (a malformed request for its state or type)", FixLocalLength},
 }
+
+const remoteInvalid = "remote invalid request error"
+
+// rxeRefusedResend is what a remote invalid request means on Soft-RoCE,
+// where it is the driver's own limit and not the probe's: perftest fails
+// the same way between the bed's two rxe guests (ib_write_bw -q 4 -s
+// 1048576 -n 150 at its default -u 14: "Failed status 9" after 15 resends
+// and 1 095 duplicate requests counted at the responder; issue 32).
+const rxeRefusedResend = "on Soft-RoCE (rxe) this is the responder refusing a resend after an ACK timeout, " +
+	"which perftest's ib_write_bw hits too between the same devices (status 9) when the host acknowledges late"
+
+// FixRemoteInvalidRxe is the fix for a Soft-RoCE port.
+const FixRemoteInvalidRxe = "the Soft-RoCE host acknowledged later than the QPs' ACK timeout and rxe refused the resend: raise --qp-timeout " +
+	"(18 ≈ 1.07 s, the exponent used is in the error) or give the node's CPUs to the test; if completer_retry_err and duplicate_request " +
+	"did not rise (rdma statistic show), check the peer's memory registration as for any remote invalid request"
+
+// softRoCE says whether a port ("rxe0/1", "rxe0/1→rxe1/1") is a Soft-RoCE
+// device by its default name (rdma link add rxeN type rxe).
+func softRoCE(port string) bool { return strings.HasPrefix(port, "rxe") }
 
 // completionStatusOf finds a known completion status in a transport
 // error's message.

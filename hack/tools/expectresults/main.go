@@ -17,6 +17,8 @@
 // Bound lines: "@measured CHECK-ID NODE NAME LOW HIGH" require the
 // measurement NAME of that check on NODE to lie in (LOW, HIGH]: a measured
 // value, not just a status (e.g. a stall that is > 0 and within its limit).
+// NODE:RAIL picks the per-rail check measured on NODE whose rail starts
+// with RAIL, as on expectation lines.
 //
 // Evidence lines: "@evidence ID-PREFIX TEXT" require every check whose id
 // starts with ID-PREFIX (at least one) to carry an evidence line
@@ -160,12 +162,16 @@ func keepWhy(path, results string, problems []string) {
 
 // check returns why the bound is not met ("" when it is).
 func (b bound) check(checks []reports.Check) string {
+	node, rail, perRail := strings.Cut(b.node, ":")
 	for _, c := range checks {
-		if c.ID != b.id || !slices.Contains(c.Nodes, b.node) {
+		if c.ID != b.id || !slices.Contains(c.Nodes, node) {
+			continue
+		}
+		if perRail && (c.Nodes[0] != node || !strings.HasPrefix(c.Rail, rail)) {
 			continue
 		}
 		for _, m := range c.Measured {
-			if m.Name != b.name || (m.Node != "" && m.Node != b.node) {
+			if m.Name != b.name || (m.Node != "" && m.Node != node) {
 				continue
 			}
 			if m.Value > b.low && m.Value <= b.high {

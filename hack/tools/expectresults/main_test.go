@@ -110,3 +110,26 @@ func TestStatusAlternatives(t *testing.T) {
 		}
 	}
 }
+
+// NODE:RAIL picks the rail's check: a row of another variant on the same
+// node without the measurement does not answer for it.
+func TestBoundsPerRail(t *testing.T) {
+	checks := []reports.Check{
+		{ID: "bandwidth/write", Nodes: []string{"g1", "g2"}, Rail: "rxe0/1→rxe0/1"},
+		{ID: "bandwidth/write", Nodes: []string{"g1", "g2"}, Rail: "rxehd0/1→rxehd0/1",
+			Measured: []reports.Measurement{{Name: "write_1MiB_avg", Node: "g1", Value: 0.2, Unit: "Gb/s"}}},
+	}
+	for _, tc := range []struct {
+		node, want string
+	}{
+		{"g1:rxehd", ""},
+		{"g1", "no measurement"}, // the first row, the shared one, has none
+		{"g1:rxe0", "no measurement"},
+		{"g2:rxehd", "no check"}, // measured on g1, not g2
+	} {
+		got := bound{id: "bandwidth/write", node: tc.node, name: "write_1MiB_avg", low: 0, high: 2.5}.check(checks)
+		if (tc.want == "") != (got == "") || !strings.Contains(got, tc.want) {
+			t.Errorf("%s: got %q, want %q", tc.node, got, tc.want)
+		}
+	}
+}
