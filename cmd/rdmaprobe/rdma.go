@@ -179,14 +179,12 @@ func parseBWFlags(name string, args []string) (*bwFlags, *flag.FlagSet, error) {
 	}
 	f.mem = mem
 	f.params.Op, f.params.Bidirectional = f.ops[0], f.bidir
-	fs.Visit(func(fl *flag.Flag) {
-		if fl.Name == "cq-mod" { // asked for: every size, as perftest's -Q
-			f.params.CQModUpTo8K = false
-		}
-	})
+	set := map[string]bool{}
+	fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
+	if set["cq-mod"] { // asked for: every size, as perftest's -Q
+		f.params.CQModUpTo8K = false
+	}
 	if f.params.Latency {
-		set := map[string]bool{}
-		fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
 		if !set["size"] {
 			f.sizes = "2"
 		}

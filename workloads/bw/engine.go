@@ -19,8 +19,8 @@ type Endpoint interface {
 // with the same rules as RunLoop below (which stays the reference the unit
 // tests pin down), except that a one-way duration run may stop at its
 // deadline with work in flight, as perftest -D does (the endpoint is then
-// a QPRenewer and the session replaces the QPs before the next size). The verbs endpoint does, so that no Go↔C transition sits
-// between two posts. Times share one origin, like Clock's. With record it
+// a QPRenewer and the session replaces the QPs before the next size). The
+// verbs endpoint does, so that no Go↔C transition sits between two posts. Times share one origin, like Clock's. With record it
 // returns every stamp in iteration mode; in duration mode (no peak is
 // computed) the first post and the last completion suffice.
 type Looper interface {

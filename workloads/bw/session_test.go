@@ -61,8 +61,9 @@ type fakeSide struct {
 	failAfter map[string]int
 	failOp    Op // when set, failAfter applies to this op's sessions only
 	counters  CounterReader
-	// leaveInFlight > 0 opens endpoints that renew their QPs (QPRenewer)
-	// and claim that every loop left this much work in flight.
+	// renews opens endpoints that renew their QPs (QPRenewer) and claim
+	// that every loop left leaveInFlight operations in flight.
+	renews        bool
 	leaveInFlight int
 	renewing      []*renewingRes
 }
@@ -111,7 +112,7 @@ func (s *fakeSide) open(r Rail, p Params) (Resources, error) {
 		res.failAfter = s.failAfter[r.Device]
 	}
 	s.opened = append(s.opened, res)
-	if s.leaveInFlight > 0 {
+	if s.renews {
 		rr := &renewingRes{fakeRes: res, inFlight: s.leaveInFlight}
 		s.renewing = append(s.renewing, rr)
 		return rr, nil
@@ -691,7 +692,7 @@ func TestRailsNotAskedAgainAfterTheTimeout(t *testing.T) {
 // QPs of both sides before every further size, and each side's new QPs are
 // joined to the other's new ones; the last size renews nothing.
 func TestQPsRenewedAfterASizeLeftWorkInFlight(t *testing.T) {
-	srv, cli := &fakeSide{leaveInFlight: 1}, &fakeSide{leaveInFlight: 512}
+	srv, cli := &fakeSide{renews: true, leaveInFlight: 1}, &fakeSide{renews: true, leaveInFlight: 512}
 	c, s := runBoth(t, testRails("s0"), srv, ClientConfig{Rails: testRails("c0"), Params: testParams(4096, 65536, 1<<20), Ops: []Op{OpWrite}}, cli)
 	if c.perr != nil || s.perr != nil {
 		t.Fatalf("probe errors: client %v server %v", c.perr, s.perr)
@@ -714,24 +715,25 @@ func TestQPsRenewedAfterASizeLeftWorkInFlight(t *testing.T) {
 	}
 }
 
-// Nothing in flight, nothing renewed.
+// Nothing in flight, nothing renewed, though both endpoints could renew.
 func TestQPsNotRenewedWhenTheLoopDrained(t *testing.T) {
-	srv, cli := &fakeSide{leaveInFlight: 1}, &fakeSide{leaveInFlight: 1}
-	cli.leaveInFlight = 0 // the client's endpoints are plain: LeftInFlight is never asked
+	srv, cli := &fakeSide{renews: true}, &fakeSide{renews: true}
 	c, s := runBoth(t, testRails("s0"), srv, ClientConfig{Rails: testRails("c0"), Params: testParams(4096, 65536), Ops: []Op{OpWrite}}, cli)
 	if c.perr != nil || s.perr != nil {
 		t.Fatalf("probe errors: client %v server %v", c.perr, s.perr)
 	}
 	measured(t, "client", c.out.Rails[0], []Op{OpWrite}, 2)
-	if sr := srv.renewing[0]; sr.gen != 0 || len(sr.connects) != 1 {
-		t.Fatalf("server renewed %d times, connected %d times; want 0 and 1", sr.gen, len(sr.connects))
+	for who, r := range map[string]*renewingRes{"client": cli.renewing[0], "server": srv.renewing[0]} {
+		if r.gen != 0 || len(r.connects) != 1 {
+			t.Fatalf("%s renewed %d times, connected %d times; want 0 and 1", who, r.gen, len(r.connects))
+		}
 	}
 }
 
 // A server that cannot renew its QPs fails the op at the size that needed
 // it: the next sizes are not measured, and the results say why.
 func TestServerThatCannotRenewFailsTheOp(t *testing.T) {
-	srv, cli := &fakeSide{}, &fakeSide{leaveInFlight: 8}
+	srv, cli := &fakeSide{}, &fakeSide{renews: true, leaveInFlight: 8}
 	c, _ := runBoth(t, testRails("s0"), srv, ClientConfig{Rails: testRails("c0"), Params: testParams(4096, 65536), Ops: []Op{OpWrite}}, cli)
 	rr := c.out.Rails[0]
 	if rr.Error == nil || len(rr.Runs) != 1 || rr.Runs[0].Error == nil {

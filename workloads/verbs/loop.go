@@ -428,7 +428,7 @@ func RunLoop(s LoopSpec) (LoopResult, error) {
 		tx_depth: C.int(s.TxDepth), cq_mod: C.int(s.CQMod), ex: cbool(allEx(s.QPs)),
 		lkey: s.MR.mr.lkey, size: C.uint32_t(s.Size),
 		laddr: C.uint64_t(s.MR.addr), slot: C.uint64_t(s.Slot),
-		iters: C.int64_t(s.Iters), deadline: C.uint64_t(s.Deadline), nodrain: cbool(s.NoDrain && s.Deadline > 0), cap: cp,
+		iters: C.int64_t(s.Iters), deadline: C.uint64_t(s.Deadline), nodrain: cbool(s.NoDrain), cap: cp,
 	}
 	var o C.struct_rs_loop_out
 	var posted, completed *C.uint64_t
@@ -443,9 +443,10 @@ func RunLoop(s LoopSpec) (LoopResult, error) {
 		res.Usage = &u
 	}
 	res.Done, res.FirstPost, res.LastDone = int(o.done), uint64(o.first_post), uint64(o.last_done)
-	res.LeftInFlight = int(sum(scnt)) - res.Done
+	nposted := int(sum(scnt))
+	res.LeftInFlight = nposted - res.Done
 	if cp > 0 {
-		res.Posted, res.Completed = res.Posted[:min(int(cp), int(sum(scnt)))], res.Completed[:min(int(cp), res.Done)]
+		res.Posted, res.Completed = res.Posted[:min(int(cp), nposted)], res.Completed[:min(int(cp), res.Done)]
 	}
 	if rc == 0 {
 		return res, nil

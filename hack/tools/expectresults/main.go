@@ -162,12 +162,9 @@ func keepWhy(path, results string, problems []string) {
 
 // check returns why the bound is not met ("" when it is).
 func (b bound) check(checks []reports.Check) string {
-	node, rail, perRail := strings.Cut(b.node, ":")
+	node, _, _ := strings.Cut(b.node, ":") // the node whose measurement counts
 	for _, c := range checks {
-		if c.ID != b.id || !slices.Contains(c.Nodes, node) {
-			continue
-		}
-		if perRail && (c.Nodes[0] != node || !strings.HasPrefix(c.Rail, rail)) {
+		if c.ID != b.id || !nodeSpecMatches(b.node, c) {
 			continue
 		}
 		for _, m := range c.Measured {
@@ -184,15 +181,20 @@ func (b bound) check(checks []reports.Check) string {
 	return fmt.Sprintf("no check %s on %s in the results", b.id, b.node)
 }
 
-func (e *expectation) matchesNode(c reports.Check) bool {
-	if strings.Contains(e.node, ",") { // the check's nodes exactly, in order
-		return strings.Join(c.Nodes, ",") == e.node
+func (e *expectation) matchesNode(c reports.Check) bool { return nodeSpecMatches(e.node, c) }
+
+// nodeSpecMatches reads a NODE column (expectation and bound lines): "*",
+// one node among the check's, "a,b" its nodes exactly in order, or
+// NODE:RAIL the per-rail check measured on NODE whose rail starts with RAIL.
+func nodeSpecMatches(spec string, c reports.Check) bool {
+	if strings.Contains(spec, ",") { // the check's nodes exactly, in order
+		return strings.Join(c.Nodes, ",") == spec
 	}
-	node, rail, perRail := strings.Cut(e.node, ":")
+	node, rail, perRail := strings.Cut(spec, ":")
 	if perRail {
 		return len(c.Nodes) > 0 && c.Nodes[0] == node && strings.HasPrefix(c.Rail, rail)
 	}
-	return e.node == "*" || slices.Contains(c.Nodes, e.node)
+	return spec == "*" || slices.Contains(c.Nodes, spec)
 }
 
 func orDash(s string) string {
