@@ -426,3 +426,22 @@ func TestCQModerationStopsAbove8K(t *testing.T) {
 		}
 	}
 }
+
+// nothingLooper's loop completes nothing (a link that carried nothing in
+// the window).
+type nothingLooper struct{ fakeEP }
+
+func (*nothingLooper) Loop(Params, int, bool) ([]time.Duration, []time.Duration, int, error) {
+	return []time.Duration{0}, nil, 0, nil
+}
+
+// A duration window in which nothing completed is a transport failure
+// naming the window, never a figure of zero.
+func TestDurationWindowWithNoCompletionFails(t *testing.T) {
+	p := Defaults()
+	p.Duration = 5 * time.Second
+	f, err := Measure(&nothingLooper{}, p, 1<<20, fakeClock(time.Microsecond))
+	if err == nil || !errors.Is(err, ErrTransport) || !strings.Contains(err.Error(), "no operation completed within the 5s window") {
+		t.Fatalf("got %+v, %v", f, err)
+	}
+}
