@@ -118,6 +118,7 @@ bad=0
 can create pods "$ns" yes
 can delete pods "$ns" yes
 can get pods:log "$ns" yes
+can create pods:attach "$ns" yes
 can create jobs.batch "$ns" yes
 can create services "$ns" yes
 can list nodes - yes
@@ -132,7 +133,7 @@ can delete namespaces/rdmasuite - no
 can get secrets "$ns" no
 can list secrets - no
 can create pods:exec "$ns" no
-can create pods:attach "$ns" no
+can create pods:attach default no
 can create pods:portforward "$ns" no
 can create pods:eviction "$ns" no
 can update nodes - no

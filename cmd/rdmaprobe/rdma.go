@@ -256,7 +256,7 @@ func runBW(args []string) error {
 	return first
 }
 
-const bwUsage = "usage: rdmaprobe bw server [flags] [--then [flags]]... | rdmaprobe bw client [flags] HOST [--then [flags] HOST]..."
+const bwUsage = "usage: rdmaprobe bw server [flags] [--then [flags]]... | rdmaprobe bw client [flags] HOST [--then [flags] HOST]... (HOST - : the server's address is the first line of standard input)"
 
 // splitThen cuts bw's arguments into runs at each --then.
 func splitThen(args []string) [][]string {
@@ -365,8 +365,17 @@ func runBWOnce(role string, args []string) error {
 		out, perr = bw.Serve(ctx, ln, bw.ServerConfig{Found: found, Rails: rails, Open: factory, Clock: clock,
 			Counters: counters, Timeout: f.timeout, Err: setupErr, Logf: logf})
 	} else {
+		host, herr := serverHost(fs.Arg(0))
+		if herr != nil {
+			if found != nil {
+				out.Found = found
+			}
+			out.PodView = view
+			_ = probeout.WriteError(os.Stdout, bw.ProbeName, out, herr)
+			return herr
+		}
 		var mu sync.Mutex
-		cfg := bw.ClientConfig{Addr: net.JoinHostPort(fs.Arg(0), strconv.Itoa(f.port)), Found: found, Rails: rails,
+		cfg := bw.ClientConfig{Addr: net.JoinHostPort(host, strconv.Itoa(f.port)), Found: found, Rails: rails,
 			Open: factory, Clock: clock, Params: f.params, Ops: f.ops, Mode: f.rails, Parallel: f.railParallel,
 			Counters: counters, Timeout: f.timeout, Err: setupErr, Logf: logf}
 		if f.table {

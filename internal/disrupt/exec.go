@@ -5,11 +5,12 @@ import (
 	"context"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/util/httpstream"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/remotecommand"
+
+	"github.com/rdmasuite/rdmasuite/internal/podrun"
 )
 
 // Execer runs a command in a pod's container (no shell, no stdin).
@@ -29,17 +30,7 @@ type RemoteExec struct {
 func (e RemoteExec) Exec(ctx context.Context, namespace, pod, container string, command []string) (string, string, error) {
 	req := e.Kube.CoreV1().RESTClient().Post().Resource("pods").Namespace(namespace).Name(pod).SubResource("exec").
 		VersionedParams(&corev1.PodExecOptions{Container: container, Command: command, Stdout: true, Stderr: true}, scheme.ParameterCodec)
-	spdy, err := remotecommand.NewSPDYExecutor(e.Config, "POST", req.URL())
-	if err != nil {
-		return "", "", err
-	}
-	ws, err := remotecommand.NewWebSocketExecutor(e.Config, "GET", req.URL().String())
-	if err != nil {
-		return "", "", err
-	}
-	exec, err := remotecommand.NewFallbackExecutor(ws, spdy, func(err error) bool {
-		return httpstream.IsUpgradeFailure(err) || httpstream.IsHTTPSProxyError(err)
-	})
+	exec, err := podrun.StreamExecutor(e.Config, req)
 	if err != nil {
 		return "", "", err
 	}

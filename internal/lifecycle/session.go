@@ -43,6 +43,7 @@ import (
 	"github.com/rdmasuite/rdmasuite/internal/disrupt"
 	"github.com/rdmasuite/rdmasuite/internal/latest"
 	"github.com/rdmasuite/rdmasuite/internal/nodemark"
+	"github.com/rdmasuite/rdmasuite/internal/podrun"
 	"github.com/rdmasuite/rdmasuite/internal/progress"
 	"github.com/rdmasuite/rdmasuite/internal/runner"
 	"github.com/rdmasuite/rdmasuite/internal/suiteflags"
@@ -192,6 +193,10 @@ func Start(m *testing.M, o Options) *Session {
 	}
 	runID := cluster.NewRunID()
 	s.Run = runner.New(s.Kube, rcfg, runID)
+	// A pair's client pod starts beside its server and gets the server's
+	// address over pods/attach (when the identity may attach: the runner
+	// asks once and says which way the pairs start).
+	s.Run.Attach = podrun.RemoteAttach{Config: rc, Kube: s.Kube}
 	ns := s.Run.Namespace()
 	cfg.WithClient(kl).WithNamespace(ns)
 	mode := ""

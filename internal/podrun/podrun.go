@@ -39,11 +39,18 @@ type Spec struct {
 	// are for the host probe only; the RDMA features never set them.
 	Privileged bool
 	HostMounts map[string]string
+	// Stdin opens the container's standard input for one attach (stdin
+	// once): a client pod started beside its server reads the server's
+	// address there (Attach hands it over once the server has an IP).
+	Stdin bool
 	// Keep leaves the pod after Run for debugging (--keep-on-failure); the
 	// run's cleanup (its namespace's deletion, or by the run label with
 	// --namespace), or rdmasuite cleanup, removes it later.
 	Keep bool
 }
+
+// ContainerName is the probe pod's one container.
+const ContainerName = "probe"
 
 // Pod builds the pod object for spec.
 func Pod(s Spec) *corev1.Pod {
@@ -88,10 +95,12 @@ func Pod(s Spec) *corev1.Pod {
 			Tolerations: []corev1.Toleration{{Operator: corev1.TolerationOpExists}},
 			Volumes:     volumes,
 			Containers: []corev1.Container{{
-				Name:            "probe",
+				Name:            ContainerName,
 				Image:           s.Image,
 				ImagePullPolicy: corev1.PullIfNotPresent,
 				Args:            s.Args,
+				Stdin:           s.Stdin,
+				StdinOnce:       s.Stdin,
 				Env: []corev1.EnvVar{
 					fieldEnv("NODE_NAME", "spec.nodeName"),
 					fieldEnv("POD_NAME", "metadata.name"),
@@ -146,6 +155,18 @@ func Run(ctx context.Context, cs kubernetes.Interface, s Spec, timeout time.Dura
 // servers that a second pod connects to; it also returns how long that took.
 // The caller deletes it (Delete).
 func Start(ctx context.Context, cs kubernetes.Interface, s Spec, timeout time.Duration) (*corev1.Pod, time.Duration, error) {
+	return start(ctx, cs, s, timeout, "server", "before its client ran")
+}
+
+// StartWaiting is Start for a pod that waits on its standard input
+// (Spec.Stdin) before it does anything: a client pod started beside its
+// server, before the server's address is known. The caller attaches
+// (Attacher) and then waits for it (Wait), and deletes it.
+func StartWaiting(ctx context.Context, cs kubernetes.Interface, s Spec, timeout time.Duration) (*corev1.Pod, time.Duration, error) {
+	return start(ctx, cs, s, timeout, "client", "before the suite could hand it its server's address")
+}
+
+func start(ctx context.Context, cs kubernetes.Interface, s Spec, timeout time.Duration, role, before string) (*corev1.Pod, time.Duration, error) {
 	pods := cs.CoreV1().Pods(s.Namespace)
 	createdAt := time.Now()
 	created, err := pods.Create(ctx, Pod(s), metav1.CreateOptions{})
@@ -158,7 +179,7 @@ func Start(ctx context.Context, cs kubernetes.Interface, s Spec, timeout time.Du
 		cur = p
 		if Finished(p) {
 			logs, _ := Logs(ctx, cs, s.Namespace, p.Name)
-			ended = fmt.Errorf("server pod %s/%s on node %q ended before its client ran: %s; output: %s", s.Namespace, p.Name, s.Node, Describe(p), strings.TrimSpace(logs))
+			ended = fmt.Errorf("%s pod %s/%s on node %q ended %s: %s; output: %s", role, s.Namespace, p.Name, s.Node, before, Describe(p), strings.TrimSpace(logs))
 			return false, ended
 		}
 		return p.Status.Phase == corev1.PodRunning && p.Status.PodIP != "", nil
@@ -170,7 +191,7 @@ func Start(ctx context.Context, cs kubernetes.Interface, s Spec, timeout time.Du
 		return cur, 0, stopped(ctx, s.Namespace, created.Name, s.Node, cur)
 	}
 	if werr != nil {
-		return cur, 0, fmt.Errorf("%w: server pod %s/%s on node %q not running after %s: %s%s", ErrTimeout, s.Namespace, created.Name,
+		return cur, 0, fmt.Errorf("%w: %s pod %s/%s on node %q not running after %s: %s%s", ErrTimeout, role, s.Namespace, created.Name,
 			s.Node, timeout, Describe(cur), warningEvents(context.WithoutCancel(ctx), cs, s.Namespace, created.Name))
 	}
 	return cur, time.Since(createdAt), nil

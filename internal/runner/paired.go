@@ -223,6 +223,9 @@ func (r *Runner) runPaired(ctx context.Context, v Variant, plan []string) map[st
 	feats, out, byName, groups, bwNodes := sch.feats, sch.rows, sch.byName, sch.groups, sch.bwNodes
 	if r.Progress != nil && len(groups) > 0 {
 		r.Progress(PlanLine(v.Label, groups))
+		if m := r.pairStartMode(ctx); m.line != "" && !r.handoffSaid.Swap(true) {
+			r.Progress(m.line)
+		}
 	}
 	seen := newRailsSeen()
 	rp := &roundProgress{rounds: len(groups), start: time.Now()}
@@ -302,7 +305,6 @@ func (r *Runner) runPair(ctx context.Context, v Variant, p pairing.Pair, runs []
 		mem.gpus = max(mem.gpus, run.feature.mem.gpus)
 	}
 	srvArgs := []string{"bw", "server"}
-	cliArgs := []string{"bw", "client"}
 	var names []string
 	for k, run := range runs {
 		m := run.feature.mem
@@ -326,31 +328,57 @@ func (r *Runner) runPair(ctx context.Context, v Variant, p pairing.Pair, runs []
 		}
 	}
 
-	srv, srvStart, err := podrun.Start(ctx, r.Kube, srvSpec, r.Cfg.PodTimeout)
-	if srv != nil && !srvSpec.Keep {
-		defer podrun.Delete(r.Kube, srvSpec.Namespace, srvSpec.Name)
-	}
-	if err != nil {
-		all(func(in *verdict.BWInput) { in.Server.PodErr = err })
-		return
-	}
-	r.AddPhase(PhasePodStart, srvStart)
-	budget := r.Cfg.PodTimeout
-	for k, run := range runs {
-		ca := r.clientRunArgs(v, run)
-		if multi {
-			ca = append(ca, "--run-name", run.feature.name)
-			if k > 0 {
-				cliArgs = append(cliArgs, "--then")
+	// The client's flags per run, HOST last; the pod's time budget.
+	clientArgs := func(host string) ([]string, time.Duration) {
+		args := []string{"bw", "client"}
+		budget := r.Cfg.PodTimeout
+		for k, run := range runs {
+			ca := r.clientRunArgs(v, run)
+			if multi {
+				ca = append(ca, "--run-name", run.feature.name)
+				if k > 0 {
+					args = append(args, "--then")
+				}
 			}
+			ca = append(ca, host)
+			args = append(args, ca...)
+			run.in.Client.Command = "rdmaprobe bw client " + strings.Join(ca, " ")
+			budget += r.clientBudget(run.in.SKU, len(run.in.Ops)) - r.Cfg.PodTimeout
 		}
-		ca = append(ca, srv.Status.PodIP)
-		cliArgs = append(cliArgs, ca...)
-		run.in.Client.Command = "rdmaprobe bw client " + strings.Join(ca, " ")
-		budget += r.clientBudget(run.in.SKU, len(run.in.Ops)) - r.Cfg.PodTimeout
+		return args, budget
 	}
-	cres, cerr := podrun.Run(ctx, r.Kube, mem.spec(withHostSysfs(r.Spec(v, runs[0].in.Client.Pod, p.Client, cliArgs, v.NeedsCaps))), budget)
-	r.AddPhase(PhasePodStart, cres.StartLatency)
+	clientSpec := func(args []string) podrun.Spec {
+		return mem.spec(withHostSysfs(r.Spec(v, runs[0].in.Client.Pod, p.Client, args, v.NeedsCaps)))
+	}
+
+	var srv *corev1.Pod
+	var cres podrun.Result
+	var cerr error
+	if r.pairStartMode(ctx).beside {
+		var ok bool
+		srv, cres, cerr, ok = r.startTogether(ctx, srvSpec, clientSpec, clientArgs, runs)
+		if srv != nil && !srvSpec.Keep {
+			defer podrun.Delete(r.Kube, srvSpec.Namespace, srvSpec.Name)
+		}
+		if !ok {
+			return
+		}
+	} else {
+		var srvStart time.Duration
+		var err error
+		srv, srvStart, err = podrun.Start(ctx, r.Kube, srvSpec, r.Cfg.PodTimeout)
+		if srv != nil && !srvSpec.Keep {
+			defer podrun.Delete(r.Kube, srvSpec.Namespace, srvSpec.Name)
+		}
+		if err != nil {
+			all(func(in *verdict.BWInput) { in.Server.PodErr = err })
+			return
+		}
+		r.AddPhase(PhasePodStart, srvStart)
+		args, budget := clientArgs(srv.Status.PodIP)
+		cres, cerr = podrun.Run(ctx, r.Kube, clientSpec(args), budget)
+		r.AddPhase(PhasePodStart, cres.StartLatency)
+	}
 	r.AddPhase(PhaseCollection, cres.Collect)
 	// A client that measured sent the server its finish: the server ends
 	// at once. One that failed may not have: give the server a short while

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/rdmasuite/rdmasuite/internal/cluster"
 	"github.com/rdmasuite/rdmasuite/internal/names"
+	"github.com/rdmasuite/rdmasuite/internal/podrun"
 	"github.com/rdmasuite/rdmasuite/reports"
 )
 
@@ -36,6 +38,14 @@ type Runner struct {
 	// of Progress: a terminal shows them on one refreshing line, while an
 	// item with any other outcome stays on Progress, a line of its own.
 	Status func(line string)
+	// Attach, when set, hands a client pod its server's address over
+	// pods/attach, so that a pair's server and client pods start together
+	// (handoff.go). Nil starts each client after its server has an IP.
+	Attach podrun.Attacher
+
+	handoffOnce sync.Once
+	handoff     handoffMode
+	handoffSaid atomic.Bool
 
 	mu      sync.Mutex
 	checks  []reports.Check

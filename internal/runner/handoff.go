@@ -1,0 +1,160 @@
+package runner
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	authv1 "k8s.io/api/authorization/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/rdmasuite/rdmasuite/internal/podrun"
+)
+
+// A pair's client dials its server's pod IP, which exists only once the
+// server pod runs. Started one after the other, a pair costs two pod starts
+// in a row (≈ 18 s each in the bed's TCG guests, seconds to a minute on a
+// real node with image pulls and a CNI chain). Started together, the
+// client pod waits on its standard input (`rdmaprobe bw client … -`) and
+// the runner writes the server's address there over pods/attach as soon as
+// the server has one: one pod start per pair. The address goes over the
+// API server, so nothing depends on cluster DNS (the probe pods use
+// dnsPolicy Default) or on a Service.
+
+// handoffMode is how this run's pairs start: together (the address handed
+// over pods/attach) or one after the other, and why.
+type handoffMode struct {
+	beside bool
+	line   string // the progress line that says which, once per run
+}
+
+// handoffTimeout bounds one attach: the address is one line.
+const handoffTimeout = time.Minute
+
+// pairStartMode decides once per run whether client pods start beside
+// their servers: only with an attacher and the right to create pods/attach
+// in the run's namespace (suites/deploy's Role grants it; an operator's
+// narrower Role gets the slower way, said, never a failed run).
+func (r *Runner) pairStartMode(ctx context.Context) handoffMode {
+	r.handoffOnce.Do(func() {
+		if r.Attach == nil {
+			return
+		}
+		ns := r.Namespace()
+		review := &authv1.SelfSubjectAccessReview{Spec: authv1.SelfSubjectAccessReviewSpec{ResourceAttributes: &authv1.ResourceAttributes{
+			Namespace: ns, Verb: "create", Resource: "pods", Subresource: "attach"}}}
+		actx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		res, err := r.Kube.AuthorizationV1().SelfSubjectAccessReviews().Create(actx, review, metav1.CreateOptions{})
+		switch {
+		case err != nil:
+			r.handoff.line = fmt.Sprintf("pairs: each client pod starts after its server (could not ask the API server whether the suite may create pods/attach in namespace %s: %v)", ns, err)
+		case !res.Status.Allowed:
+			r.handoff.line = fmt.Sprintf("pairs: each client pod starts after its server: the suite may not create pods/attach in namespace %s; "+
+				"grant it (suites/deploy's Role does) to start a pair's two pods together, one pod start per pair instead of two in a row", ns)
+		default:
+			r.handoff = handoffMode{beside: true, line: "pairs: each client pod starts beside its server and gets the server's address over pods/attach (one pod start per pair, not two in a row)"}
+		}
+	})
+	return r.handoff
+}
+
+// addressFromStdin is the probe's HOST that reads the server's address
+// from standard input (cmd/rdmaprobe).
+const addressFromStdin = "-"
+
+// startTogether starts the pair's server and client pods at once, hands
+// the client the server's address once the server has one, and waits for
+// the client to end. ok is false when the server did not start: its error
+// is on every run's input and there is nothing else to judge. The caller
+// deletes the server pod returned; the client pod is deleted here.
+func (r *Runner) startTogether(ctx context.Context, srvSpec podrun.Spec, clientSpec func([]string) podrun.Spec,
+	clientArgs func(host string) ([]string, time.Duration), runs []pairRun) (srv *corev1.Pod, cli podrun.Result, cerr error, ok bool) {
+	args, budget := clientArgs(addressFromStdin)
+	cs := clientSpec(args)
+	cs.Stdin = true
+	type started struct {
+		pod  *corev1.Pod
+		took time.Duration
+		err  error
+	}
+	sc, cc := make(chan started, 1), make(chan started, 1)
+	go func() {
+		p, took, err := podrun.Start(ctx, r.Kube, srvSpec, r.Cfg.PodTimeout)
+		sc <- started{p, took, err}
+	}()
+	go func() {
+		p, took, err := podrun.StartWaiting(ctx, r.Kube, cs, r.Cfg.PodTimeout)
+		cc <- started{p, took, err}
+	}()
+	s, c := <-sc, <-cc
+	if c.pod != nil && !cs.Keep {
+		defer podrun.Delete(r.Kube, cs.Namespace, cs.Name)
+	}
+	if s.err != nil {
+		for _, run := range runs {
+			run.in.Server.PodErr = s.err
+		}
+		return s.pod, podrun.Result{}, nil, false
+	}
+	r.AddPhase(PhasePodStart, s.took)
+	if c.err != nil {
+		return s.pod, podrun.Result{}, c.err, true
+	}
+	r.AddPhase(PhasePodStart, c.took)
+
+	ip := s.pod.Status.PodIP
+	for _, run := range runs {
+		// What a shell runs by hand: rdmaprobe bw client … - <<< 10.0.0.7
+		run.in.Client.Command += " <<< " + ip
+	}
+	in := &sentReader{r: strings.NewReader(ip + "\n")}
+	actx, stopAttach := context.WithCancel(ctx)
+	defer stopAttach()
+	late := time.AfterFunc(handoffTimeout, func() {
+		if !in.sent.Load() {
+			stopAttach()
+		}
+	})
+	defer late.Stop()
+	wctx, stopWait := context.WithCancel(ctx)
+	defer stopWait()
+	handed := make(chan error, 1)
+	go func() {
+		err := r.Attach.Attach(actx, cs.Namespace, cs.Name, podrun.ContainerName, in)
+		if err != nil && !in.sent.Load() {
+			stopWait() // without its address the client could only time out
+		}
+		handed <- err
+	}()
+	cli, cerr = podrun.Wait(wctx, r.Kube, c.pod, budget)
+	// Once sent, the attach may stay open until the container ends; the
+	// client's end closes it.
+	stopAttach()
+	aerr := <-handed
+	if aerr != nil && !in.sent.Load() && ctx.Err() == nil {
+		cerr = fmt.Errorf("the suite could not hand client pod %s/%s on node %q its server's address %s over pods/attach (within %s): %v",
+			cs.Namespace, cs.Name, cs.Node, ip, handoffTimeout, aerr)
+	}
+	cli.StartLatency = c.took
+	return s.pod, cli, cerr, true
+}
+
+// sentReader is the attach's standard input; sent is set once the stream
+// has read all of it (the executor copies stdin to its end).
+type sentReader struct {
+	r    io.Reader
+	sent atomic.Bool
+}
+
+func (s *sentReader) Read(p []byte) (int, error) {
+	n, err := s.r.Read(p)
+	if err == io.EOF {
+		s.sent.Store(true)
+	}
+	return n, err
+}
