@@ -135,12 +135,15 @@ trap 'kill -TERM "$refused_pid" ${doctor_pid:+"$doctor_pid"} 2>/dev/null || true
 # then only stops and collects its writers, which can take minutes on a
 # slow NFS peer (issue 26).
 until grep -q 'did NOT come back' "$out/refused.log" 2>/dev/null || ! kill -0 "$refused_pid" 2>/dev/null; do sleep 1; done
-# --pod-timeout 4m: rxe-node-1 carries the hung NFS-over-RDMA mount here, and
+# --pod-timeout 6m: rxe-node-1 carries the hung NFS-over-RDMA mount here, and
 # once (CI of 2026-11-24, a slow machine) its Multus could not read the pod
 # from the API server within its own 1-minute limit, so the kubelet's first
-# sandbox failed; 4 minutes leaves room for the kubelet's retries.
+# sandbox failed; 4 minutes leaves room for the kubelet's retries. 6 since
+# run N of 2026-11-29 (pod starts 55 s on average that hour): the host probe
+# pod on rxe-node-1 took 107 s to start beside the refused run's teardown
+# and was still probing at 4 minutes. A healthy doctor ends long before.
 (cd suites && exec "$out/suites.test" --kubeconfig="$BED_DIR/kubeconfig" --labels suite=doctor --node-selector rdmasuite.io/guest-node=true \
-  --pod-timeout 4m --preflight-resources rdma/rdma_shared_device_a,nvidia.com/hostdev --report-dir="$out/doctor" >"$out/doctor.log" 2>&1) &
+  --pod-timeout 6m --preflight-resources rdma/rdma_shared_device_a,nvidia.com/hostdev --report-dir="$out/doctor" >"$out/doctor.log" 2>&1) &
 doctor_pid=$!
 if wait "$refused_pid"; then
   echo "a run whose driver did not come back passed"; exit 1
