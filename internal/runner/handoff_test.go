@@ -32,25 +32,13 @@ func mayAttach(kube *fake.Clientset, allowed bool) {
 // leave it running: servers and clients alike get an IP and a started
 // container; a client ends only when fakeAttach hands it an address.
 func startedPods(kube *fake.Clientset) func() []*corev1.Pod {
-	var mu sync.Mutex
-	var pods []*corev1.Pod
-	kube.PrependReactor("create", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
-		p := a.(k8stesting.CreateAction).GetObject().(*corev1.Pod).DeepCopy()
-		mu.Lock()
-		pods = append(pods, p.DeepCopy())
-		mu.Unlock()
+	return onCreatePod(kube, func(p *corev1.Pod) {
 		p.Status.Phase, p.Status.PodIP = corev1.PodRunning, "10.0.0.1"
 		if strings.Contains(p.Name, "-c-") {
 			p.Status.PodIP = "10.0.0.2"
 		}
 		p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "probe", State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}}
-		return true, p, kube.Tracker().Create(corev1.SchemeGroupVersion.WithResource("pods"), p, p.Namespace)
 	})
-	return func() []*corev1.Pod {
-		mu.Lock()
-		defer mu.Unlock()
-		return append([]*corev1.Pod(nil), pods...)
-	}
 }
 
 // fakeAttach records what the runner hands over; with err set it fails

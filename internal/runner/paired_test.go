@@ -23,13 +23,7 @@ import (
 // server pod is Running with an IP, a client pod has Succeeded. It
 // returns the pods created, in order.
 func runningPods(kube *fake.Clientset) func() []*corev1.Pod {
-	var mu sync.Mutex
-	var pods []*corev1.Pod
-	kube.PrependReactor("create", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
-		p := a.(k8stesting.CreateAction).GetObject().(*corev1.Pod).DeepCopy()
-		mu.Lock()
-		pods = append(pods, p.DeepCopy())
-		mu.Unlock()
+	return onCreatePod(kube, func(p *corev1.Pod) {
 		if strings.Contains(p.Name, "-s-") {
 			p.Status.Phase, p.Status.PodIP = corev1.PodRunning, "10.0.0.1"
 		} else {
@@ -47,6 +41,20 @@ func runningPods(kube *fake.Clientset) func() []*corev1.Pod {
 				}
 			}
 		}
+	})
+}
+
+// onCreatePod makes the fake cluster keep every pod the suite creates,
+// with the status set gives it; it returns the pods created, in order.
+func onCreatePod(kube *fake.Clientset, set func(p *corev1.Pod)) func() []*corev1.Pod {
+	var mu sync.Mutex
+	var pods []*corev1.Pod
+	kube.PrependReactor("create", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		p := a.(k8stesting.CreateAction).GetObject().(*corev1.Pod).DeepCopy()
+		mu.Lock()
+		pods = append(pods, p.DeepCopy())
+		mu.Unlock()
+		set(p)
 		return true, p, kube.Tracker().Create(corev1.SchemeGroupVersion.WithResource("pods"), p, p.Namespace)
 	})
 	return func() []*corev1.Pod {
