@@ -349,17 +349,21 @@ func runBWOnce(role string, args []string) error {
 		}
 		counters = func(r bw.Rail) (portcounters.Snapshot, error) { return portcounters.ReadFirst(roots, r.Device, r.Port) }
 	}
+	// failBeforePeer ends a run that never reached its peer (no listener,
+	// no server address): what the pod saw, and why.
+	failBeforePeer := func(perr *probeout.Error) error {
+		if found != nil {
+			out.Found = found
+		}
+		out.PodView = view
+		_ = probeout.WriteError(os.Stdout, bw.ProbeName, out, perr)
+		return perr
+	}
 	var perr *probeout.Error
 	if role == "server" {
 		ln, err := net.Listen("tcp", fmt.Sprintf(":%d", f.port))
 		if err != nil {
-			perr = probeout.Errorf(probeout.KindInternal, "listen on :%d: %v", f.port, err)
-			if found != nil {
-				out.Found = found
-			}
-			out.PodView = view
-			_ = probeout.WriteError(os.Stdout, bw.ProbeName, out, perr)
-			return perr
+			return failBeforePeer(probeout.Errorf(probeout.KindInternal, "listen on :%d: %v", f.port, err))
 		}
 		logf("waiting on %s for a client (up to %s)", ln.Addr(), f.timeout)
 		out, perr = bw.Serve(ctx, ln, bw.ServerConfig{Found: found, Rails: rails, Open: factory, Clock: clock,
@@ -367,12 +371,7 @@ func runBWOnce(role string, args []string) error {
 	} else {
 		host, herr := serverHost(fs.Arg(0))
 		if herr != nil {
-			if found != nil {
-				out.Found = found
-			}
-			out.PodView = view
-			_ = probeout.WriteError(os.Stdout, bw.ProbeName, out, herr)
-			return herr
+			return failBeforePeer(herr)
 		}
 		var mu sync.Mutex
 		cfg := bw.ClientConfig{Addr: net.JoinHostPort(host, strconv.Itoa(f.port)), Found: found, Rails: rails,

@@ -10,14 +10,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/rdmasuite/rdmasuite/workloads/bw"
 	"github.com/rdmasuite/rdmasuite/workloads/probeout"
 )
-
-// addressFromStdin is the HOST argument that reads the server's address
-// from standard input: the suite starts a client pod beside its server,
-// before the server has an IP, and hands the address over pods/attach
-// once it has one (`rdmaprobe bw client … - <<< 10.0.0.7` by hand).
-const addressFromStdin = "-"
 
 // stdinAddressWait bounds the wait for that line: longer than a slow pod
 // start of the server (a minute under TCG, seconds on a real node); the
@@ -33,7 +28,7 @@ var stdinAddress = sync.OnceValues(func() (string, error) {
 // serverHost is the client's HOST argument, read from standard input when
 // it is "-".
 func serverHost(arg string) (string, *probeout.Error) {
-	if arg != addressFromStdin {
+	if arg != bw.AddressFromStdin {
 		return arg, nil
 	}
 	host, err := stdinAddress()
@@ -71,12 +66,12 @@ func readAddress(r io.Reader, wait time.Duration) (string, error) {
 		text := strings.TrimSpace(l.text)
 		switch {
 		case text == "" && l.err != nil:
-			return "", fmt.Errorf("HOST %q reads the server's address from standard input, which ended without one (%v): give it one line, e.g. `rdmaprobe bw client … - <<< 10.0.0.7`, or the address itself", addressFromStdin, l.err)
+			return "", fmt.Errorf("HOST %q reads the server's address from standard input, which ended without one (%v): give it one line, e.g. `rdmaprobe bw client … - <<< 10.0.0.7`, or the address itself", bw.AddressFromStdin, l.err)
 		case text == "" || strings.ContainsAny(text, " \t"):
-			return "", fmt.Errorf("HOST %q: standard input's first line %q is not one address", addressFromStdin, text)
+			return "", fmt.Errorf("HOST %q: standard input's first line %q is not one address", bw.AddressFromStdin, text)
 		}
 		return text, nil
 	case <-time.After(wait):
-		return "", fmt.Errorf("%w within %s (HOST %q: the suite hands a client pod its server's address over pods/attach once the server pod runs)", errAddressWait, wait, addressFromStdin)
+		return "", fmt.Errorf("%w within %s (HOST %q: the suite hands a client pod its server's address over pods/attach once the server pod runs)", errAddressWait, wait, bw.AddressFromStdin)
 	}
 }

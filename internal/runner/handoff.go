@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/rdmasuite/rdmasuite/internal/podrun"
+	"github.com/rdmasuite/rdmasuite/workloads/bw"
 )
 
 // A pair's client dials its server's pod IP, which exists only once the
@@ -32,7 +33,8 @@ type handoffMode struct {
 	line   string // the progress line that says which, once per run
 }
 
-// handoffTimeout bounds one attach: the address is one line.
+// handoffTimeout bounds the delivery of the address (one line); once
+// delivered, the attach may stay open until the client ends.
 const handoffTimeout = time.Minute
 
 // pairStartMode decides once per run whether client pods start beside
@@ -63,18 +65,14 @@ func (r *Runner) pairStartMode(ctx context.Context) handoffMode {
 	return r.handoff
 }
 
-// addressFromStdin is the probe's HOST that reads the server's address
-// from standard input (cmd/rdmaprobe).
-const addressFromStdin = "-"
-
 // startTogether starts the pair's server and client pods at once, hands
 // the client the server's address once the server has one, and waits for
-// the client to end. ok is false when the server did not start: its error
-// is on every run's input and there is nothing else to judge. The caller
-// deletes the server pod returned; the client pod is deleted here.
+// the client to end. srvErr is the server pod's failure to start (then
+// there is nothing else to judge). The caller deletes the server pod
+// returned; the client pod is deleted here.
 func (r *Runner) startTogether(ctx context.Context, srvSpec podrun.Spec, clientSpec func([]string) podrun.Spec,
-	clientArgs func(host string) ([]string, time.Duration), runs []pairRun) (srv *corev1.Pod, cli podrun.Result, cerr error, ok bool) {
-	args, budget := clientArgs(addressFromStdin)
+	clientArgs func(host string) ([]string, time.Duration), runs []pairRun) (srv *corev1.Pod, cli podrun.Result, cerr, srvErr error) {
+	args, budget := clientArgs(bw.AddressFromStdin)
 	cs := clientSpec(args)
 	cs.Stdin = true
 	type started struct {
@@ -96,14 +94,11 @@ func (r *Runner) startTogether(ctx context.Context, srvSpec podrun.Spec, clientS
 		defer podrun.Delete(r.Kube, cs.Namespace, cs.Name)
 	}
 	if s.err != nil {
-		for _, run := range runs {
-			run.in.Server.PodErr = s.err
-		}
-		return s.pod, podrun.Result{}, nil, false
+		return s.pod, podrun.Result{}, nil, s.err
 	}
 	r.AddPhase(PhasePodStart, s.took)
 	if c.err != nil {
-		return s.pod, podrun.Result{}, c.err, true
+		return s.pod, podrun.Result{}, c.err, nil
 	}
 	r.AddPhase(PhasePodStart, c.took)
 
@@ -140,8 +135,7 @@ func (r *Runner) startTogether(ctx context.Context, srvSpec podrun.Spec, clientS
 		cerr = fmt.Errorf("the suite could not hand client pod %s/%s on node %q its server's address %s over pods/attach (within %s): %v",
 			cs.Namespace, cs.Name, cs.Node, ip, handoffTimeout, aerr)
 	}
-	cli.StartLatency = c.took
-	return s.pod, cli, cerr, true
+	return s.pod, cli, cerr, nil
 }
 
 // sentReader is the attach's standard input; sent is set once the stream

@@ -322,12 +322,6 @@ func (r *Runner) runPair(ctx context.Context, v Variant, p pairing.Pair, runs []
 		run.in.Server.Command = "rdmaprobe bw server " + strings.Join(sa, " ")
 	}
 	srvSpec := mem.spec(withHostSysfs(r.Spec(v, runs[0].in.Server.Pod, p.Server, srvArgs, v.NeedsCaps)))
-	all := func(set func(in *verdict.BWInput)) {
-		for _, run := range runs {
-			set(run.in)
-		}
-	}
-
 	// The client's flags per run, HOST last; the pod's time budget.
 	clientArgs := func(host string) ([]string, time.Duration) {
 		args := []string{"bw", "client"}
@@ -353,31 +347,27 @@ func (r *Runner) runPair(ctx context.Context, v Variant, p pairing.Pair, runs []
 
 	var srv *corev1.Pod
 	var cres podrun.Result
-	var cerr error
+	var cerr, srvErr error
 	if r.pairStartMode(ctx).beside {
-		var ok bool
-		srv, cres, cerr, ok = r.startTogether(ctx, srvSpec, clientSpec, clientArgs, runs)
-		if srv != nil && !srvSpec.Keep {
-			defer podrun.Delete(r.Kube, srvSpec.Namespace, srvSpec.Name)
-		}
-		if !ok {
-			return
-		}
+		srv, cres, cerr, srvErr = r.startTogether(ctx, srvSpec, clientSpec, clientArgs, runs)
 	} else {
 		var srvStart time.Duration
-		var err error
-		srv, srvStart, err = podrun.Start(ctx, r.Kube, srvSpec, r.Cfg.PodTimeout)
-		if srv != nil && !srvSpec.Keep {
-			defer podrun.Delete(r.Kube, srvSpec.Namespace, srvSpec.Name)
+		srv, srvStart, srvErr = podrun.Start(ctx, r.Kube, srvSpec, r.Cfg.PodTimeout)
+		if srvErr == nil {
+			r.AddPhase(PhasePodStart, srvStart)
+			args, budget := clientArgs(srv.Status.PodIP)
+			cres, cerr = podrun.Run(ctx, r.Kube, clientSpec(args), budget)
+			r.AddPhase(PhasePodStart, cres.StartLatency)
 		}
-		if err != nil {
-			all(func(in *verdict.BWInput) { in.Server.PodErr = err })
-			return
+	}
+	if srv != nil && !srvSpec.Keep {
+		defer podrun.Delete(r.Kube, srvSpec.Namespace, srvSpec.Name)
+	}
+	if srvErr != nil {
+		for _, run := range runs {
+			run.in.Server.PodErr = srvErr
 		}
-		r.AddPhase(PhasePodStart, srvStart)
-		args, budget := clientArgs(srv.Status.PodIP)
-		cres, cerr = podrun.Run(ctx, r.Kube, clientSpec(args), budget)
-		r.AddPhase(PhasePodStart, cres.StartLatency)
+		return
 	}
 	r.AddPhase(PhaseCollection, cres.Collect)
 	// A client that measured sent the server its finish: the server ends

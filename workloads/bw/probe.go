@@ -10,6 +10,13 @@ import (
 // ProbeName is the envelope name of `rdmaprobe bw`.
 const ProbeName = "bw"
 
+// AddressFromStdin is the client's HOST that reads the server's address as
+// the first line of standard input: the suite starts a client pod beside
+// its server, before the server has an IP, and hands the address over
+// pods/attach once it has one (`rdmaprobe bw client … - <<< 10.0.0.7` by
+// hand).
+const AddressFromStdin = "-"
+
 // Rail modes: how a client's rails are paired with the server's.
 const (
 	RailsSame  = "same"  // client rail i ↔ server rail i (the default: one rail, one switch plane)
