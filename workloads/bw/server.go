@@ -225,6 +225,18 @@ func (s *server) handle(ctx context.Context, nc net.Conn, finish chan<- struct{}
 		s.cfg.Logf("%v", err)
 		return
 	}
+	// The client sends nothing more for a run once it has read the bye
+	// to its finish: a request after the finish is its next run's (a
+	// multi-run pod, --then), which reached this run's listener before it
+	// closed. Answered here, that run would be served by this one and
+	// every later run would land one run early (on the bed a device-less
+	// client's quick runs ran ahead of its server, whose last run then
+	// waited minutes for a client that had exited). Dropped unanswered,
+	// it is asked again of the next run (the client's askRails).
+	if s.isFinished() {
+		s.cfg.Logf("a %q request from %s after this run's finish: dropped unanswered (the client's next run asks again)", m.Type, nc.RemoteAddr())
+		return
+	}
 	switch m.Type {
 	case "rails":
 		s.mu.Lock()

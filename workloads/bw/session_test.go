@@ -664,6 +664,116 @@ func TestRailsAskedAgainAfterAnUnansweredDrop(t *testing.T) {
 	}
 }
 
+// A connection the server accepted before its client's finish but whose
+// request came after it is the client's next run's: the run that has
+// finished must drop it unanswered (the client asks the next run again),
+// never answer it, or every later run of a multi-run pod is served one
+// run early.
+func TestRequestAfterTheFinishIsLeftToTheNextRun(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &fakeSide{}
+	var logged []string
+	var mu sync.Mutex
+	srvDone := make(chan *probeout.Error, 1)
+	go func() {
+		_, perr := Serve(context.Background(), ln, ServerConfig{Found: testRails("s0"), Rails: testRails("s0"), Open: srv.open,
+			Clock: fakeClock(time.Microsecond), Timeout: 3 * time.Second, Counters: srv.counters,
+			Logf: func(f string, a ...any) { mu.Lock(); logged = append(logged, fmt.Sprintf(f, a...)); mu.Unlock() }})
+		srvDone <- perr
+	}()
+	// The next run's connection, accepted first and silent until the
+	// finish has been answered.
+	early, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer early.Close()
+	fin, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	fc := newConn(fin, "server")
+	if err := fc.send(message{Type: "finish"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fc.recv("bye", 5*time.Second); err != nil {
+		t.Fatalf("finish: %v", err)
+	}
+	fin.Close()
+	ec := newConn(early, "server")
+	if err := ec.send(message{Type: "rails", Requested: &Requested{}}); err != nil {
+		t.Fatal(err)
+	}
+	m, err := ec.recv("rails", 5*time.Second)
+	if err == nil || !droppedUnanswered(err) {
+		t.Fatalf("the finished run answered the next run's request: %+v, %v", m, err)
+	}
+	select {
+	case perr := <-srvDone:
+		if perr != nil {
+			t.Fatalf("server: %v", perr)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the server did not end after the finish")
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if !strings.Contains(strings.Join(logged, "\n"), "after this run's finish: dropped unanswered") {
+		t.Errorf("the drop is not logged: %q", logged)
+	}
+}
+
+// A multi-run pod pair (--then) whose client has no device: each client
+// run asks for the rails and finishes at once, so its next run's requests
+// race the previous server run's closing listener. Every server run must
+// still end on its own client run's finish (the client's failure it
+// reports names that run): none on another run's, none on a timeout.
+func TestDevicelessClientRunsStayInStepWithTheServerRuns(t *testing.T) {
+	const runs = 12
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	srvErrs := make(chan *probeout.Error, runs)
+	go func() {
+		for k := 0; k < runs; k++ {
+			l := ln
+			if k > 0 {
+				var lerr error
+				if l, lerr = net.Listen("tcp", addr); lerr != nil {
+					srvErrs <- probeout.Errorf(probeout.KindInternal, "listen for run %d: %v", k+1, lerr)
+					return
+				}
+			}
+			srv := &fakeSide{}
+			_, perr := Serve(context.Background(), l, ServerConfig{Found: testRails("s0"), Rails: testRails("s0"), Open: srv.open,
+				Clock: fakeClock(time.Microsecond), Timeout: 3 * time.Second, Counters: srv.counters})
+			srvErrs <- perr
+		}
+	}()
+	for k := 1; k <= runs; k++ {
+		cfg := ClientConfig{Addr: addr, Clock: fakeClock(time.Microsecond), Timeout: 5 * time.Second, Params: testParams(4096), Ops: []Op{OpWrite},
+			Err: probeout.Errorf(probeout.KindNoDevice, "client run %d: no RDMA device", k)}
+		if _, perr := RunClient(context.Background(), cfg); perr == nil {
+			t.Fatalf("client run %d without a device reported no failure", k)
+		}
+	}
+	for k := 1; k <= runs; k++ {
+		select {
+		case perr := <-srvErrs:
+			if perr == nil || !strings.Contains(perr.Message, fmt.Sprintf("client run %d: no RDMA device", k)) {
+				t.Fatalf("server run %d ended on %v: want its own client run's finish", k, perr)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("server run %d did not end", k)
+		}
+	}
+}
+
 // A server that answers nothing within the time is still a timeout, not
 // an endless retry.
 func TestRailsNotAskedAgainAfterTheTimeout(t *testing.T) {
