@@ -9,6 +9,15 @@ cd "$(dirname "$0")/.."
 export BED_DIR
 t_start=$SECONDS
 step() { printf '\n=== %s\n' "$*"; stage="$*"; }
+# timed_in_background LOG KEY CMD [ARG]...: runs CMD in its own session (so
+# that a failing make test can stop it, guests and all), its output and a
+# last KEY=seconds line in LOG, its exit status its own; bg_pid is its pid.
+timed_in_background() {
+  local log=$1 key=$2
+  shift 2
+  setsid bash -c 't=$SECONDS rc=0; "${@:2}" || rc=$?; echo "$1=$((SECONDS - t))"; exit $rc' _ "$key" "$@" >"$log" 2>&1 &
+  bg_pid=$!
+}
 # expect_rc N CMD...: CMD must exit N (the README's exit-code table).
 expect_rc() {
   local want=$1 rc=0
@@ -26,8 +35,8 @@ hack/install-deps.sh
 # links, test runs) to fill; on a warm cache it is done at once. Its own
 # session, so that a failing make test stops it.
 k8s_log=$(mktemp "${TMPDIR:-/tmp}/rdmasuite-k8s.XXXXXX")
-setsid bash -c 't=$SECONDS rc=0; hack/build-k8s.sh || rc=$?; echo "K8S_SECONDS=$((SECONDS - t))"; exit $rc' >"$k8s_log" 2>&1 &
-k8s_pid=$!
+timed_in_background "$k8s_log" K8S_SECONDS hack/build-k8s.sh
+k8s_pid=$bg_pid
 trap 'kill -TERM -- "-$k8s_pid" 2>/dev/null || true' EXIT
 trap 'exit 130' INT TERM
 
@@ -67,8 +76,8 @@ t_prebuild=$SECONDS
 # nodes boot (issue 26: about 100 s off a warm run).
 verbs_log=$(mktemp "${TMPDIR:-/tmp}/rdmasuite-verbs-log.XXXXXX")
 # Its own session, so that a failing make test stops its guest too.
-setsid bash -c 't=$SECONDS rc=0; hack/verbs-test.sh || rc=$?; echo "VERBS_SECONDS=$((SECONDS - t))"; exit $rc' >"$verbs_log" 2>&1 &
-verbs_pid=$!
+timed_in_background "$verbs_log" VERBS_SECONDS hack/verbs-test.sh
+verbs_pid=$bg_pid
 echo "verbs tests on a real verbs device (Soft-RoCE guest): started in the background, log $verbs_log"
 
 cleanup() {
@@ -520,8 +529,8 @@ exclusive_s=$((SECONDS - t))
 # The HTML report test needs only result files and the host's Chromium:
 # it draws beside the bed's teardown (issue 26), its log printed after.
 html_log=$results/html-report-test.log
-setsid bash -c 't=$SECONDS rc=0; hack/html-report-test.sh "$1" || rc=$?; echo "HTML_SECONDS=$((SECONDS - t))"; exit $rc' _ "$results" >"$html_log" 2>&1 &
-html_pid=$!
+timed_in_background "$html_log" HTML_SECONDS hack/html-report-test.sh "$results"
+html_pid=$bg_pid
 
 step "where a pod start went inside the guest nodes (containerd's CRI log, every pod since the guests booted)"
 hack/tool.sh podstarts containerd "$BED_DIR"/guestnodes/*/containerd.log || true
