@@ -233,7 +233,11 @@ func (s *server) handle(ctx context.Context, nc net.Conn, finish chan<- struct{}
 	// client's quick runs ran ahead of its server, whose last run then
 	// waited minutes for a client that had exited). Dropped unanswered,
 	// it is asked again of the next run (the client's askRails).
-	if s.isFinished() {
+	// An "error" is the exception: the client's one-way report of its own
+	// rail's failure, sent on its own connection before it dials the
+	// finish, may be read after the finish; it is this run's (a run opens
+	// with "rails", so a next run cannot have reached an error yet).
+	if s.isFinished() && m.Type != "error" {
 		s.cfg.Logf("a %q request from %s after this run's finish: dropped unanswered (the client's next run asks again)", m.Type, nc.RemoteAddr())
 		return
 	}

@@ -726,6 +726,63 @@ func TestRequestAfterTheFinishIsLeftToTheNextRun(t *testing.T) {
 	}
 }
 
+// The client reports its own rail's failure one way (an "error" on its
+// own connection, no answer awaited) and then dials its finish: the
+// server may read the finish first. That report is still this run's (a
+// next run opens with "rails", never with an error) and must be recorded,
+// not dropped with the next run's requests (seen on the bed: the client
+// rail down check lost the server's "client rail failed" record).
+func TestClientErrorReadAfterTheFinishIsStillRecorded(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &fakeSide{}
+	type served struct {
+		out  ProbeOutput
+		perr *probeout.Error
+	}
+	srvDone := make(chan served, 1)
+	go func() {
+		out, perr := Serve(context.Background(), ln, ServerConfig{Found: testRails("s0"), Rails: testRails("s0"), Open: srv.open,
+			Clock: fakeClock(time.Microsecond), Timeout: 3 * time.Second, Counters: srv.counters})
+		srvDone <- served{out, perr}
+	}()
+	report, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer report.Close()
+	fin, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	fc := newConn(fin, "server")
+	if err := fc.send(message{Type: "finish"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fc.recv("bye", 5*time.Second); err != nil {
+		t.Fatalf("finish: %v", err)
+	}
+	fin.Close()
+	p := testParams(65536)
+	p.Op = OpWrite
+	peer, local := testRails("s0")[0], testRails("c0")[0]
+	rc := newConn(report, "server")
+	rc.sendErr(Tag(ErrLinkDown, errors.New("c0/1 is DOWN, not ACTIVE")), message{Params: &p, Rail: &peer, ClientRail: &local})
+	report.Close()
+	var got served
+	select {
+	case got = <-srvDone:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the server did not end after the finish")
+	}
+	if len(got.out.Rails) != 1 || got.out.Rails[0].Error == nil || got.out.Rails[0].Error.Kind != probeout.KindPeer ||
+		!strings.Contains(got.out.Rails[0].Error.Message, "client rail c0/1 failed: link-down") {
+		t.Fatalf("the client's rail failure read after the finish is not on the server's rail: %+v", got.out.Rails)
+	}
+}
+
 // A multi-run pod pair (--then) whose client has no device: each client
 // run asks for the rails and finishes at once, so its next run's requests
 // race the previous server run's closing listener. Every server run must
