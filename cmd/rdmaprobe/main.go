@@ -40,6 +40,7 @@ var subcommands = map[string]subcommand{
 	"mr":         {"memory-registration probe against the memlock limit", runMR},
 	"node":       {"host checks through a host root: modules, MOFED/GPU markers, RDMA ports and their counters at rest, PSI, NFS mounts", runNode},
 	"say":        {"print a message and exit with a code, or sleep (stand-in containers for bed tests)", runSay},
+	"hold":       {"keep a node's probe pod alive for the suite's runs over pods/exec: until SIGTERM or --max", runHold},
 	"stall":      {"NFS I/O-stall writer/reader/verifier: stall write|read|verify|stop [flags]", runStall},
 	"nccl":       {"one rank of a multi-node NCCL sweep (Indexed Job pod; CUDA and NCCL loaded at run time)", runNCCL},
 	"gpu":        {"prove the GPU path without an RDMA device: CUDA driver, allocation, dma-buf export, PCI topology (hack/gpu-device-check.sh)", runGPU},

@@ -197,6 +197,9 @@ func Start(m *testing.M, o Options) *Session {
 	// address over pods/attach (when the identity may attach: the runner
 	// asks once and says which way the pairs start).
 	s.Run.Attach = podrun.RemoteAttach{Config: rc, Kube: s.Kube}
+	// Better: one probe pod per node and variant, every round's runs
+	// exec'd in it (when the identity may exec in the run namespace).
+	s.Run.Exec = podrun.RemoteExec{Config: rc, Kube: s.Kube}
 	ns := s.Run.Namespace()
 	cfg.WithClient(kl).WithNamespace(ns)
 	mode := ""

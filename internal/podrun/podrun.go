@@ -166,6 +166,12 @@ func StartWaiting(ctx context.Context, cs kubernetes.Interface, s Spec, timeout 
 	return start(ctx, cs, s, timeout, "client", "before the suite could hand it its server's address")
 }
 
+// StartHolding is Start for a node's probe pod that only holds its
+// container (rdmaprobe hold) for the runs the suite execs in it.
+func StartHolding(ctx context.Context, cs kubernetes.Interface, s Spec, timeout time.Duration) (*corev1.Pod, time.Duration, error) {
+	return start(ctx, cs, s, timeout, "probe", "before the suite could run anything in it")
+}
+
 func start(ctx context.Context, cs kubernetes.Interface, s Spec, timeout time.Duration, role, before string) (*corev1.Pod, time.Duration, error) {
 	pods := cs.CoreV1().Pods(s.Namespace)
 	createdAt := time.Now()

@@ -26,43 +26,76 @@ import (
 // API server, so nothing depends on cluster DNS (the probe pods use
 // dnsPolicy Default) or on a Service.
 
-// handoffMode is how this run's pairs start: together (the address handed
-// over pods/attach) or one after the other, and why.
+// handoffMode is how this run's pairs start: in one probe pod per node
+// (every round's runs over pods/exec, nodepods.go), two pods per pair
+// started together (the address handed over pods/attach) or one after
+// the other, and why.
 type handoffMode struct {
-	beside bool
-	line   string // the progress line that says which, once per run
+	nodePods bool
+	beside   bool
+	line     string // the progress line that says which, once per run
 }
 
 // handoffTimeout bounds the delivery of the address (one line); once
 // delivered, the attach may stay open until the client ends.
 const handoffTimeout = time.Minute
 
-// pairStartMode decides once per run whether client pods start beside
-// their servers: only with an attacher and the right to create pods/attach
-// in the run's namespace (suites/deploy's Role grants it; an operator's
-// narrower Role gets the slower way, said, never a failed run).
+// pairStartMode decides once per run how pairs start: one pod per node
+// with an executor and the right to create pods/exec in the run's
+// namespace; else a pair's client pod beside its server with an attacher
+// and the right to create pods/attach; else one after the other
+// (suites/deploy's Role grants both; an operator's narrower Role gets a
+// slower way, said, never a failed run).
 func (r *Runner) pairStartMode(ctx context.Context) handoffMode {
 	r.handoffOnce.Do(func() {
+		var refused []string
+		if r.Exec != nil {
+			ok, why := r.mayCreate(ctx, "exec")
+			if ok {
+				r.handoff = handoffMode{nodePods: true, line: "pairs: one probe pod per node and variant runs every round's server and client over pods/exec (one pod start per node, not two per pair and round)"}
+				return
+			}
+			refused = append(refused, why)
+		}
 		if r.Attach == nil {
+			if len(refused) > 0 {
+				r.handoff.line = "pairs: each client pod starts after its server: " + strings.Join(refused, "; ")
+			}
 			return
 		}
-		ns := r.Namespace()
-		review := &authv1.SelfSubjectAccessReview{Spec: authv1.SelfSubjectAccessReviewSpec{ResourceAttributes: &authv1.ResourceAttributes{
-			Namespace: ns, Verb: "create", Resource: "pods", Subresource: "attach"}}}
-		actx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		defer cancel()
-		res, err := r.Kube.AuthorizationV1().SelfSubjectAccessReviews().Create(actx, review, metav1.CreateOptions{})
+		ok, why := r.mayCreate(ctx, "attach")
+		refused = append(refused, why)
 		switch {
-		case err != nil:
-			r.handoff.line = fmt.Sprintf("pairs: each client pod starts after its server (could not ask the API server whether the suite may create pods/attach in namespace %s: %v)", ns, err)
-		case !res.Status.Allowed:
-			r.handoff.line = fmt.Sprintf("pairs: each client pod starts after its server: the suite may not create pods/attach in namespace %s; "+
-				"grant it (suites/deploy's Role does) to start a pair's two pods together, one pod start per pair instead of two in a row", ns)
-		default:
+		case ok && len(refused) > 1:
+			r.handoff = handoffMode{beside: true, line: "pairs: two pods per pair and round, the client beside its server, its address over pods/attach: " + refused[0] +
+				"; grant it (suites/deploy's Role does) for one probe pod per node and variant"}
+		case ok:
 			r.handoff = handoffMode{beside: true, line: "pairs: each client pod starts beside its server and gets the server's address over pods/attach (one pod start per pair, not two in a row)"}
+		default:
+			r.handoff.line = "pairs: each client pod starts after its server: " + strings.Join(refused, "; ") +
+				"; grant pods/attach (suites/deploy's Role does) to start a pair's two pods together, one pod start per pair instead of two in a row"
 		}
 	})
 	return r.handoff
+}
+
+// mayCreate asks the API server whether the suite may create the pods
+// subresource (attach, exec) in the run's namespace; why says what was
+// refused or could not be asked.
+func (r *Runner) mayCreate(ctx context.Context, sub string) (ok bool, why string) {
+	ns := r.Namespace()
+	review := &authv1.SelfSubjectAccessReview{Spec: authv1.SelfSubjectAccessReviewSpec{ResourceAttributes: &authv1.ResourceAttributes{
+		Namespace: ns, Verb: "create", Resource: "pods", Subresource: sub}}}
+	actx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	res, err := r.Kube.AuthorizationV1().SelfSubjectAccessReviews().Create(actx, review, metav1.CreateOptions{})
+	switch {
+	case err != nil:
+		return false, fmt.Sprintf("could not ask the API server whether the suite may create pods/%s in namespace %s: %v", sub, ns, err)
+	case !res.Status.Allowed:
+		return false, fmt.Sprintf("the suite may not create pods/%s in namespace %s", sub, ns)
+	}
+	return true, ""
 }
 
 // startTogether starts the pair's server and client pods at once, hands

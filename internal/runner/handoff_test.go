@@ -221,7 +221,7 @@ func TestNoAttachRightStartsClientsAfterServers(t *testing.T) {
 			t.Errorf("client %s: %q stdin %v", p.Name, args, p.Spec.Containers[0].Stdin)
 		}
 	}
-	if !strings.Contains(strings.Join(lines, "\n"), "may not create pods/attach in namespace rdmasuite-t-serial; grant it") {
+	if !strings.Contains(strings.Join(lines, "\n"), "may not create pods/attach in namespace rdmasuite-t-serial; grant pods/attach") {
 		t.Errorf("no line saying why the clients start after their servers: %q", lines)
 	}
 }

@@ -221,11 +221,24 @@ func PlanLine(variant string, groups [][]sharedPair) string {
 func (r *Runner) runPaired(ctx context.Context, v Variant, plan []string) map[string][]reports.Check {
 	sch := r.schedulePaired(ctx, v, plan)
 	feats, out, byName, groups, bwNodes := sch.feats, sch.rows, sch.byName, sch.groups, sch.bwNodes
+	var mode handoffMode
+	if len(groups) > 0 {
+		mode = r.pairStartMode(ctx)
+	}
 	if r.Progress != nil && len(groups) > 0 {
-		r.Progress(PlanLine(v.Label, groups))
-		if m := r.pairStartMode(ctx); m.line != "" && !r.handoffSaid.Swap(true) {
-			r.Progress(m.line)
+		if mode.nodePods {
+			r.Progress(nodePodPlanLine(v.Label, groups))
+		} else {
+			r.Progress(PlanLine(v.Label, groups))
 		}
+		if mode.line != "" && !r.handoffSaid.Swap(true) {
+			r.Progress(mode.line)
+		}
+	}
+	var np *nodePods
+	if mode.nodePods {
+		np = r.startNodePods(ctx, v, sch)
+		defer r.deleteNodePods(np)
 	}
 	seen := newRailsSeen()
 	rp := &roundProgress{rounds: len(groups), start: time.Now()}
@@ -249,7 +262,11 @@ func (r *Runner) runPaired(ctx context.Context, v Variant, plan []string) map[st
 				in.SKU, in.SKUErr = r.Cfg.Thresholds.ForNode(sp.p.Client, byName[sp.p.Client].Labels, r.Cfg.SKU)
 				runs[j] = pairRun{feature: f, in: in}
 			}
-			r.runPair(ctx, v, sp.p, runs)
+			if np != nil {
+				r.runPairInNodePods(ctx, v, sp, runs, np)
+			} else {
+				r.runPair(ctx, v, sp.p, runs)
+			}
 			per[i] = map[string][]reports.Check{}
 			var all []reports.Check
 			for _, run := range runs {
@@ -290,45 +307,53 @@ type pairRun struct {
 	in      *verdict.BWInput
 }
 
-// runPair runs one server pod and one client pod for the pair, every run
-// of runs in turn inside them (one run: the probe's plain invocation; more:
-// joined by --then, each framed with its own exit status), fills each
-// run's input with its part of both outputs, and deletes both pods before
-// it returns.
-func (r *Runner) runPair(ctx context.Context, v Variant, p pairing.Pair, runs []pairRun) {
-	multi := len(runs) > 1
-	prefix, mem := runs[0].feature.mem.prefix, runs[0].feature.mem
-	if multi {
-		prefix = "pair"
+// pairCommands is what a pair's two sides run: the server's probe
+// arguments, the client's for a server address (and the client's time
+// budget), and how the output is split between the runs.
+type pairCommands struct {
+	multi      bool
+	names      []string // the runs' names (--run-name), in order
+	prefix     string   // pod names of a pair's own pods
+	mem        bwMemory // the pods' memory: the largest GPU count any run needs
+	srvArgs    []string
+	clientArgs func(host string) ([]string, time.Duration)
+}
+
+// pairCommands builds the pair's commands (one run: the probe's plain
+// invocation; more: joined by --then, each framed with its own exit
+// status) and fills in each run's sides: nodes, the pair's own pod names
+// and the commands a shell would run.
+func (r *Runner) pairCommands(v Variant, p pairing.Pair, runs []pairRun) pairCommands {
+	pc := pairCommands{multi: len(runs) > 1, prefix: runs[0].feature.mem.prefix, mem: runs[0].feature.mem}
+	if pc.multi {
+		pc.prefix = "pair"
 	}
 	for _, run := range runs[1:] {
-		mem.gpus = max(mem.gpus, run.feature.mem.gpus)
+		pc.mem.gpus = max(pc.mem.gpus, run.feature.mem.gpus)
 	}
-	srvArgs := []string{"bw", "server"}
-	var names []string
+	pc.srvArgs = []string{"bw", "server"}
 	for k, run := range runs {
 		m := run.feature.mem
 		sa := append(append([]string{"--port", strconv.Itoa(BWPort), "--timeout", "2m", "--counters-root", hostRootMount}, r.DeviceArgs(v)...), m.args()...)
-		if multi {
+		if pc.multi {
 			sa = append(sa, "--run-name", run.feature.name)
 			if k > 0 {
-				srvArgs = append(srvArgs, "--then")
+				pc.srvArgs = append(pc.srvArgs, "--then")
 			}
 		}
-		srvArgs = append(srvArgs, sa...)
-		names = append(names, run.feature.name)
-		run.in.Server = verdict.Side{Node: p.Server, Pod: r.Object(prefix+"-"+v.Name+"-s", p.Server, p.Client, v.Resource)}
-		run.in.Client = verdict.Side{Node: p.Client, Pod: r.Object(prefix+"-"+v.Name+"-c", p.Client, p.Server, v.Resource)}
+		pc.srvArgs = append(pc.srvArgs, sa...)
+		pc.names = append(pc.names, run.feature.name)
+		run.in.Server = verdict.Side{Node: p.Server, Pod: r.Object(pc.prefix+"-"+v.Name+"-s", p.Server, p.Client, v.Resource)}
+		run.in.Client = verdict.Side{Node: p.Client, Pod: r.Object(pc.prefix+"-"+v.Name+"-c", p.Client, p.Server, v.Resource)}
 		run.in.Server.Command = "rdmaprobe bw server " + strings.Join(sa, " ")
 	}
-	srvSpec := mem.spec(withHostSysfs(r.Spec(v, runs[0].in.Server.Pod, p.Server, srvArgs, v.NeedsCaps)))
-	// The client's flags per run, HOST last; the pod's time budget.
-	clientArgs := func(host string) ([]string, time.Duration) {
+	// The client's flags per run, HOST last; its time budget.
+	pc.clientArgs = func(host string) ([]string, time.Duration) {
 		args := []string{"bw", "client"}
 		budget := r.Cfg.PodTimeout
 		for k, run := range runs {
 			ca := r.clientRunArgs(v, run)
-			if multi {
+			if pc.multi {
 				ca = append(ca, "--run-name", run.feature.name)
 				if k > 0 {
 					args = append(args, "--then")
@@ -341,21 +366,42 @@ func (r *Runner) runPair(ctx context.Context, v Variant, p pairing.Pair, runs []
 		}
 		return args, budget
 	}
+	return pc
+}
+
+// serverWaitAfter is how long a pair's server may take to end once its
+// client has: a client that measured sent the server its finish, and the
+// server ends at once; one that failed may not have, and the server gets
+// a short while to write what it saw (the client's output is judged
+// either way).
+var serverWaitAfter = func(clientFailed bool) time.Duration {
+	if clientFailed {
+		return 15 * time.Second
+	}
+	return time.Minute
+}
+
+// runPair runs one server pod and one client pod for the pair, every run
+// of runs in turn inside them, fills each run's input with its part of
+// both outputs, and deletes both pods before it returns.
+func (r *Runner) runPair(ctx context.Context, v Variant, p pairing.Pair, runs []pairRun) {
+	pc := r.pairCommands(v, p, runs)
+	srvSpec := pc.mem.spec(withHostSysfs(r.Spec(v, runs[0].in.Server.Pod, p.Server, pc.srvArgs, v.NeedsCaps)))
 	clientSpec := func(args []string) podrun.Spec {
-		return mem.spec(withHostSysfs(r.Spec(v, runs[0].in.Client.Pod, p.Client, args, v.NeedsCaps)))
+		return pc.mem.spec(withHostSysfs(r.Spec(v, runs[0].in.Client.Pod, p.Client, args, v.NeedsCaps)))
 	}
 
 	var srv *corev1.Pod
 	var cres podrun.Result
 	var cerr, srvErr error
 	if r.pairStartMode(ctx).beside {
-		srv, cres, cerr, srvErr = r.startTogether(ctx, srvSpec, clientSpec, clientArgs, runs)
+		srv, cres, cerr, srvErr = r.startTogether(ctx, srvSpec, clientSpec, pc.clientArgs, runs)
 	} else {
 		var srvStart time.Duration
 		srv, srvStart, srvErr = podrun.Start(ctx, r.Kube, srvSpec, r.Cfg.PodTimeout)
 		if srvErr == nil {
 			r.AddPhase(PhasePodStart, srvStart)
-			args, budget := clientArgs(srv.Status.PodIP)
+			args, budget := pc.clientArgs(srv.Status.PodIP)
 			cres, cerr = podrun.Run(ctx, r.Kube, clientSpec(args), budget)
 			r.AddPhase(PhasePodStart, cres.StartLatency)
 		}
@@ -370,32 +416,38 @@ func (r *Runner) runPair(ctx context.Context, v Variant, p pairing.Pair, runs []
 		return
 	}
 	r.AddPhase(PhaseCollection, cres.Collect)
-	// A client that measured sent the server its finish: the server ends
-	// at once. One that failed may not have: give the server a short while
-	// to write what it saw, and judge the client's output either way.
-	serverWait := time.Minute
-	if cres.ExitCode != 0 || cerr != nil {
-		serverWait = 15 * time.Second
-	}
 	collectStart := time.Now()
-	sres, werr := podrun.Wait(ctx, r.Kube, srv, serverWait)
+	sres, werr := podrun.Wait(ctx, r.Kube, srv, serverWaitAfter(cres.ExitCode != 0 || cerr != nil))
 	if werr != nil && sres.Logs == "" {
 		sres.Logs, _ = podrun.Logs(context.WithoutCancel(ctx), r.Kube, r.Namespace(), srvSpec.Name)
 	}
 	r.AddPhase(PhaseCollection, time.Since(collectStart))
+	r.assignSides(runs, pc, sideOutput{cres.Logs, cres.ExitCode, cerr}, sideOutput{sres.Logs, sres.ExitCode, werr})
+}
 
-	if !multi {
+// sideOutput is what one side of a pair left: its output, exit status,
+// and the error that stopped it (client: it did not run to completion;
+// server: it did not end after its client).
+type sideOutput struct {
+	logs string
+	exit int32
+	err  error
+}
+
+// assignSides gives each run its part of both sides' outputs.
+func (r *Runner) assignSides(runs []pairRun, pc pairCommands, cli, srv sideOutput) {
+	if !pc.multi {
 		in := runs[0].in
-		in.Client.Logs, in.Client.Exit, in.Client.PodErr = cres.Logs, cres.ExitCode, cerr
-		in.Server.Logs, in.Server.Exit, in.Server.WaitErr = sres.Logs, sres.ExitCode, werr
+		in.Client.Logs, in.Client.Exit, in.Client.PodErr = cli.logs, cli.exit, cli.err
+		in.Server.Logs, in.Server.Exit, in.Server.WaitErr = srv.logs, srv.exit, srv.err
 		r.recordBWPhases(in.Client.Logs)
 		return
 	}
-	cli := splitSide(cres.Logs, cres.ExitCode, cerr, names)
-	srvOut := splitSide(sres.Logs, sres.ExitCode, werr, names)
+	cp := splitSide(cli.logs, cli.exit, cli.err, pc.names)
+	sp := splitSide(srv.logs, srv.exit, srv.err, pc.names)
 	for k, run := range runs {
-		run.in.Client.Logs, run.in.Client.Exit, run.in.Client.PodErr = cli[k].logs, cli[k].exit, cli[k].err
-		run.in.Server.Logs, run.in.Server.Exit, run.in.Server.WaitErr = srvOut[k].logs, srvOut[k].exit, srvOut[k].err
+		run.in.Client.Logs, run.in.Client.Exit, run.in.Client.PodErr = cp[k].logs, cp[k].exit, cp[k].err
+		run.in.Server.Logs, run.in.Server.Exit, run.in.Server.WaitErr = sp[k].logs, sp[k].exit, sp[k].err
 		r.recordBWPhases(run.in.Client.Logs)
 	}
 }
@@ -574,13 +626,26 @@ func (r *Runner) Plan(ctx context.Context) []string {
 			}
 			est += time.Duration(w) * (typicalPodStart + longest)
 		}
+		line, how := PlanLine(v.Label, sch.groups), fmt.Sprintf("a wave: pod start ≈ %s + its longest pair's measurement", typicalPodStart)
+		if r.pairStartMode(ctx).nodePods {
+			// The node pods start before the first round (2 × concurrency
+			// at a time), not once per wave.
+			main, loop := nodePodNodes(sch.groups)
+			podWaves := 1
+			if c := 2 * r.Cfg.Concurrency; c > 0 {
+				podWaves = (len(main) + len(loop) + c - 1) / c
+			}
+			est += time.Duration(podWaves-waves) * typicalPodStart
+			line = nodePodPlanLine(v.Label, sch.groups)
+			how = fmt.Sprintf("the node pods' start, %d wave(s) of ≈ %s, then each wave's longest pair's measurement", podWaves, typicalPodStart)
+		}
 		conc := "all at once"
 		if r.Cfg.Concurrency > 0 {
 			conc = fmt.Sprintf("at most %d at once", r.Cfg.Concurrency)
 		}
-		out = append(out, PlanLine(v.Label, sch.groups),
-			fmt.Sprintf("plan [%s]: %d node(s) measured, %d round(s) of up to %d pair(s), %s: %d wave(s); %s; estimated ≈ %s (a wave: pod start ≈ %s + its longest pair's measurement)",
-				v.Label, len(sch.byName), len(sch.groups), maxPairs, conc, waves, r.railsText(railsLo, railsHi), est.Round(time.Second), typicalPodStart))
+		out = append(out, line,
+			fmt.Sprintf("plan [%s]: %d node(s) measured, %d round(s) of up to %d pair(s), %s: %d wave(s); %s; estimated ≈ %s (%s)",
+				v.Label, len(sch.byName), len(sch.groups), maxPairs, conc, waves, r.railsText(railsLo, railsHi), est.Round(time.Second), how))
 	}
 	return out
 }

@@ -42,6 +42,11 @@ type Runner struct {
 	// pods/attach, so that a pair's server and client pods start together
 	// (handoff.go). Nil starts each client after its server has an IP.
 	Attach podrun.Attacher
+	// Exec, when set, runs every round's server and client runs of a
+	// variant's paired features in one probe pod per node over pods/exec
+	// (nodepods.go): one pod start per node instead of two per pair and
+	// round. Nil (or no right to exec) falls back to Attach.
+	Exec podrun.Execer
 
 	handoffOnce sync.Once
 	handoff     handoffMode

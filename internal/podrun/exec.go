@@ -1,0 +1,115 @@
+package podrun
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/remotecommand"
+	utilexec "k8s.io/client-go/util/exec"
+)
+
+// Execer runs a command in a running pod's container and returns what it
+// printed (standard output and error, merged line by line, as the pod's
+// log would hold them) and its exit status: how the suite runs every
+// round's server and client runs in one probe pod per node.
+type Execer interface {
+	Exec(ctx context.Context, namespace, pod, container string, cmd []string) (ExecResult, error)
+}
+
+// ExecResult is one command's output and exit status. Exited is false
+// when the command's end was not seen (the stream broke, ctx ended): its
+// process may still run in the container.
+type ExecResult struct {
+	Output string
+	Exit   int
+	Exited bool
+}
+
+// RemoteExec is Execer over the API server's pods/exec.
+type RemoteExec struct {
+	Config *rest.Config
+	Kube   kubernetes.Interface
+}
+
+// Exec runs cmd in the container until it ends or ctx does. A command
+// that ran and exited non-zero is a result, not an error.
+func (e RemoteExec) Exec(ctx context.Context, namespace, pod, container string, cmd []string) (ExecResult, error) {
+	req := e.Kube.CoreV1().RESTClient().Post().Resource("pods").Namespace(namespace).Name(pod).SubResource("exec").
+		VersionedParams(&corev1.PodExecOptions{Container: container, Command: cmd, Stdout: true, Stderr: true}, scheme.ParameterCodec)
+	ex, err := StreamExecutor(e.Config, req)
+	if err != nil {
+		return ExecResult{}, fmt.Errorf("exec in pod %s/%s: %w", namespace, pod, err)
+	}
+	out := &lineMerger{}
+	stdout, stderr := out.stream(), out.stream()
+	err = ex.StreamWithContext(ctx, remotecommand.StreamOptions{Stdout: stdout, Stderr: stderr})
+	stdout.flush()
+	stderr.flush()
+	res := ExecResult{Output: out.String()}
+	var code utilexec.CodeExitError
+	switch {
+	case err == nil:
+		res.Exited = true
+	case errors.As(err, &code):
+		res.Exit, res.Exited = code.Code, true
+	default:
+		return res, fmt.Errorf("exec in pod %s/%s: %w", namespace, pod, err)
+	}
+	return res, nil
+}
+
+// lineMerger joins two streams into one text by whole lines: the
+// executor copies standard output and error in goroutines of their own,
+// and a JSON envelope cut by a diagnostic in its middle could no longer
+// be read.
+type lineMerger struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (m *lineMerger) String() string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.buf.String()
+}
+
+func (m *lineMerger) stream() *lineStream { return &lineStream{m: m} }
+
+// lineStream holds one stream's unfinished line until its newline.
+type lineStream struct {
+	m       *lineMerger
+	pending []byte
+}
+
+var _ io.Writer = (*lineStream)(nil)
+
+func (s *lineStream) Write(p []byte) (int, error) {
+	s.pending = append(s.pending, p...)
+	if i := bytes.LastIndexByte(s.pending, '\n'); i >= 0 {
+		s.m.mu.Lock()
+		s.m.buf.Write(s.pending[:i+1])
+		s.m.mu.Unlock()
+		s.pending = append(s.pending[:0], s.pending[i+1:]...)
+	}
+	return len(p), nil
+}
+
+// flush writes a last line without its newline.
+func (s *lineStream) flush() {
+	if len(s.pending) == 0 {
+		return
+	}
+	s.m.mu.Lock()
+	s.m.buf.Write(s.pending)
+	s.m.buf.WriteByte('\n')
+	s.m.mu.Unlock()
+	s.pending = nil
+}

@@ -1,0 +1,283 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/rdmasuite/rdmasuite/internal/podrun"
+)
+
+// One probe pod per node and variant: a variant's paired features start
+// every pod they need at once, before the first round (each node's pod, and
+// with --loopback a second pod per node for its same-node client), and each
+// round's server and client runs are exec'd in them. Per variant that is
+// N (or 2N) pod starts in one wave, where a pod pair per node pair and
+// round costs 2 per pair in every round (the ring: 2N in two waves, plus
+// 2N for loopback in a third; all-pairs: N(N-1) in N-1 waves). A pod start
+// is the suite's overhead on a large cluster and most of its time in the
+// bed's TCG guests; the measurement is the same commands in the same kind
+// of pod (same device resource, capabilities, memlock, host sysfs mount).
+
+// probeBinary is where the probe images keep rdmaprobe (their entrypoint).
+const probeBinary = "/usr/local/bin/rdmaprobe"
+
+// nodePod is one node's probe pod for a variant.
+type nodePod struct {
+	name, node string
+	ip         string
+	err        error // it did not start: every run it was to hold is not run
+
+	mu sync.Mutex
+	// busy is set when a server run in this pod did not end: its process
+	// may still listen on the probe's port, so later server runs here would
+	// meet it instead of their client.
+	busy error
+}
+
+func (p *nodePod) busyErr() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.busy
+}
+
+func (p *nodePod) setBusy(err error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.busy == nil {
+		p.busy = err
+	}
+}
+
+// nodePods are a variant's pods, by node (loopback: the node's second pod).
+type nodePods struct {
+	main, loop map[string]*nodePod
+}
+
+func (np *nodePods) of(node string, loopback bool) *nodePod {
+	if loopback {
+		return np.loop[node]
+	}
+	return np.main[node]
+}
+
+// nodePodNodes are the nodes that need a main pod and those that need a
+// loopback pod, in the groups' order.
+func nodePodNodes(groups [][]sharedPair) (main, loop []string) {
+	for _, g := range groups {
+		for _, sp := range g {
+			for _, n := range []string{sp.p.Server, sp.p.Client} {
+				if sp.loopback && n == sp.p.Client {
+					if !slices.Contains(loop, n) {
+						loop = append(loop, n)
+					}
+					continue
+				}
+				if !slices.Contains(main, n) {
+					main = append(main, n)
+				}
+			}
+		}
+	}
+	return main, loop
+}
+
+// startNodePods creates every pod the variant's rounds need, at once, and
+// waits until each runs or fails to start (a pod that did not start fails
+// only its own pairs). The caller deletes them (deleteAll).
+func (r *Runner) startNodePods(ctx context.Context, v Variant, sch pairedSchedule) *nodePods {
+	main, loop := nodePodNodes(sch.groups)
+	gpus := r.nodePodGPUs(sch)
+	hold := []string{"hold", "--max", r.holdFor(sch).String()}
+	type todo struct {
+		pod  *nodePod
+		spec podrun.Spec
+	}
+	np := &nodePods{main: map[string]*nodePod{}, loop: map[string]*nodePod{}}
+	var all []todo
+	add := func(node, suffix string, into map[string]*nodePod) {
+		p := &nodePod{node: node, name: r.Object("pair-"+v.Name+suffix, node, v.Resource)}
+		into[node] = p
+		mem := bwMemory{gpus: gpus[node]}
+		all = append(all, todo{p, mem.spec(withHostSysfs(r.Spec(v, p.name, node, hold, v.NeedsCaps)))})
+	}
+	for _, n := range main {
+		add(n, "-n", np.main)
+	}
+	for _, n := range loop {
+		add(n, "-l", np.loop)
+	}
+	limit := 0
+	if r.Cfg.Concurrency > 0 {
+		limit = 2 * r.Cfg.Concurrency // a round's pairs at once, two pods each
+	}
+	parallel(len(all), limit, func(i int) {
+		t := all[i]
+		pod, took, err := podrun.StartHolding(ctx, r.Kube, t.spec, r.Cfg.PodTimeout)
+		if err != nil {
+			t.pod.err = err
+			if pod != nil && !t.spec.Keep {
+				podrun.Delete(r.Kube, t.spec.Namespace, t.spec.Name)
+			}
+			return
+		}
+		r.AddPhase(PhasePodStart, took)
+		t.pod.ip = pod.Status.PodIP
+	})
+	return np
+}
+
+// deleteAll deletes the variant's pods (--keep-on-failure keeps them, as
+// it keeps a pair's own pods).
+func (r *Runner) deleteNodePods(np *nodePods) {
+	if r.Cfg.KeepOnFailure {
+		return
+	}
+	var pods []*nodePod
+	for _, m := range []map[string]*nodePod{np.main, np.loop} {
+		for _, p := range m {
+			if p.err == nil {
+				pods = append(pods, p)
+			}
+		}
+	}
+	parallel(len(pods), 16, func(i int) { podrun.Delete(r.Kube, r.Namespace(), pods[i].name) })
+}
+
+// nodePodGPUs is the GPUs each node's pods request: the most any run it
+// takes part in needs (gpudirect's pairs), at least --gpus (Spec).
+func (r *Runner) nodePodGPUs(sch pairedSchedule) map[string]int {
+	gpus := map[string]int{}
+	for _, g := range sch.groups {
+		for _, sp := range g {
+			for _, name := range sp.feats {
+				n := sch.feats[name].mem.gpus
+				gpus[sp.p.Server] = max(gpus[sp.p.Server], n)
+				gpus[sp.p.Client] = max(gpus[sp.p.Client], n)
+			}
+		}
+	}
+	return gpus
+}
+
+// holdFor bounds a node pod's life from the plan: every round one after
+// another at its longest pair's client budget plus the server's wait, and
+// the pod start; with a margin. The runner deletes the pods when the
+// variant is done; this only ends a pod whose runner was killed.
+func (r *Runner) holdFor(sch pairedSchedule) time.Duration {
+	total := r.Cfg.PodTimeout + 10*time.Minute
+	for _, g := range sch.groups {
+		var longest time.Duration
+		for _, sp := range g {
+			sku, _ := r.Cfg.Thresholds.ForNode(sp.p.Client, sch.byName[sp.p.Client].Labels, r.Cfg.SKU)
+			var d time.Duration
+			for _, name := range sp.feats {
+				d += r.clientBudget(sku, len(sch.feats[name].ops))
+			}
+			longest = max(longest, d)
+		}
+		total += longest + serverWaitAfter(false)
+	}
+	return total.Round(time.Minute)
+}
+
+// execOutput is one exec'd run's outcome.
+type execOutput struct {
+	res podrun.ExecResult
+	err error
+}
+
+// runPairInNodePods runs the pair's server and client runs in the two
+// nodes' pods and fills each run's input with its part of both outputs.
+func (r *Runner) runPairInNodePods(ctx context.Context, v Variant, sp sharedPair, runs []pairRun, np *nodePods) {
+	pc := r.pairCommands(v, sp.p, runs)
+	srvPod, cliPod := np.of(sp.p.Server, false), np.of(sp.p.Client, sp.loopback)
+	for _, run := range runs {
+		run.in.Server.Pod, run.in.Client.Pod = srvPod.name, cliPod.name
+	}
+	args, budget := pc.clientArgs(srvPod.ip)
+	switch {
+	case srvPod.err != nil:
+		for _, run := range runs {
+			run.in.Server.PodErr = srvPod.err
+		}
+		return
+	case cliPod.err != nil:
+		for _, run := range runs {
+			run.in.Client.PodErr = cliPod.err
+		}
+		return
+	}
+	if err := srvPod.busyErr(); err != nil {
+		for _, run := range runs {
+			run.in.Server.PodErr = err
+		}
+		return
+	}
+	ns := r.Namespace()
+	sctx, stopServer := context.WithCancel(ctx)
+	defer stopServer()
+	srvDone := make(chan execOutput, 1)
+	go func() {
+		res, err := r.Exec.Exec(sctx, ns, srvPod.name, podrun.ContainerName, append([]string{probeBinary}, pc.srvArgs...))
+		srvDone <- execOutput{res, err}
+	}()
+	cctx, stopClient := context.WithTimeout(ctx, budget)
+	cres, cerr := r.Exec.Exec(cctx, ns, cliPod.name, podrun.ContainerName, append([]string{probeBinary}, args...))
+	clientTimedOut := errors.Is(cctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil
+	stopClient()
+	switch {
+	case cerr != nil && clientTimedOut:
+		cerr = fmt.Errorf("%w: its run in pod %s did not end within its budget of %s", podrun.ErrTimeout, cliPod.name, budget)
+	case cerr == nil && !cres.Exited:
+		cerr = fmt.Errorf("its run in pod %s ended without an exit status", cliPod.name)
+	}
+	collectStart := time.Now()
+	wait := serverWaitAfter(cerr != nil || cres.Exit != 0)
+	var srv execOutput
+	var werr error
+	select {
+	case srv = <-srvDone:
+		if srv.err != nil {
+			werr = srv.err
+		}
+	case <-time.After(wait):
+		stopServer()
+		srv = <-srvDone
+		werr = fmt.Errorf("%w: its run did not end within %s after its client's", podrun.ErrTimeout, wait)
+		srvPod.setBusy(fmt.Errorf("pod %s on %s is still busy: its server run for %s did not end (its process may still hold port %d), so it serves no later pair",
+			srvPod.name, srvPod.node, sp.p, BWPort))
+	}
+	r.AddPhase(PhaseCollection, time.Since(collectStart))
+	r.assignSides(runs, pc, sideOutput{cres.Output, int32(cres.Exit), cerr}, sideOutput{srv.res.Output, int32(srv.res.Exit), werr})
+}
+
+// nodePodPlanLine says how a variant's paired features share their pods
+// when each node has one.
+func nodePodPlanLine(variant string, groups [][]sharedPair) string {
+	main, loop := nodePodNodes(groups)
+	pairs, separate := 0, 0
+	var riding []string
+	for _, g := range groups {
+		for _, sp := range g {
+			pairs++
+			separate += 2 * len(sp.feats)
+			for _, f := range sp.feats {
+				if !slices.Contains(riding, f) {
+					riding = append(riding, f)
+				}
+			}
+		}
+	}
+	pods := len(main) + len(loop)
+	what := fmt.Sprintf("%d node(s)", len(main))
+	if len(loop) > 0 {
+		what += fmt.Sprintf(" and a same-node client pod on %d", len(loop))
+	}
+	return fmt.Sprintf("plan [%s]: %s run in one probe pod per node (%s), every round's server and client over pods/exec: %d pair(s) in %d round(s), %d pod starts before the first round (%d with a pod pair per pair and feature)",
+		variant, strings.Join(riding, ", "), what, pairs, len(groups), pods, separate)
+}

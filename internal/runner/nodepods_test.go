@@ -1,0 +1,355 @@
+package runner
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	authv1 "k8s.io/api/authorization/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+
+	"github.com/rdmasuite/rdmasuite/internal/podrun"
+	"github.com/rdmasuite/rdmasuite/reports"
+)
+
+// mayCreateSub answers the runner's access reviews: the pods
+// subresources in allowed may be created, nothing else.
+func mayCreateSub(kube *fake.Clientset, allowed ...string) {
+	kube.PrependReactor("create", "selfsubjectaccessreviews", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		r := a.(k8stesting.CreateAction).GetObject().(*authv1.SelfSubjectAccessReview).DeepCopy()
+		ra := r.Spec.ResourceAttributes
+		r.Status.Allowed = ra != nil && ra.Verb == "create" && ra.Resource == "pods" && slices.Contains(allowed, ra.Subresource)
+		return true, r, nil
+	})
+}
+
+// nodePodsCluster runs what the suite creates: every pod Running with an
+// IP of its own (10.0.0.1, .2, … in creation order), except those fail
+// names, which never start.
+func nodePodsCluster(kube *fake.Clientset, fail ...string) func() []*corev1.Pod {
+	var mu sync.Mutex
+	n := 0
+	return onCreatePod(kube, func(p *corev1.Pod) {
+		for _, f := range fail {
+			if strings.Contains(p.Name, f) {
+				p.Status.Phase = corev1.PodFailed
+				p.Status.Reason = "UnexpectedAdmissionError"
+				p.Status.Message = "fake: the device plugin refused " + p.Name
+				return
+			}
+		}
+		mu.Lock()
+		n++
+		p.Status.PodIP = fmt.Sprintf("10.0.0.%d", n)
+		mu.Unlock()
+		p.Status.Phase = corev1.PodRunning
+		p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "probe", State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}}
+	})
+}
+
+// fakeExec plays the probe in the node pods: a server run waits for a
+// client run that dials its pod's IP (or its context's end); a client run
+// prints out and ends with exit. hang names pods whose server runs never
+// end by themselves.
+type fakeExec struct {
+	kube *fake.Clientset
+	out  string
+	exit int
+	hang string
+
+	mu      sync.Mutex
+	calls   []string                 // "pod: command"
+	served  map[string]chan struct{} // server pod → its clients' ends
+	created int                      // pods that existed at the first exec
+}
+
+func (f *fakeExec) serverChan(pod string) chan struct{} {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.served == nil {
+		f.served = map[string]chan struct{}{}
+	}
+	if f.served[pod] == nil {
+		f.served[pod] = make(chan struct{}, 16)
+	}
+	return f.served[pod]
+}
+
+func (f *fakeExec) Exec(ctx context.Context, ns, pod, container string, cmd []string) (podrun.ExecResult, error) {
+	gvr := corev1.SchemeGroupVersion.WithResource("pods")
+	o, _ := f.kube.Tracker().List(gvr, corev1.SchemeGroupVersion.WithKind("Pod"), ns)
+	pods := o.(*corev1.PodList).Items
+	f.mu.Lock()
+	if f.calls == nil {
+		f.created = len(pods)
+	}
+	f.calls = append(f.calls, pod+": "+strings.Join(cmd, " "))
+	f.mu.Unlock()
+	if container != podrun.ContainerName || len(cmd) < 3 || cmd[0] != probeBinary {
+		return podrun.ExecResult{}, fmt.Errorf("fake: no such command %q in container %s", cmd, container)
+	}
+	switch cmd[2] {
+	case "server":
+		if f.hang != "" && strings.Contains(pod, f.hang) {
+			<-ctx.Done()
+			return podrun.ExecResult{Output: "rdmaprobe bw server: waiting\n"}, ctx.Err()
+		}
+		select {
+		case <-f.serverChan(pod):
+			return podrun.ExecResult{Output: "server of " + pod + "\n", Exited: true}, nil
+		case <-ctx.Done():
+			return podrun.ExecResult{}, ctx.Err()
+		}
+	case "client":
+		host := cmd[len(cmd)-1]
+		for _, p := range pods {
+			if p.Status.PodIP == host {
+				f.serverChan(p.Name) <- struct{}{}
+				return podrun.ExecResult{Output: f.out, Exit: f.exit, Exited: true}, nil
+			}
+		}
+		return podrun.ExecResult{Output: "dial " + host + ": no route\n", Exit: 1, Exited: true}, nil
+	}
+	return podrun.ExecResult{}, fmt.Errorf("fake: unknown mode %q", cmd[2])
+}
+
+func (f *fakeExec) commands() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.calls)
+}
+
+// With the right to exec, a variant's paired features start one pod per
+// node (and a same-node client pod per node under --loopback) before the
+// first round, all of them at once, and run every round's server and
+// client in them: the client dials its server pod's IP, each run is the
+// probe's own command line, the evidence names the node pods, the plan
+// line and the mode line say so, and the pods are deleted at the end.
+func TestNodePodsServeEveryRoundOfAVariant(t *testing.T) {
+	kube := fake.NewClientset(testNode("a", 8), testNode("b", 8), testNode("c", 8))
+	mayCreateSub(kube, "exec", "attach")
+	created := nodePodsCluster(kube)
+	cfg := testConfig(t)
+	cfg.Loopback = true
+	cfg.PairedPlan = map[string][]string{VariantSharedDev: {PairedBandwidth, PairedLatency}}
+	r := New(kube, cfg, "t-nodepods")
+	ex := &fakeExec{kube: kube, out: "fake-client-output-marker\n", exit: 1}
+	r.Exec = ex
+	r.Attach = &fakeAttach{kube: kube}
+	var lines []string
+	r.Progress = func(l string) { lines = append(lines, l) }
+	v := r.Cfg.VariantList()[0]
+	bwChecks := r.Bandwidth(context.Background(), v)
+	latChecks := r.Latency(context.Background(), v)
+
+	pods := created()
+	if len(pods) != 6 || ex.created != 6 {
+		t.Fatalf("%d pods created, %d before the first run; want 6 and 6 (a pod per node and a same-node client pod per node, all before the first round)", len(pods), ex.created)
+	}
+	for _, p := range pods {
+		args := strings.Join(p.Spec.Containers[0].Args, " ")
+		if !strings.HasPrefix(args, "hold --max ") || p.Spec.Containers[0].Resources.Limits.Name(res, "") == nil ||
+			p.Spec.Containers[0].Resources.Limits.Name(res, "").Value() != 1 {
+			t.Errorf("pod %s: args %q limits %v", p.Name, args, p.Spec.Containers[0].Resources.Limits)
+		}
+	}
+	cmds := ex.commands()
+	servers, clients, both := 0, 0, 0
+	for _, c := range cmds {
+		switch {
+		case strings.Contains(c, " bw server "):
+			servers++
+			if strings.Contains(c, "--run-name bandwidth --then") && strings.Contains(c, "--run-name latency") {
+				both++
+			}
+		case strings.Contains(c, " bw client "):
+			clients++
+		}
+	}
+	// The ring of 3: 3 cross-node pairs (in 3 rounds), and 3 same-node
+	// pairs for bandwidth alone.
+	if servers != 6 || clients != 6 || both != 3 {
+		t.Errorf("%d server and %d client runs, %d servers with both features; want 6, 6 and 3: %q", servers, clients, both, cmds)
+	}
+	// Every client dialled a pod that ran a server at that moment (the
+	// fake ends a server only on its client's dial).
+	for _, c := range append(bwChecks, latChecks...) {
+		if c.Status == reports.Pass {
+			t.Errorf("passed on a fake probe: %+v", c)
+		}
+	}
+	marked := 0
+	for _, c := range bwChecks {
+		if len(c.Nodes) != 2 {
+			continue
+		}
+		ev := strings.Join(c.Evidence, "\n")
+		if !strings.Contains(ev, "pair-shared-dev-") {
+			t.Errorf("%s: evidence does not name the node pods: %s", c.ID, ev)
+		}
+		if strings.Contains(ev+c.Reason, "fake-client-output-marker") {
+			marked++
+		}
+	}
+	if marked == 0 {
+		t.Errorf("no pair check carries the client run's output: %+v", bwChecks)
+	}
+	all := strings.Join(lines, "\n")
+	if !strings.Contains(all, "plan [shared-dev]: bandwidth, latency run in one probe pod per node (3 node(s) and a same-node client pod on 3)") ||
+		!strings.Contains(all, "6 pair(s) in 4 round(s), 6 pod starts before the first round") ||
+		strings.Count(all, "pairs: one probe pod per node and variant runs every round's server and client over pods/exec") != 1 {
+		t.Errorf("plan or mode line missing: %q", lines)
+	}
+	left, _ := kube.CoreV1().Pods(r.Namespace()).List(context.Background(), metav1.ListOptions{})
+	if len(left.Items) != 0 {
+		t.Errorf("%d node pods left after the variant", len(left.Items))
+	}
+}
+
+// A node whose pod cannot start costs its own pairs only: they fail with
+// the pod's reason, the other pairs run, nothing passes on a missing side.
+func TestNodePodThatDidNotStartFailsOnlyItsPairs(t *testing.T) {
+	kube := fake.NewClientset(testNode("a", 8), testNode("b", 8), testNode("c", 8), testNode("d", 8))
+	mayCreateSub(kube, "exec")
+	nodePodsCluster(kube, "-n-c")
+	cfg := testConfig(t)
+	cfg.PairedPlan = map[string][]string{VariantSharedDev: {PairedBandwidth}}
+	r := New(kube, cfg, "t-nodepod-fail")
+	ex := &fakeExec{kube: kube, out: "x\n", exit: 1}
+	r.Exec = ex
+	cs := r.Bandwidth(context.Background(), r.Cfg.VariantList()[0])
+	withC, without := 0, 0
+	for _, c := range cs {
+		if len(c.Nodes) != 2 || !strings.HasPrefix(c.ID, "bandwidth/") || strings.Contains(c.ID, "link") {
+			continue
+		}
+		if c.Status == reports.Pass {
+			t.Errorf("%s passed: %+v", c.ID, c)
+		}
+		if slices.Contains(c.Nodes, "c") {
+			withC++
+			if c.Status != reports.Error || !strings.Contains(c.Reason, "did not run to completion") ||
+				!strings.Contains(c.Reason, "probe pod rdmasuite-t-nodepod-fail/pair-shared-dev-n-c-") || !strings.Contains(c.Reason, "before the suite could run anything in it") {
+				t.Errorf("pair with c: %s %s", c.Status, c.Reason)
+			}
+		} else {
+			without++
+			if strings.Contains(c.Reason, "-n-c-") {
+				t.Errorf("pair without c blames c's pod: %s", c.Reason)
+			}
+		}
+	}
+	if withC == 0 || without == 0 {
+		t.Fatalf("%d checks of pairs with c, %d without; want both: %+v", withC, without, cs)
+	}
+	for _, c := range ex.commands() {
+		if strings.HasPrefix(c, "pair-shared-dev-n-c") {
+			t.Errorf("ran in the pod that never started: %s", c)
+		}
+	}
+}
+
+// A server run that does not end after its client's is cut off, its pair
+// does not pass, and its pod serves no later pair (its process may still
+// hold the port): those pairs say so instead of meeting a stale server.
+func TestServerRunThatDidNotEndRetiresItsPod(t *testing.T) {
+	old := serverWaitAfter
+	serverWaitAfter = func(bool) time.Duration { return 100 * time.Millisecond }
+	defer func() { serverWaitAfter = old }()
+	kube := fake.NewClientset(testNode("a", 8), testNode("b", 8))
+	mayCreateSub(kube, "exec")
+	nodePodsCluster(kube)
+	cfg := testConfig(t)
+	cfg.Loopback = true
+	cfg.PairedPlan = map[string][]string{VariantSharedDev: {PairedBandwidth}}
+	r := New(kube, cfg, "t-nodepod-hang")
+	r.Exec = &fakeExec{kube: kube, out: "x\n", exit: 0, hang: "-n-a"}
+	cs := r.Bandwidth(context.Background(), r.Cfg.VariantList()[0])
+	cut, retired := 0, 0
+	for _, c := range cs {
+		if c.Status == reports.Pass {
+			t.Errorf("%s passed: %+v", c.ID, c)
+		}
+		if strings.Contains(strings.Join(c.Evidence, " "), "its run did not end within 100ms after its client's") {
+			cut++
+		}
+		if strings.Contains(c.Reason, "is still busy") && strings.Contains(c.Reason, "serves no later pair") {
+			retired++
+		}
+	}
+	// Round 1 or 2 has a's server cut off; the loopback round's a → a
+	// pair finds a's pod retired.
+	if cut == 0 || retired == 0 {
+		t.Fatalf("%d checks cut off, %d retired; want both: %+v", cut, retired, cs)
+	}
+}
+
+// Without the right to exec the run falls back to a pod pair per pair
+// (beside each other with the right to attach) and says why, once.
+func TestNoExecRightFallsBackToPairPods(t *testing.T) {
+	kube := fake.NewClientset(testNode("a", 8), testNode("b", 8))
+	mayCreateSub(kube, "attach")
+	created := startedPods(kube)
+	cfg := testConfig(t)
+	cfg.PairedPlan = map[string][]string{VariantSharedDev: {PairedBandwidth}}
+	r := New(kube, cfg, "t-noexec")
+	ex := &fakeExec{kube: kube}
+	r.Exec = ex
+	r.Attach = &fakeAttach{kube: kube}
+	var lines []string
+	r.Progress = func(l string) { lines = append(lines, l) }
+	r.Bandwidth(context.Background(), r.Cfg.VariantList()[0])
+	if len(ex.commands()) != 0 {
+		t.Errorf("exec'd without the right: %q", ex.commands())
+	}
+	if n := len(created()); n != 4 {
+		t.Errorf("%d pods, want 4 (a server and a client per pair)", n)
+	}
+	all := strings.Join(lines, "\n")
+	if !strings.Contains(all, "the suite may not create pods/exec in namespace rdmasuite-t-noexec") || !strings.Contains(all, "client beside its server") {
+		t.Errorf("no line saying why: %q", lines)
+	}
+}
+
+// The plan with node pods: at 256 nodes in a ring, 256 pod starts (not
+// 512) for 2 rounds, in one wave by default and 32 at --concurrency 4
+// (2 × 4 pods at a time); the estimate counts those pod waves, not one
+// per round. Nothing is created but the access review.
+func TestPlanWithNodePodsCountsOnePodPerNode(t *testing.T) {
+	var objs []runtime.Object
+	for i := range 256 {
+		objs = append(objs, testNode(fmt.Sprintf("gpu-%03d", i), 8))
+	}
+	for _, tc := range []struct {
+		conc     int
+		podWaves string
+	}{{0, "1 wave(s) of ≈ 15s"}, {4, "32 wave(s) of ≈ 15s"}} {
+		cs := fake.NewClientset(objs...)
+		mayCreateSub(cs, "exec")
+		cfg := testConfig(t)
+		cfg.Concurrency = tc.conc
+		cfg.PairedPlan = map[string][]string{VariantSharedDev: {PairedBandwidth}}
+		r := New(cs, cfg, "plan")
+		r.Exec = &fakeExec{kube: cs}
+		got := strings.Join(r.Plan(context.Background()), "\n")
+		for _, want := range []string{"run in one probe pod per node (256 node(s))", "256 pair(s) in 2 round(s), 256 pod starts before the first round (512 with a pod pair per pair and feature)",
+			"the node pods' start, " + tc.podWaves} {
+			if !strings.Contains(got, want) {
+				t.Errorf("concurrency %d: plan lacks %q:\n%s", tc.conc, want, got)
+			}
+		}
+		for _, a := range cs.Actions() {
+			if a.GetVerb() != "list" && a.GetVerb() != "get" && a.GetResource().Resource != "selfsubjectaccessreviews" {
+				t.Fatalf("the plan did %s %s", a.GetVerb(), a.GetResource().Resource)
+			}
+		}
+	}
+}
