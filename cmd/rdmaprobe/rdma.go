@@ -233,13 +233,16 @@ func runBW(args []string) error {
 	}
 	role := args[0]
 	runs := splitThen(args[1:])
-	if len(runs) == 1 {
+	if len(runs) == 1 && !hasRunName(runs[0]) {
 		return runBWOnce(role, runs[0])
 	}
-	// Several runs in one process (the suite's shared pair pods): each is
-	// framed with its own exit status, in order; the server serves them in
-	// the same order, one client finish each. The process fails with the
-	// first run that failed, after every run had its turn.
+	// Several runs in one process (the suite's shared pair pods), or one
+	// named run (a run exec'd in a node's pod, where the end frame is the
+	// only proof that the process ended: an exec stream that breaks reads
+	// like an exit 0): each is framed with its own exit status, in order;
+	// the server serves them in the same order, one client finish each.
+	// The process fails with the first run that failed, after every run
+	// had its turn.
 	var first error
 	for k, run := range runs {
 		name := runName(run, k+1)
@@ -271,17 +274,30 @@ func splitThen(args []string) [][]string {
 	return runs
 }
 
+// hasRunName says the run was given a --run-name.
+func hasRunName(args []string) bool {
+	_, ok := runNameFlag(args)
+	return ok
+}
+
 // runName is a run's --run-name (what its frame lines say), or run-K.
 func runName(args []string, k int) string {
+	if name, ok := runNameFlag(args); ok {
+		return name
+	}
+	return fmt.Sprintf("run-%d", k)
+}
+
+func runNameFlag(args []string) (string, bool) {
 	for i, a := range args {
 		switch {
 		case (a == "--run-name" || a == "-run-name") && i+1 < len(args):
-			return args[i+1]
+			return args[i+1], true
 		case strings.HasPrefix(a, "--run-name="), strings.HasPrefix(a, "-run-name="):
-			return a[strings.Index(a, "=")+1:]
+			return a[strings.Index(a, "=")+1:], true
 		}
 	}
-	return fmt.Sprintf("run-%d", k)
+	return "", false
 }
 
 // runBWOnce is one bw run: one envelope on stdout, its error returned.

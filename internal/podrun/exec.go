@@ -25,8 +25,11 @@ type Execer interface {
 }
 
 // ExecResult is one command's output and exit status. Exited is false
-// when the command's end was not seen (the stream broke, ctx ended): its
-// process may still run in the container.
+// when the stream ended with an error (ctx ended, the connection failed):
+// the process may still run in the container. Exited true is not proof
+// that it ended: client-go reads a stream that closes without a status
+// (a kubelet restart, an idle-timeout) as exit 0, so a caller that must
+// know has the command print its own end (the probe's run frames).
 type ExecResult struct {
 	Output string
 	Exit   int
@@ -91,12 +94,15 @@ type lineStream struct {
 
 var _ io.Writer = (*lineStream)(nil)
 
+// Write and flush hold the merger's lock throughout: after a cancelled
+// stream the executor's copy goroutines may still write while the caller
+// flushes.
 func (s *lineStream) Write(p []byte) (int, error) {
+	s.m.mu.Lock()
+	defer s.m.mu.Unlock()
 	s.pending = append(s.pending, p...)
 	if i := bytes.LastIndexByte(s.pending, '\n'); i >= 0 {
-		s.m.mu.Lock()
 		s.m.buf.Write(s.pending[:i+1])
-		s.m.mu.Unlock()
 		s.pending = append(s.pending[:0], s.pending[i+1:]...)
 	}
 	return len(p), nil
@@ -104,12 +110,12 @@ func (s *lineStream) Write(p []byte) (int, error) {
 
 // flush writes a last line without its newline.
 func (s *lineStream) flush() {
+	s.m.mu.Lock()
+	defer s.m.mu.Unlock()
 	if len(s.pending) == 0 {
 		return
 	}
-	s.m.mu.Lock()
 	s.m.buf.Write(s.pending)
 	s.m.buf.WriteByte('\n')
-	s.m.mu.Unlock()
 	s.pending = nil
 }

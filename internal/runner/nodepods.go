@@ -33,9 +33,11 @@ type nodePod struct {
 	err        error // it did not start: every run it was to hold is not run
 
 	mu sync.Mutex
-	// busy is set when a server run in this pod did not end: its process
-	// may still listen on the probe's port, so later server runs here would
-	// meet it instead of their client.
+	// busy is set when a run in this pod was left without its end seen (a
+	// server that did not end after its client, a stream that broke, a
+	// client past its budget): its process may still hold the probe's port
+	// or the rails, so a later run here would meet it instead of its peer
+	// or share the link with it.
 	busy error
 }
 
@@ -91,7 +93,7 @@ func nodePodNodes(groups [][]sharedPair) (main, loop []string) {
 // only its own pairs). The caller deletes them (deleteAll).
 func (r *Runner) startNodePods(ctx context.Context, v Variant, sch pairedSchedule) *nodePods {
 	main, loop := nodePodNodes(sch.groups)
-	gpus := r.nodePodGPUs(sch)
+	mainGPUs, loopGPUs := r.nodePodGPUs(sch)
 	hold := []string{"hold", "--max", r.holdFor(sch).String()}
 	type todo struct {
 		pod  *nodePod
@@ -99,17 +101,22 @@ func (r *Runner) startNodePods(ctx context.Context, v Variant, sch pairedSchedul
 	}
 	np := &nodePods{main: map[string]*nodePod{}, loop: map[string]*nodePod{}}
 	var all []todo
-	add := func(node, suffix string, into map[string]*nodePod) {
+	add := func(node, suffix string, into map[string]*nodePod, gpus int) {
 		p := &nodePod{node: node, name: r.Object("pair-"+v.Name+suffix, node, v.Resource)}
 		into[node] = p
-		mem := bwMemory{gpus: gpus[node]}
-		all = append(all, todo{p, mem.spec(withHostSysfs(r.Spec(v, p.name, node, hold, v.NeedsCaps)))})
+		spec := bwMemory{gpus: gpus}.spec(withHostSysfs(r.Spec(v, p.name, node, hold, v.NeedsCaps)))
+		// Deleted with the variant even under --keep-on-failure: a kept
+		// pod would hold its device resource and GPUs, and the next
+		// variant's or feature's pods could not be scheduled there. Its
+		// runs' commands and outputs are in the checks' evidence.
+		spec.Keep = false
+		all = append(all, todo{p, spec})
 	}
 	for _, n := range main {
-		add(n, "-n", np.main)
+		add(n, "-n", np.main, mainGPUs[n])
 	}
 	for _, n := range loop {
-		add(n, "-l", np.loop)
+		add(n, "-l", np.loop, loopGPUs[n])
 	}
 	limit := 0
 	if r.Cfg.Concurrency > 0 {
@@ -120,7 +127,7 @@ func (r *Runner) startNodePods(ctx context.Context, v Variant, sch pairedSchedul
 		pod, took, err := podrun.StartHolding(ctx, r.Kube, t.spec, r.Cfg.PodTimeout)
 		if err != nil {
 			t.pod.err = err
-			if pod != nil && !t.spec.Keep {
+			if pod != nil {
 				podrun.Delete(r.Kube, t.spec.Namespace, t.spec.Name)
 			}
 			return
@@ -131,12 +138,8 @@ func (r *Runner) startNodePods(ctx context.Context, v Variant, sch pairedSchedul
 	return np
 }
 
-// deleteAll deletes the variant's pods (--keep-on-failure keeps them, as
-// it keeps a pair's own pods).
+// deleteNodePods deletes the variant's pods.
 func (r *Runner) deleteNodePods(np *nodePods) {
-	if r.Cfg.KeepOnFailure {
-		return
-	}
 	var pods []*nodePod
 	for _, m := range []map[string]*nodePod{np.main, np.loop} {
 		for _, p := range m {
@@ -148,29 +151,44 @@ func (r *Runner) deleteNodePods(np *nodePods) {
 	parallel(len(pods), 16, func(i int) { podrun.Delete(r.Kube, r.Namespace(), pods[i].name) })
 }
 
-// nodePodGPUs is the GPUs each node's pods request: the most any run it
-// takes part in needs (gpudirect's pairs), at least --gpus (Spec).
-func (r *Runner) nodePodGPUs(sch pairedSchedule) map[string]int {
-	gpus := map[string]int{}
+// nodePodGPUs is the GPUs each node's main pod and loopback pod request:
+// the most any run it takes part in needs (gpudirect's pairs), at least
+// --gpus (Spec). A loopback pod carries bandwidth only.
+func (r *Runner) nodePodGPUs(sch pairedSchedule) (main, loop map[string]int) {
+	main, loop = map[string]int{}, map[string]int{}
 	for _, g := range sch.groups {
 		for _, sp := range g {
 			for _, name := range sp.feats {
 				n := sch.feats[name].mem.gpus
-				gpus[sp.p.Server] = max(gpus[sp.p.Server], n)
-				gpus[sp.p.Client] = max(gpus[sp.p.Client], n)
+				main[sp.p.Server] = max(main[sp.p.Server], n)
+				if sp.loopback {
+					loop[sp.p.Client] = max(loop[sp.p.Client], n)
+				} else {
+					main[sp.p.Client] = max(main[sp.p.Client], n)
+				}
 			}
 		}
 	}
-	return gpus
+	return main, loop
 }
 
-// holdFor bounds a node pod's life from the plan: every round one after
-// another at its longest pair's client budget plus the server's wait, and
-// the pod start; with a margin. The runner deletes the pods when the
+// holdFor bounds a node pod's life from the plan: the pods' start waves
+// at their timeout, then every round's waves (its pairs at --concurrency)
+// one after another, each at its longest pair's client budget plus the
+// server's wait; with a margin. The runner deletes the pods when the
 // variant is done; this only ends a pod whose runner was killed.
 func (r *Runner) holdFor(sch pairedSchedule) time.Duration {
-	total := r.Cfg.PodTimeout + 10*time.Minute
+	main, loop := nodePodNodes(sch.groups)
+	startWaves := 1
+	if c := 2 * r.Cfg.Concurrency; c > 0 {
+		startWaves = (len(main) + len(loop) + c - 1) / c
+	}
+	total := time.Duration(startWaves)*r.Cfg.PodTimeout + 10*time.Minute
 	for _, g := range sch.groups {
+		waves := 1
+		if c := r.Cfg.Concurrency; c > 0 {
+			waves = (len(g) + c - 1) / c
+		}
 		var longest time.Duration
 		for _, sp := range g {
 			sku, _ := r.Cfg.Thresholds.ForNode(sp.p.Client, sch.byName[sp.p.Client].Labels, r.Cfg.SKU)
@@ -180,7 +198,7 @@ func (r *Runner) holdFor(sch pairedSchedule) time.Duration {
 			}
 			longest = max(longest, d)
 		}
-		total += longest + serverWaitAfter(false)
+		total += time.Duration(waves) * (longest + serverWaitAfter(false))
 	}
 	return total.Round(time.Minute)
 }
@@ -194,7 +212,9 @@ type execOutput struct {
 // runPairInNodePods runs the pair's server and client runs in the two
 // nodes' pods and fills each run's input with its part of both outputs.
 func (r *Runner) runPairInNodePods(ctx context.Context, v Variant, sp sharedPair, runs []pairRun, np *nodePods) {
-	pc := r.pairCommands(v, sp.p, runs)
+	// Framed even as one run: the end frame, not the exec stream, proves
+	// that the run ended and with which status.
+	pc := r.pairCommands(v, sp.p, runs, true)
 	srvPod, cliPod := np.of(sp.p.Server, false), np.of(sp.p.Client, sp.loopback)
 	for _, run := range runs {
 		run.in.Server.Pod, run.in.Client.Pod = srvPod.name, cliPod.name
@@ -218,6 +238,12 @@ func (r *Runner) runPairInNodePods(ctx context.Context, v Variant, sp sharedPair
 		}
 		return
 	}
+	if err := cliPod.busyErr(); err != nil {
+		for _, run := range runs {
+			run.in.Client.PodErr = err
+		}
+		return
+	}
 	ns := r.Namespace()
 	sctx, stopServer := context.WithCancel(ctx)
 	defer stopServer()
@@ -236,20 +262,24 @@ func (r *Runner) runPairInNodePods(ctx context.Context, v Variant, sp sharedPair
 	case cerr == nil && !cres.Exited:
 		cerr = fmt.Errorf("its run in pod %s ended without an exit status", cliPod.name)
 	}
+	if cerr != nil && ctx.Err() == nil {
+		cliPod.setBusy(fmt.Errorf("pod %s on %s is still busy: its client run for %s was left without its end (%v), so it takes part in no later pair",
+			cliPod.name, cliPod.node, sp.p, cerr))
+	}
 	collectStart := time.Now()
 	wait := serverWaitAfter(cerr != nil || cres.Exit != 0)
 	var srv execOutput
 	var werr error
 	select {
 	case srv = <-srvDone:
-		if srv.err != nil {
-			werr = srv.err
-		}
+		werr = srv.err
 	case <-time.After(wait):
 		stopServer()
 		srv = <-srvDone
 		werr = fmt.Errorf("%w: its run did not end within %s after its client's", podrun.ErrTimeout, wait)
-		srvPod.setBusy(fmt.Errorf("pod %s on %s is still busy: its server run for %s did not end (its process may still hold port %d), so it serves no later pair",
+	}
+	if werr != nil && ctx.Err() == nil {
+		srvPod.setBusy(fmt.Errorf("pod %s on %s is still busy: its server run for %s was left without its end (its process may still hold port %d), so it takes part in no later pair",
 			srvPod.name, srvPod.node, sp.p, BWPort))
 	}
 	r.AddPhase(PhaseCollection, time.Since(collectStart))

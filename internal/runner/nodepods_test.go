@@ -18,6 +18,8 @@ import (
 
 	"github.com/rdmasuite/rdmasuite/internal/podrun"
 	"github.com/rdmasuite/rdmasuite/reports"
+	"github.com/rdmasuite/rdmasuite/workloads/bw"
+	"github.com/rdmasuite/rdmasuite/workloads/probeout"
 )
 
 // mayCreateSub answers the runner's access reviews: the pods
@@ -57,30 +59,51 @@ func nodePodsCluster(kube *fake.Clientset, fail ...string) func() []*corev1.Pod 
 
 // fakeExec plays the probe in the node pods: a server run waits for a
 // client run that dials its pod's IP (or its context's end); a client run
-// prints out and ends with exit. hang names pods whose server runs never
-// end by themselves.
+// dials (waiting a little for the server to listen, as the probe's dial
+// retries), prints out and ends with exit. Every run is framed as the
+// probe frames a named run. hang names pods whose server runs never end by
+// themselves; dropEnd cuts the client's output before its end frame and
+// reports exit 0, as client-go reads a stream that broke without a status.
 type fakeExec struct {
-	kube *fake.Clientset
-	out  string
-	exit int
-	hang string
+	kube    *fake.Clientset
+	out     string // a client run's output
+	srvOut  string // a server run's output ("server of POD" when empty)
+	exit    int
+	hang    string
+	dropEnd bool
 
-	mu      sync.Mutex
-	calls   []string                 // "pod: command"
-	served  map[string]chan struct{} // server pod → its clients' ends
-	created int                      // pods that existed at the first exec
+	mu        sync.Mutex
+	calls     []string                 // "pod: command"
+	listening map[string]chan struct{} // server pod → its running run's client end
+	created   int                      // pods that existed at the first exec
 }
 
-func (f *fakeExec) serverChan(pod string) chan struct{} {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.served == nil {
-		f.served = map[string]chan struct{}{}
+// runNames are the --run-name values of a command, in order.
+func runNames(cmd []string) []string {
+	var names []string
+	for i, a := range cmd {
+		if a == "--run-name" && i+1 < len(cmd) {
+			names = append(names, cmd[i+1])
+		}
 	}
-	if f.served[pod] == nil {
-		f.served[pod] = make(chan struct{}, 16)
+	return names
+}
+
+// framed is out for every named run, each with its begin and end frames;
+// without its last end frame when cut (an unnamed run: out as it is).
+func framed(names []string, out string, exit int, cut bool) string {
+	if len(names) == 0 {
+		return out // the probe frames named runs only
 	}
-	return f.served[pod]
+	var b strings.Builder
+	for k, n := range names {
+		fmt.Fprintf(&b, "rdmaprobe-run begin %d/%d %s\n%s", k+1, len(names), n, out)
+		if cut && k == len(names)-1 {
+			break
+		}
+		fmt.Fprintf(&b, "rdmaprobe-run end %d/%d %s exit=%d\n", k+1, len(names), n, exit)
+	}
+	return b.String()
 }
 
 func (f *fakeExec) Exec(ctx context.Context, ns, pod, container string, cmd []string) (podrun.ExecResult, error) {
@@ -90,33 +113,53 @@ func (f *fakeExec) Exec(ctx context.Context, ns, pod, container string, cmd []st
 	f.mu.Lock()
 	if f.calls == nil {
 		f.created = len(pods)
+		f.listening = map[string]chan struct{}{}
 	}
 	f.calls = append(f.calls, pod+": "+strings.Join(cmd, " "))
 	f.mu.Unlock()
 	if container != podrun.ContainerName || len(cmd) < 3 || cmd[0] != probeBinary {
 		return podrun.ExecResult{}, fmt.Errorf("fake: no such command %q in container %s", cmd, container)
 	}
+	names := runNames(cmd)
 	switch cmd[2] {
 	case "server":
 		if f.hang != "" && strings.Contains(pod, f.hang) {
 			<-ctx.Done()
 			return podrun.ExecResult{Output: "rdmaprobe bw server: waiting\n"}, ctx.Err()
 		}
+		done := make(chan struct{})
+		f.mu.Lock()
+		f.listening[pod] = done
+		f.mu.Unlock()
 		select {
-		case <-f.serverChan(pod):
-			return podrun.ExecResult{Output: "server of " + pod + "\n", Exited: true}, nil
+		case <-done:
+			out := f.srvOut
+			if out == "" {
+				out = "server of " + pod + "\n"
+			}
+			return podrun.ExecResult{Output: framed(names, out, 0, false), Exited: true}, nil
 		case <-ctx.Done():
 			return podrun.ExecResult{}, ctx.Err()
 		}
 	case "client":
 		host := cmd[len(cmd)-1]
 		for _, p := range pods {
-			if p.Status.PodIP == host {
-				f.serverChan(p.Name) <- struct{}{}
-				return podrun.ExecResult{Output: f.out, Exit: f.exit, Exited: true}, nil
+			if p.Status.PodIP != host {
+				continue
+			}
+			for range 200 {
+				f.mu.Lock()
+				done := f.listening[p.Name]
+				delete(f.listening, p.Name)
+				f.mu.Unlock()
+				if done != nil {
+					close(done)
+					return podrun.ExecResult{Output: framed(names, f.out, f.exit, f.dropEnd), Exit: f.exit, Exited: true}, nil
+				}
+				time.Sleep(10 * time.Millisecond)
 			}
 		}
-		return podrun.ExecResult{Output: "dial " + host + ": no route\n", Exit: 1, Exited: true}, nil
+		return podrun.ExecResult{Output: framed(names, "dial "+host+": connection refused\n", 1, false), Exit: 1, Exited: true}, nil
 	}
 	return podrun.ExecResult{}, fmt.Errorf("fake: unknown mode %q", cmd[2])
 }
@@ -180,8 +223,11 @@ func TestNodePodsServeEveryRoundOfAVariant(t *testing.T) {
 		t.Errorf("%d server and %d client runs, %d servers with both features; want 6, 6 and 3: %q", servers, clients, both, cmds)
 	}
 	// Every client dialled a pod that ran a server at that moment (the
-	// fake ends a server only on its client's dial).
+	// fake's client fails on a pod where no server listens).
 	for _, c := range append(bwChecks, latChecks...) {
+		if strings.Contains(c.Reason+strings.Join(c.Evidence, " "), "connection refused") {
+			t.Errorf("%s: a client dialled a pod with no server listening: %s", c.ID, c.Reason)
+		}
 		if c.Status == reports.Pass {
 			t.Errorf("passed on a fake probe: %+v", c)
 		}
@@ -281,7 +327,7 @@ func TestServerRunThatDidNotEndRetiresItsPod(t *testing.T) {
 		if strings.Contains(strings.Join(c.Evidence, " "), "its run did not end within 100ms after its client's") {
 			cut++
 		}
-		if strings.Contains(c.Reason, "is still busy") && strings.Contains(c.Reason, "serves no later pair") {
+		if strings.Contains(c.Reason, "is still busy") && strings.Contains(c.Reason, "takes part in no later pair") {
 			retired++
 		}
 	}
@@ -350,6 +396,81 @@ func TestPlanWithNodePodsCountsOnePodPerNode(t *testing.T) {
 			if a.GetVerb() != "list" && a.GetVerb() != "get" && a.GetResource().Resource != "selfsubjectaccessreviews" {
 				t.Fatalf("the plan did %s %s", a.GetVerb(), a.GetResource().Resource)
 			}
+		}
+	}
+}
+
+// passingPair is a client's and a server's bw output in which every one of
+// rails rail pairs measured every op at every size at gbps (figures as the
+// probe computes them), as one run.
+func passingPair(t *testing.T, ops []string, sizes []int, rails int, rate, gbps float64) (cli, srv string) {
+	t.Helper()
+	c := bw.ProbeOutput{Role: "client", Requested: bw.Requested{Sizes: sizes, RailMode: bw.RailsSame}, Rails: []bw.RailResult{}}
+	s := bw.ProbeOutput{Role: "server", Rails: []bw.RailResult{}}
+	for i := range rails {
+		l := bw.Rail{Index: i, Device: fmt.Sprintf("mlx5_%d", i), Port: 1, State: "ACTIVE", LinkLayer: "InfiniBand", RateGbps: rate}
+		p := l
+		c.Found, s.Found = append(c.Found, l), append(s.Found, p)
+		rr := bw.RailResult{Local: l, Peer: &p}
+		for _, op := range ops {
+			rep := bw.Report{Role: "client", Params: bw.Params{Op: bw.Op(op), Sizes: sizes}}
+			for _, size := range sizes {
+				const n = 100000
+				elapsed := time.Duration(float64(size) * n * 8 / (gbps * 1e9) * float64(time.Second))
+				f := bw.Compute(size, n, elapsed, elapsed/n)
+				rep.Results = append(rep.Results, bw.SizeResult{Local: f, Total: f})
+			}
+			rr.Runs = append(rr.Runs, rep)
+		}
+		c.Rails = append(c.Rails, rr)
+		s.Rails = append(s.Rails, bw.RailResult{Local: p, Peer: &l, Runs: []bw.Report{}})
+	}
+	var cb, sb strings.Builder
+	if err := probeout.WriteError(&cb, bw.ProbeName, c, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := probeout.WriteError(&sb, bw.ProbeName, s, nil); err != nil {
+		t.Fatal(err)
+	}
+	return cb.String(), sb.String()
+}
+
+// A measurement that met its bar passes through the node pods as through
+// a pair's own pods: the framed outputs of the exec'd runs are split and
+// judged. The same client output cut before its end frame, with the exit
+// 0 that client-go reports for a stream that broke without a status, is
+// not a pass: the run's end was never seen.
+func TestMeasuredPairPassesInNodePodsAndACutStreamDoesNot(t *testing.T) {
+	for _, cut := range []bool{false, true} {
+		kube := fake.NewClientset(testNode("a", 8), testNode("b", 8))
+		mayCreateSub(kube, "exec")
+		nodePodsCluster(kube)
+		cfg := testConfig(t)
+		cfg.PairedPlan = map[string][]string{VariantSharedDev: {PairedBandwidth}}
+		r := New(kube, cfg, "t-nodepod-pass")
+		cli, srv := passingPair(t, cfg.BWOps, cfg.BWSizes, 8, 200, 196)
+		r.Exec = &fakeExec{kube: kube, out: cli, srvOut: srv, dropEnd: cut}
+		cs := r.Bandwidth(context.Background(), r.Cfg.VariantList()[0])
+		passed, ops := 0, 0
+		for _, c := range cs {
+			if c.ID != "bandwidth/write" && c.ID != "bandwidth/read" {
+				continue
+			}
+			ops++
+			if c.Status == reports.Pass {
+				passed++
+			} else if !cut {
+				t.Errorf("a measured pair did not pass: %s %s %s: %s", c.ID, c.Nodes, c.Status, c.Reason)
+			}
+			if cut && c.Status == reports.Pass {
+				t.Errorf("cut stream: %s %s passed: %s", c.ID, c.Nodes, c.Evidence)
+			}
+			if cut && !strings.Contains(c.Reason, "began and never ended") {
+				t.Errorf("cut stream: %s %s: the reason does not say the run never ended: %s", c.ID, c.Nodes, c.Reason)
+			}
+		}
+		if ops == 0 || (!cut && passed != ops) {
+			t.Errorf("cut %v: %d of %d op checks passed", cut, passed, ops)
 		}
 	}
 }

@@ -320,12 +320,12 @@ type pairCommands struct {
 }
 
 // pairCommands builds the pair's commands (one run: the probe's plain
-// invocation; more: joined by --then, each framed with its own exit
-// status) and fills in each run's sides: nodes, the pair's own pod names
-// and the commands a shell would run.
-func (r *Runner) pairCommands(v Variant, p pairing.Pair, runs []pairRun) pairCommands {
-	pc := pairCommands{multi: len(runs) > 1, prefix: runs[0].feature.mem.prefix, mem: runs[0].feature.mem}
-	if pc.multi {
+// invocation; more, or framed: each run named and framed with its own exit
+// status, joined by --then) and fills in each run's sides: nodes, the
+// pair's own pod names and the commands a shell would run.
+func (r *Runner) pairCommands(v Variant, p pairing.Pair, runs []pairRun, framed bool) pairCommands {
+	pc := pairCommands{multi: len(runs) > 1 || framed, prefix: runs[0].feature.mem.prefix, mem: runs[0].feature.mem}
+	if len(runs) > 1 {
 		pc.prefix = "pair"
 	}
 	for _, run := range runs[1:] {
@@ -385,7 +385,7 @@ var serverWaitAfter = func(clientFailed bool) time.Duration {
 // of runs in turn inside them, fills each run's input with its part of
 // both outputs, and deletes both pods before it returns.
 func (r *Runner) runPair(ctx context.Context, v Variant, p pairing.Pair, runs []pairRun) {
-	pc := r.pairCommands(v, p, runs)
+	pc := r.pairCommands(v, p, runs, false)
 	srvSpec := pc.mem.spec(withHostSysfs(r.Spec(v, runs[0].in.Server.Pod, p.Server, pc.srvArgs, v.NeedsCaps)))
 	clientSpec := func(args []string) podrun.Spec {
 		return pc.mem.spec(withHostSysfs(r.Spec(v, runs[0].in.Client.Pod, p.Client, args, v.NeedsCaps)))
