@@ -122,6 +122,23 @@ func (r *Runner) startNodePods(ctx context.Context, v Variant, sch pairedSchedul
 	if r.Cfg.Concurrency > 0 {
 		limit = 2 * r.Cfg.Concurrency // a round's pairs at once, two pods each
 	}
+	start := time.Now()
+	defer func() {
+		if r.Progress == nil {
+			return
+		}
+		var failed []string
+		for _, t := range all {
+			if t.pod.err != nil {
+				failed = append(failed, t.pod.node)
+			}
+		}
+		line := fmt.Sprintf("node pods [%s]: %d of %d running after %s", v.Label, len(all)-len(failed), len(all), time.Since(start).Round(time.Second))
+		if len(failed) > 0 {
+			line += fmt.Sprintf("; not started on %s (their pairs fail with the reason)", strings.Join(failed, ", "))
+		}
+		r.Progress(line)
+	}()
 	parallel(len(all), limit, func(i int) {
 		t := all[i]
 		pod, took, err := podrun.StartHolding(ctx, r.Kube, t.spec, r.Cfg.PodTimeout)

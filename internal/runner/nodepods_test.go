@@ -251,7 +251,8 @@ func TestNodePodsServeEveryRoundOfAVariant(t *testing.T) {
 	all := strings.Join(lines, "\n")
 	if !strings.Contains(all, "plan [shared-dev]: bandwidth, latency run in one probe pod per node (3 node(s) and a same-node client pod on 3)") ||
 		!strings.Contains(all, "6 pair(s) in 4 round(s), 6 pod starts before the first round") ||
-		strings.Count(all, "pairs: one probe pod per node and variant runs every round's server and client over pods/exec") != 1 {
+		strings.Count(all, "pairs: one probe pod per node and variant runs every round's server and client over pods/exec") != 1 ||
+		!strings.Contains(all, "node pods [shared-dev]: 6 of 6 running after ") {
 		t.Errorf("plan or mode line missing: %q", lines)
 	}
 	left, _ := kube.CoreV1().Pods(r.Namespace()).List(context.Background(), metav1.ListOptions{})
@@ -271,7 +272,12 @@ func TestNodePodThatDidNotStartFailsOnlyItsPairs(t *testing.T) {
 	r := New(kube, cfg, "t-nodepod-fail")
 	ex := &fakeExec{kube: kube, out: "x\n", exit: 1}
 	r.Exec = ex
+	var lines []string
+	r.Progress = func(l string) { lines = append(lines, l) }
 	cs := r.Bandwidth(context.Background(), r.Cfg.VariantList()[0])
+	if all := strings.Join(lines, "\n"); !strings.Contains(all, "node pods [shared-dev]: 3 of 4 running after ") || !strings.Contains(all, "not started on c (their pairs fail with the reason)") {
+		t.Errorf("no line names the node whose pod did not start: %q", lines)
+	}
 	withC, without := 0, 0
 	for _, c := range cs {
 		if len(c.Nodes) != 2 || !strings.HasPrefix(c.ID, "bandwidth/") || strings.Contains(c.ID, "link") {
