@@ -61,6 +61,10 @@ type Config struct {
 	MsgRateIters int
 	Pairing      string // ring or all
 	Loopback     bool
+	// NoNodePods (--node-pods=false) keeps a server and a client pod per
+	// pair and round even where the suite may exec (a cluster whose
+	// admission policy refuses exec although RBAC allows it).
+	NoNodePods   bool
 	RailMode     string // bw.RailsSame or bw.RailsCross
 	RailParallel bool
 	// QPTimeout is every probe QP's local ACK timeout exponent

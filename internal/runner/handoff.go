@@ -48,31 +48,37 @@ const handoffTimeout = time.Minute
 // slower way, said, never a failed run).
 func (r *Runner) pairStartMode(ctx context.Context) handoffMode {
 	r.handoffOnce.Do(func() {
-		var refused []string
-		if r.Exec != nil {
+		// Why the run does not use node pods: "" when it may not have
+		// asked (no executor: a test), else the refusal or the flag.
+		noExec := ""
+		switch {
+		case r.Exec != nil && r.Cfg.NoNodePods:
+			noExec = "--node-pods=false"
+		case r.Exec != nil:
 			ok, why := r.mayCreate(ctx, "exec")
 			if ok {
 				r.handoff = handoffMode{nodePods: true, line: "pairs: one probe pod per node and variant runs every round's server and client over pods/exec (one pod start per node, not two per pair and round)"}
 				return
 			}
-			refused = append(refused, why)
+			noExec = why + "; grant it (suites/deploy's Role does) for one probe pod per node and variant"
+		}
+		if noExec != "" {
+			noExec += ": "
 		}
 		if r.Attach == nil {
-			if len(refused) > 0 {
-				r.handoff.line = "pairs: each client pod starts after its server: " + strings.Join(refused, "; ")
+			if noExec != "" {
+				r.handoff.line = "pairs: each client pod starts after its server: " + strings.TrimSuffix(noExec, ": ")
 			}
 			return
 		}
 		ok, why := r.mayCreate(ctx, "attach")
-		refused = append(refused, why)
 		switch {
-		case ok && len(refused) > 1:
-			r.handoff = handoffMode{beside: true, line: "pairs: two pods per pair and round, the client beside its server, its address over pods/attach: " + refused[0] +
-				"; grant it (suites/deploy's Role does) for one probe pod per node and variant"}
+		case ok && noExec != "":
+			r.handoff = handoffMode{beside: true, line: "pairs: two pods per pair and round, the client beside its server, its address over pods/attach: " + strings.TrimSuffix(noExec, ": ")}
 		case ok:
 			r.handoff = handoffMode{beside: true, line: "pairs: each client pod starts beside its server and gets the server's address over pods/attach (one pod start per pair, not two in a row)"}
 		default:
-			r.handoff.line = "pairs: each client pod starts after its server: " + strings.Join(refused, "; ") +
+			r.handoff.line = "pairs: each client pod starts after its server: " + noExec + why +
 				"; grant pods/attach (suites/deploy's Role does) to start a pair's two pods together, one pod start per pair instead of two in a row"
 		}
 	})

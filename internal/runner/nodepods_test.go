@@ -344,13 +344,28 @@ func TestServerRunThatDidNotEndRetiresItsPod(t *testing.T) {
 	}
 }
 
-// Without the right to exec the run falls back to a pod pair per pair
-// (beside each other with the right to attach) and says why, once.
+// Without the right to exec, or with --node-pods=false, the run falls
+// back to a pod pair per pair (beside each other with the right to
+// attach) and says why, once.
 func TestNoExecRightFallsBackToPairPods(t *testing.T) {
+	for _, tc := range []struct {
+		off    bool
+		grants []string
+		why    string
+	}{
+		{false, []string{"attach"}, "the suite may not create pods/exec in namespace rdmasuite-t-noexec; grant it"},
+		{true, []string{"attach", "exec"}, "over pods/attach: --node-pods=false"},
+	} {
+		fallsBackToPairPods(t, tc.off, tc.grants, tc.why)
+	}
+}
+
+func fallsBackToPairPods(t *testing.T, off bool, grants []string, why string) {
 	kube := fake.NewClientset(testNode("a", 8), testNode("b", 8))
-	mayCreateSub(kube, "attach")
+	mayCreateSub(kube, grants...)
 	created := startedPods(kube)
 	cfg := testConfig(t)
+	cfg.NoNodePods = off
 	cfg.PairedPlan = map[string][]string{VariantSharedDev: {PairedBandwidth}}
 	r := New(kube, cfg, "t-noexec")
 	ex := &fakeExec{kube: kube}
@@ -366,7 +381,7 @@ func TestNoExecRightFallsBackToPairPods(t *testing.T) {
 		t.Errorf("%d pods, want 4 (a server and a client per pair)", n)
 	}
 	all := strings.Join(lines, "\n")
-	if !strings.Contains(all, "the suite may not create pods/exec in namespace rdmasuite-t-noexec") || !strings.Contains(all, "client beside its server") {
+	if !strings.Contains(all, why) || !strings.Contains(all, "pairs: two pods per pair and round, the client beside its server") {
 		t.Errorf("no line saying why: %q", lines)
 	}
 }
