@@ -307,19 +307,7 @@ func (r *Runner) runPairInNodePods(ctx context.Context, v Variant, sp sharedPair
 // when each node has one.
 func nodePodPlanLine(variant string, groups [][]sharedPair) string {
 	main, loop := nodePodNodes(groups)
-	pairs, separate := 0, 0
-	var riding []string
-	for _, g := range groups {
-		for _, sp := range g {
-			pairs++
-			separate += 2 * len(sp.feats)
-			for _, f := range sp.feats {
-				if !slices.Contains(riding, f) {
-					riding = append(riding, f)
-				}
-			}
-		}
-	}
+	pairs, separate, riding := groupCounts(groups)
 	pods := len(main) + len(loop)
 	what := fmt.Sprintf("%d node(s)", len(main))
 	if len(loop) > 0 {

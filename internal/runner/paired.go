@@ -193,12 +193,21 @@ func pairGroups(order []string, rounds map[string][][]pairing.Pair, loopback []s
 // what rides together, how many pods start, and how many separate pods
 // per feature would have started.
 func PlanLine(variant string, groups [][]sharedPair) string {
-	pairs, pods, separate := 0, 0, 0
-	var riding []string
+	pairs, separate, riding := groupCounts(groups)
+	pods := 2 * pairs
+	if len(riding) < 2 {
+		return fmt.Sprintf("plan [%s]: %s in its own pods: %d pair(s), %d pod starts", variant, strings.Join(riding, ", "), pairs, pods)
+	}
+	return fmt.Sprintf("plan [%s]: %s share one server/client pod pair per node pair: %d pair(s), %d pod starts (%d with a pod pair per feature)",
+		variant, strings.Join(riding, ", "), pairs, pods, separate)
+}
+
+// groupCounts are the groups' pairs, the pods a pod pair per pair and
+// feature would start, and the features riding, in order.
+func groupCounts(groups [][]sharedPair) (pairs, separate int, riding []string) {
 	for _, g := range groups {
 		for _, sp := range g {
 			pairs++
-			pods += 2
 			separate += 2 * len(sp.feats)
 			for _, f := range sp.feats {
 				if !slices.Contains(riding, f) {
@@ -207,11 +216,7 @@ func PlanLine(variant string, groups [][]sharedPair) string {
 			}
 		}
 	}
-	if len(riding) < 2 {
-		return fmt.Sprintf("plan [%s]: %s in its own pods: %d pair(s), %d pod starts", variant, strings.Join(riding, ", "), pairs, pods)
-	}
-	return fmt.Sprintf("plan [%s]: %s share one server/client pod pair per node pair: %d pair(s), %d pod starts (%d with a pod pair per feature)",
-		variant, strings.Join(riding, ", "), pairs, pods, separate)
+	return pairs, separate, riding
 }
 
 // runPaired runs the features of plan for the variant and returns each
