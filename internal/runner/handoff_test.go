@@ -9,24 +9,11 @@ import (
 	"testing"
 	"time"
 
-	authv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
-	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/rdmasuite/rdmasuite/reports"
 )
-
-// mayAttach answers the runner's access review for pods/attach.
-func mayAttach(kube *fake.Clientset, allowed bool) {
-	kube.PrependReactor("create", "selfsubjectaccessreviews", func(a k8stesting.Action) (bool, runtime.Object, error) {
-		r := a.(k8stesting.CreateAction).GetObject().(*authv1.SelfSubjectAccessReview).DeepCopy()
-		ra := r.Spec.ResourceAttributes
-		r.Status.Allowed = allowed && ra != nil && ra.Verb == "create" && ra.Resource == "pods" && ra.Subresource == "attach"
-		return true, r, nil
-	})
-}
 
 // startedPods makes the fake cluster start what the suite creates and
 // leave it running: servers and clients alike get an IP and a started
@@ -100,7 +87,7 @@ func (f *fakeAttach) Attach(ctx context.Context, ns, pod, container string, stdi
 // would run. The run says once how its pairs start.
 func TestPairPodsStartTogetherAndTheAddressIsHandedOver(t *testing.T) {
 	kube := fake.NewClientset(testNode("a", 8), testNode("b", 8))
-	mayAttach(kube, true)
+	mayCreateSub(kube, "attach")
 	created := startedPods(kube)
 	cfg := testConfig(t)
 	cfg.PairedPlan = map[string][]string{VariantSharedDev: {PairedBandwidth, PairedLatency}}
@@ -171,7 +158,7 @@ func TestPairPodsStartTogetherAndTheAddressIsHandedOver(t *testing.T) {
 // budget, never a pass).
 func TestFailedHandOverFailsThePairNamingIt(t *testing.T) {
 	kube := fake.NewClientset(testNode("a", 8), testNode("b", 8))
-	mayAttach(kube, true)
+	mayCreateSub(kube, "attach")
 	startedPods(kube)
 	cfg := testConfig(t)
 	cfg.PairedPlan = map[string][]string{VariantSharedDev: {PairedBandwidth}}
@@ -202,7 +189,7 @@ func TestFailedHandOverFailsThePairNamingIt(t *testing.T) {
 // to grant it; nothing is attached.
 func TestNoAttachRightStartsClientsAfterServers(t *testing.T) {
 	kube := fake.NewClientset(testNode("a", 8), testNode("b", 8))
-	mayAttach(kube, false)
+	mayCreateSub(kube)
 	created := runningPods(kube)
 	cfg := testConfig(t)
 	cfg.PairedPlan = map[string][]string{VariantSharedDev: {PairedBandwidth}}
