@@ -65,12 +65,19 @@ guest=$res/guest/results.json
 bed=("$guest")
 # The GPU worlds stay out: against a guest-only baseline each of their
 # not-run checks is a new not-run, which the diff counts as a regression.
-[[ -f $res/disruptive/restart/results.json ]] && bed+=("$res/disruptive/restart/results.json")
+# The restart round that passed: when the first one met the guest kernel's
+# I/O error on the hard mount (hack/disruptive-test.sh accepts that as
+# reported and runs the round once more), restart-2 (its failing check is a
+# new fail against the guest baseline: a regression the page is right to
+# show, not this test's point).
+restart=$res/disruptive/restart/results.json
+[[ -f $res/disruptive/restart-2/results.json ]] && restart=$res/disruptive/restart-2/results.json
+[[ -f $restart ]] && bed+=("$restart")
 render bed 1 "${bed[@]}" --baseline "$guest"
 grep -q '0 regression(s)' "$out/bed.html" || { echo "the bed page against its own guest run must show 0 regressions"; exit 1; }
 shoot bed 8000
 want_stall=()
-[[ -f $res/disruptive/restart/results.json ]] && want_stall=(-min "$stall=500" -min "$absent=500")
+[[ -f $restart ]] && want_stall=(-min "$stall=500" -min "$absent=500")
 check -png "$out/bed.png" -netlog "$out/bed.netlog.json" -distinct 50 -min "$green=2000" -min "$grey=1000" "${want_stall[@]}"
 
 (cd hack && go build -o "$out/fleetfixture" ./tools/fleetfixture)
