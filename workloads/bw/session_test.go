@@ -664,37 +664,39 @@ func TestRailsAskedAgainAfterAnUnansweredDrop(t *testing.T) {
 	}
 }
 
-// A connection the server accepted before its client's finish but whose
-// request came after it is the client's next run's: the run that has
-// finished must drop it unanswered (the client asks the next run again),
-// never answer it, or every later run of a multi-run pod is served one
-// run early.
-func TestRequestAfterTheFinishIsLeftToTheNextRun(t *testing.T) {
+// servedRun is what Serve returned.
+type servedRun struct {
+	out  ProbeOutput
+	perr *probeout.Error
+}
+
+// finishBesideAnEarlyConn serves one run on rail s0, opens a connection
+// that the server accepts before the finish and that stays silent, then
+// sends the run's finish and reads its bye: the early connection speaks
+// only after the finish, as a racing request does.
+func finishBesideAnEarlyConn(t *testing.T, logf func(string, ...any)) (early net.Conn, served <-chan servedRun) {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	srv := &fakeSide{}
-	var logged []string
-	var mu sync.Mutex
-	srvDone := make(chan *probeout.Error, 1)
+	done := make(chan servedRun, 1)
 	go func() {
-		_, perr := Serve(context.Background(), ln, ServerConfig{Found: testRails("s0"), Rails: testRails("s0"), Open: srv.open,
-			Clock: fakeClock(time.Microsecond), Timeout: 3 * time.Second, Counters: srv.counters,
-			Logf: func(f string, a ...any) { mu.Lock(); logged = append(logged, fmt.Sprintf(f, a...)); mu.Unlock() }})
-		srvDone <- perr
+		out, perr := Serve(context.Background(), ln, ServerConfig{Found: testRails("s0"), Rails: testRails("s0"), Open: srv.open,
+			Clock: fakeClock(time.Microsecond), Timeout: 3 * time.Second, Counters: srv.counters, Logf: logf})
+		done <- servedRun{out, perr}
 	}()
-	// The next run's connection, accepted first and silent until the
-	// finish has been answered.
-	early, err := net.Dial("tcp", ln.Addr().String())
+	early, err = net.Dial("tcp", ln.Addr().String())
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer early.Close()
+	t.Cleanup(func() { early.Close() })
 	fin, err := net.Dial("tcp", ln.Addr().String())
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer fin.Close()
 	fc := newConn(fin, "server")
 	if err := fc.send(message{Type: "finish"}); err != nil {
 		t.Fatal(err)
@@ -702,7 +704,32 @@ func TestRequestAfterTheFinishIsLeftToTheNextRun(t *testing.T) {
 	if _, err := fc.recv("bye", 5*time.Second); err != nil {
 		t.Fatalf("finish: %v", err)
 	}
-	fin.Close()
+	return early, done
+}
+
+// waitServed is the run's end, which the finish must bring.
+func waitServed(t *testing.T, served <-chan servedRun) servedRun {
+	t.Helper()
+	select {
+	case got := <-served:
+		return got
+	case <-time.After(10 * time.Second):
+		t.Fatal("the server did not end after the finish")
+	}
+	return servedRun{}
+}
+
+// A connection the server accepted before its client's finish but whose
+// request came after it is the client's next run's: the run that has
+// finished must drop it unanswered (the client asks the next run again),
+// never answer it, or every later run of a multi-run pod is served one
+// run early.
+func TestRequestAfterTheFinishIsLeftToTheNextRun(t *testing.T) {
+	var logged []string
+	var mu sync.Mutex
+	// The next run's connection, accepted first and silent until the
+	// finish has been answered.
+	early, served := finishBesideAnEarlyConn(t, func(f string, a ...any) { mu.Lock(); logged = append(logged, fmt.Sprintf(f, a...)); mu.Unlock() })
 	ec := newConn(early, "server")
 	if err := ec.send(message{Type: "rails", Requested: &Requested{}}); err != nil {
 		t.Fatal(err)
@@ -711,13 +738,8 @@ func TestRequestAfterTheFinishIsLeftToTheNextRun(t *testing.T) {
 	if err == nil || !droppedUnanswered(err) {
 		t.Fatalf("the finished run answered the next run's request: %+v, %v", m, err)
 	}
-	select {
-	case perr := <-srvDone:
-		if perr != nil {
-			t.Fatalf("server: %v", perr)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("the server did not end after the finish")
+	if got := waitServed(t, served); got.perr != nil {
+		t.Fatalf("server: %v", got.perr)
 	}
 	mu.Lock()
 	defer mu.Unlock()
@@ -733,50 +755,14 @@ func TestRequestAfterTheFinishIsLeftToTheNextRun(t *testing.T) {
 // not dropped with the next run's requests (seen on the bed: the client
 // rail down check lost the server's "client rail failed" record).
 func TestClientErrorReadAfterTheFinishIsStillRecorded(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := &fakeSide{}
-	type served struct {
-		out  ProbeOutput
-		perr *probeout.Error
-	}
-	srvDone := make(chan served, 1)
-	go func() {
-		out, perr := Serve(context.Background(), ln, ServerConfig{Found: testRails("s0"), Rails: testRails("s0"), Open: srv.open,
-			Clock: fakeClock(time.Microsecond), Timeout: 3 * time.Second, Counters: srv.counters})
-		srvDone <- served{out, perr}
-	}()
-	report, err := net.Dial("tcp", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer report.Close()
-	fin, err := net.Dial("tcp", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	fc := newConn(fin, "server")
-	if err := fc.send(message{Type: "finish"}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := fc.recv("bye", 5*time.Second); err != nil {
-		t.Fatalf("finish: %v", err)
-	}
-	fin.Close()
+	report, served := finishBesideAnEarlyConn(t, nil)
 	p := testParams(65536)
 	p.Op = OpWrite
 	peer, local := testRails("s0")[0], testRails("c0")[0]
 	rc := newConn(report, "server")
 	rc.sendErr(Tag(ErrLinkDown, errors.New("c0/1 is DOWN, not ACTIVE")), message{Params: &p, Rail: &peer, ClientRail: &local})
 	report.Close()
-	var got served
-	select {
-	case got = <-srvDone:
-	case <-time.After(10 * time.Second):
-		t.Fatal("the server did not end after the finish")
-	}
+	got := waitServed(t, served)
 	if len(got.out.Rails) != 1 || got.out.Rails[0].Error == nil || got.out.Rails[0].Error.Kind != probeout.KindPeer ||
 		!strings.Contains(got.out.Rails[0].Error.Message, "client rail c0/1 failed: link-down") {
 		t.Fatalf("the client's rail failure read after the finish is not on the server's rail: %+v", got.out.Rails)
