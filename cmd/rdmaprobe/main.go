@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/rdmasuite/rdmasuite/internal/suiteflags"
+	"github.com/rdmasuite/rdmasuite/workloads/cstdout"
 	"github.com/rdmasuite/rdmasuite/workloads/node"
 	"github.com/rdmasuite/rdmasuite/workloads/podenv"
 	"github.com/rdmasuite/rdmasuite/workloads/probeout"
@@ -79,6 +80,18 @@ func run(args []string) int {
 			return 0
 		}
 	}
+	if loadsGPULibs[args[0]] {
+		// Before any library is loaded: C's stdout goes to stderr, the
+		// envelope keeps stdout to itself.
+		_, note, err := cstdout.Divert()
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "rdmaprobe %s: %v\n", args[0], err)
+			return 1
+		}
+		if note != "" {
+			fmt.Fprintf(os.Stderr, "rdmaprobe %s: %s\n", args[0], note)
+		}
+	}
 	err := sc.run(args[1:])
 	switch {
 	case err == nil:
@@ -104,6 +117,10 @@ func exitCode(err error) int {
 
 // flagless subcommands take no flags: --help must not run them.
 var flagless = map[string]bool{"version": true, "env": true}
+
+// loadsGPULibs: subcommands that load CUDA or NCCL at run time. NCCL
+// prints its debug lines through C's stdout (see workloads/cstdout).
+var loadsGPULibs = map[string]bool{"bw": true, "nccl": true, "gpu": true}
 
 // modeFirst subcommands take a mode before their flags (bw server|client,
 // stall write|read|verify|stop): SUB --help has no flag set to ask.

@@ -159,7 +159,9 @@ var (
 	verbsLibRE   = regexp.MustCompile(`Failed to open libibverbs|Count not open libibverbs\.so\.1\b`)
 	envRE        = regexp.MustCompile(`^(NCCL_[A-Z0-9_]+) set (?:by environment )?to (.*?)\.?\s*$`)
 	pluginLoadRE = regexp.MustCompile(`^NET/Plugin ?: Loaded net plugin (.+) \((v\d+)\)`)
-	pluginIntRE  = regexp.MustCompile(`^NET/Plugin ?: .*(?:[Uu]sing internal|No plugin found)`)
+	// "Could not find: libnccl-net.so" is NCCL 2.28's wording for "no
+	// external plugin": the internal transports are used.
+	pluginIntRE  = regexp.MustCompile(`^NET/Plugin ?: .*(?:[Uu]sing internal|No plugin found|Could not find: ?libnccl-net)`)
 	pluginPathRE = regexp.MustCompile(`^Plugin Path : (\S+)`)
 	p2pPluginRE  = regexp.MustCompile(`^P2P plugin (\S+)`)
 	connRE       = regexp.MustCompile(`^(?:Channel|Ring) (\d+)(?:/\d+)? : .*? via (.+?)\s*$`)
@@ -172,6 +174,10 @@ var (
 	openDevRE    = regexp.MustCompile(`ibv_open_device failed|Unable to open device`)
 	verbsCallRE  = regexp.MustCompile(`Call to ibv_\w+ failed`)
 	pluginFailRE = regexp.MustCompile(`^NET/OFI .*(?:failed|[Cc]ouldn't)|Failed to initialize (?:any )?NET plugin`)
+	// Since NCCL 2.2x the internal transports are "NET plugins" too: IB
+	// failing to initialize (no device: an INFO line before falling back)
+	// is no external plugin's failure; the IB lines say why.
+	internalNetRE = regexp.MustCompile(`^Failed to initialize NET plugin (?:IB|Socket)\s*$`)
 )
 
 // ParseNCCLLog reads an NCCL_DEBUG=INFO log (or any text with NCCL lines in
@@ -240,7 +246,7 @@ func (f *LogFacts) warn(msg, line string) {
 		kind = WarnDeviceOpen
 	case verbsCallRE.MatchString(msg):
 		kind = WarnVerbs
-	case pluginFailRE.MatchString(msg):
+	case pluginFailRE.MatchString(msg) && !internalNetRE.MatchString(msg):
 		kind = WarnPlugin
 	case strings.Contains(msg, "Cuda failure"):
 		kind = WarnCUDA
@@ -337,7 +343,7 @@ func (f *LogFacts) info(msg, line string) {
 		}
 	case strings.Contains(msg, "Cuda failure"):
 		f.addWarning(WarnCUDA, msg, line)
-	case pluginFailRE.MatchString(msg):
+	case pluginFailRE.MatchString(msg) && !internalNetRE.MatchString(msg):
 		f.addWarning(WarnPlugin, msg, line)
 	}
 	if m := nranksRE.FindStringSubmatch(msg); m != nil {

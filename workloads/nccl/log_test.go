@@ -82,6 +82,21 @@ func TestLogSocketFallbacks(t *testing.T) {
 		t.Errorf("941: plugin symbol lookups taken for warnings: %+v", f.Warnings)
 	}
 
+	// NCCL 2.28.3+cuda13.0, one rank on an H200 without an RDMA device
+	// (the device tool's machine, 2026-11-29). The log is cut after
+	// "Channel 51/64": it is what reached stdout before the probe exited
+	// (C's buffer is not flushed at a Go exit; see workloads/cstdout).
+	f = parseLogFile(t, "log_socket_1rank_h200_device.txt")
+	if f.Version != "2.28.3+cuda13.0" || !f.Plugin.Internal || !f.IBNoDevice || f.Networks["Socket"] != 1 || f.NRanks != 1 || f.Channels != 64 {
+		t.Errorf("h200: %+v", f)
+	}
+	if len(f.Warnings) != 0 {
+		t.Errorf("h200: the internal IB transport's INFO \"Failed to initialize NET plugin IB\" taken for a warning: %+v", f.Warnings)
+	}
+	if !reflect.DeepEqual(f.SocketIfaces, []string{"eth0:192.0.2.2<0>"}) || len(f.GDRDisabled) != 1 {
+		t.Errorf("h200 socket interfaces %q, GDR disabled %q", f.SocketIfaces, f.GDRDisabled)
+	}
+
 	f = parseLogFile(t, "log_socket_noverbs_1410.txt")
 	if !f.IBVerbsMissing || f.Networks["Socket"] != 2 || !reflect.DeepEqual(f.SocketIfaces, []string{"eth0:10.177.137.15<0>"}) {
 		t.Errorf("1410: %+v", f)

@@ -43,6 +43,14 @@ func TestJudgeRealLogs(t *testing.T) {
 			gdr:  {Fail, CauseNoDevice, "request the RDMA resource / check the device plugin"},
 			none: {Pass, CauseOK, "NCCL used Socket"},
 		}},
+		// NCCL 2.28.3 on the device tool's H200 (no RDMA device): its
+		// internal IB transport "failed to initialize" (an INFO line) is
+		// no external plugin's failure, and the plugin lookup's "Could
+		// not find" means the internal transports are used.
+		{"log_socket_1rank_h200_device.txt", map[Expect]want{
+			rdma: {Fail, CauseNoDevice, "no RDMA device in the pod"},
+			none: {Pass, CauseOK, "NCCL used Socket"},
+		}},
 		{"log_socket_noverbs_1410.txt", map[Expect]want{
 			rdma: {Fail, CauseNoVerbs, "libibverbs missing in the image"},
 			none: {Pass, CauseOK, "Socket"},
