@@ -92,7 +92,7 @@ nccl_world() {
   local name=$1 ranks=$2 r pids=() rc=0 port=$((29400 + RANDOM % 500))
   for ((r = ranks - 1; r >= 0; r--)); do
     JOB_COMPLETION_INDEX=$r NCCLBOOT_JOB=gpucheck NCCLBOOT_SERVICE=local NCCLBOOT_PORT=$port \
-      NCCLBOOT_RANK0_ADDR=127.0.0.1:$port NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET \
+      NCCLBOOT_RANK0_ADDR=127.0.0.1:$port NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET,ENV \
       timeout "$(left)" "$probe" nccl --world "$ranks" --gpu "$r" --token "gpucheck-$name" \
       --max-bytes 16M --warmup 2 --iters 5 --timeout 3m >"$dir/$name-r$r.json" 2>"$dir/$name-r$r.log" &
     pids+=($!)

@@ -52,7 +52,7 @@ func ncclTests(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs := flag.NewFlagSet("nccl-tests", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	timeout := fs.Duration("timeout", 30*time.Minute, "stop the binary after this long")
-	debug := fs.Bool("nccl-debug", true, "run it with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET (the transport in the log)")
+	debug := fs.Bool("nccl-debug", true, "run it with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET,ENV (the transport in the log, and the NCCL_ variables NCCL read)")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: rdmaprobe nccl-tests [--timeout D] [--nccl-debug=false] BINARY [ARGS...]\n"+
 			"  e.g. rdmaprobe nccl-tests /opt/nccl-tests/build/all_reduce_perf -b 8 -e 128M -f 2 -g 8")
@@ -77,7 +77,7 @@ func ncclTests(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	var env []string
 	if *debug {
-		env = []string{"NCCL_DEBUG=INFO", "NCCL_DEBUG_SUBSYS=INIT,NET"}
+		env = []string{"NCCL_DEBUG=INFO", "NCCL_DEBUG_SUBSYS=INIT,NET,ENV"}
 	}
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()

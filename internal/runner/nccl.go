@@ -169,7 +169,11 @@ func (r *Runner) ncclWorld(ctx context.Context, v Variant, cfg Config, colls []n
 		"--min-bytes", strconv.FormatInt(cfg.NCCLMinBytes, 10), "--max-bytes", strconv.FormatInt(cfg.NCCLMaxBytes, 10),
 		"--factor", strconv.Itoa(NCCLFactor), "--warmup", strconv.Itoa(cfg.NCCLWarmup), "--iters", strconv.Itoa(cfg.NCCLIters),
 		"--check", "--timeout", cfg.NCCLTimeout.String()}
-	env := map[string]string{"NCCL_DEBUG": "INFO", "NCCL_DEBUG_SUBSYS": "INIT,NET"}
+	// ENV: "NCCL_IB_DISABLE set by environment to 1." is an ENV line
+	// only (misc/param.cc), and setting NCCL_DEBUG_SUBSYS replaces NCCL's
+	// default INIT,BOOTSTRAP,ENV: without it a disabled IB reads as an
+	// unexplained socket fallback.
+	env := map[string]string{"NCCL_DEBUG": "INFO", "NCCL_DEBUG_SUBSYS": "INIT,NET,ENV"}
 	if len(nodes) == 2 {
 		// Tree on two nodes can report busbw above the network rate
 		// (nccl-tests#196): Ring measures the link.

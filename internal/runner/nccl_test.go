@@ -195,7 +195,7 @@ func TestNCCLWorldSpecs(t *testing.T) {
 				t.Errorf("args %q lack %q", args, want)
 			}
 		}
-		if s.Env["NCCL_DEBUG"] != "INFO" || s.Env["NCCL_DEBUG_SUBSYS"] != "INIT,NET" || (s.Env["NCCL_ALGO"] == "Ring") != (len(s.Nodes) == 2) {
+		if s.Env["NCCL_DEBUG"] != "INFO" || s.Env["NCCL_DEBUG_SUBSYS"] != "INIT,NET,ENV" || (s.Env["NCCL_ALGO"] == "Ring") != (len(s.Nodes) == 2) {
 			t.Errorf("%s env %v", s.Name, s.Env)
 		}
 		if s.Port != NCCLPort || s.StartTimeout != cfg.PodTimeout || s.Timeout < 10*time.Minute {

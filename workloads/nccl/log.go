@@ -24,7 +24,9 @@ type LogFacts struct {
 	// Networks counts the "Using network X" lines (init.cc) per network:
 	// "IB" (the internal verbs transport, IB and RoCE alike), "Socket", or
 	// an external plugin's name ("IBext_v8", "AWS Libfabric",
-	// "GPUDirectTCPX_v7"). Every rank prints one.
+	// "GPUDirectTCPX_v7"). Every communicator prints one (init.cc
+	// commAlloc), whatever its node count: a split communicator prints its
+	// own, so the counts are communicators, about one per rank.
 	Networks map[string]int
 	Plugin   NetPlugin
 	// IBDevices are the ports of the "NET/IB : Using [0]mlx5_0:1/IB
@@ -69,6 +71,12 @@ type LogFacts struct {
 	// DMA-BUF), "... for GPU 2[2] / HCA 0 (distance 3 >= 2)" (the GPU is
 	// too far from the NIC for NCCL_NET_GDR_LEVEL).
 	GDRDisabled []string
+	// GDREnabled are the distinct "NET/IB : GPU Direct RDMA Enabled for
+	// HCA 0 'mlx5_0'" lines (graph/topo.cc, NET subsystem): the NIC side of
+	// GPUDirect (nvidia_peermem or DMA-BUF) works; a connection without
+	// GDRDMA beside it was NCCL's choice (distance, NCCL_NET_GDR_LEVEL or
+	// _READ), not a missing module.
+	GDREnabled []string
 	// DMABuf is "DMA-BUF is available on GPU device N" (init.cc, 2.18+).
 	DMABuf bool
 
@@ -81,6 +89,11 @@ type LogFacts struct {
 	// NRanks is the communicator size from the "comm 0x... rank R nranks
 	// N ..." lines (Init START/COMPLETE, Destroy COMPLETE, Init timings).
 	NRanks int
+	// NNodes is the largest node count of the "comm 0x... rank R nRanks N
+	// nNodes M localRanks ..." lines (init.cc, 2.12+); 0 when no line has
+	// one. "Using network IB" is printed per communicator whatever its
+	// node count, so only NNodes > 1 says that NCCL had a network to use.
+	NNodes int
 	// InitComplete counts "... - Init COMPLETE" lines: ranks whose
 	// communicator finished ncclCommInitRank.
 	InitComplete int
@@ -131,10 +144,16 @@ const (
 	WarnLibibverbs WarnKind = "libibverbs" // libibverbs.so could not be loaded
 	WarnVerbs      WarnKind = "verbs"      // another failed verbs call
 	// WarnPlugin: an external net plugin failed ("NET/OFI aws-ofi-nccl
-	// initialization failed", "Failed to initialize NET plugin X").
+	// initialization failed", "Failed to initialize NET plugin X", and
+	// since 2.2x "NET/Plugin: libnccl-net.so: <dlerror>" for a plugin file
+	// that will not load, "External network plugin X is unsupported").
 	WarnPlugin WarnKind = "net-plugin"
 	WarnCUDA   WarnKind = "cuda" // "Cuda failure 'initialization error'"
-	WarnOther  WarnKind = "other"
+	// WarnCUDAIgnored: an INFO "Cuda failure" (include/checks.h
+	// CUDACHECKIGNORE, cudawrap.h CUCHECKIGNORE: "report failure but clear
+	// error and continue"), kept as evidence, never a failed init.
+	WarnCUDAIgnored WarnKind = "cuda-ignored"
+	WarnOther       WarnKind = "other"
 )
 
 // Warning is one distinct problem line.
@@ -156,7 +175,10 @@ var (
 	// "Failed to open libibverbs.so[.1]" (up to 2.29) is printed once both
 	// names failed; 2.30 prints "Count not open <lib>" per attempt, so only
 	// the last one, libibverbs.so.1, means the library is missing.
-	verbsLibRE   = regexp.MustCompile(`Failed to open libibverbs|Count not open libibverbs\.so\.1\b`)
+	// 2.30 prints "Count not open X" for each library it tries
+	// (NCCL_IBVERBS_LIB, libibverbs.so, libibverbs.so.1): only the last
+	// one failing means no libibverbs.
+	verbsLibRE   = regexp.MustCompile(`Failed to open libibverbs|Count not open libibverbs\.so\.1\s*$`)
 	envRE        = regexp.MustCompile(`^(NCCL_[A-Z0-9_]+) set (?:by environment )?to (.*?)\.?\s*$`)
 	pluginLoadRE = regexp.MustCompile(`^NET/Plugin ?: Loaded net plugin (.+) \((v\d+)\)`)
 	// "Could not find: libnccl-net.so" is NCCL 2.28's wording for "no
@@ -166,14 +188,17 @@ var (
 	p2pPluginRE  = regexp.MustCompile(`^P2P plugin (\S+)`)
 	connRE       = regexp.MustCompile(`^(?:Channel|Ring) (\d+)(?:/\d+)? : .*? via (.+?)\s*$`)
 	netConnRE    = regexp.MustCompile(`^NET/(.+?)/(\d+)(?:\(\d+\))?(/GDRDMA)?`)
-	ringListRE   = regexp.MustCompile(`^Channel (\d+)(?:/(\d+))? :((?:\s+\d+)+)\s*$`)
+	// rings.cc prints a listing into 128 bytes and ends a cut one "...".
+	ringListRE   = regexp.MustCompile(`^Channel (\d+)(?:/(\d+))? :((?:\s+\d+)+(?:\s*\.\.\.)?)\s*$`)
 	collChanRE   = regexp.MustCompile(`^(\d+) coll channels`)
 	treesRE      = regexp.MustCompile(`^Trees\s*(.*?)\s*$`)
+	nnodesRE     = regexp.MustCompile(`\bcomm 0x[0-9a-f]+ rank \d+ nRanks \d+ nNodes (\d+)\b`)
 	nranksRE     = regexp.MustCompile(`\bcomm 0x[0-9a-f]+ rank \d+ n[Rr]anks (\d+)\b|\brank \d+ nranks (\d+) total\b`)
 	memlockRE    = regexp.MustCompile(`Call to (?:ibv_reg_mr\w*|ibv_create_qp|ibv_create_cq) failed|Cannot allocate memory`)
 	openDevRE    = regexp.MustCompile(`ibv_open_device failed|Unable to open device`)
 	verbsCallRE  = regexp.MustCompile(`Call to ibv_\w+ failed`)
-	pluginFailRE = regexp.MustCompile(`^NET/OFI .*(?:failed|[Cc]ouldn't)|Failed to initialize (?:any )?NET plugin`)
+	pluginFailRE = regexp.MustCompile(`^NET/OFI .*(?:failed|[Cc]ouldn't)|Failed to initialize (?:any )?NET plugin|` +
+		`^NET/Plugin ?: [^\s=:]+\.so[^\s:]*: |^External network plugin .* is unsupported`)
 	// Since NCCL 2.2x the internal transports are "NET plugins" too: IB
 	// failing to initialize (no device: an INFO line before falling back)
 	// is no external plugin's failure; the IB lines say why.
@@ -315,6 +340,11 @@ func (f *LogFacts) info(msg, line string) {
 			f.GDRDisabled = append(f.GDRDisabled, msg)
 		}
 		f.note("gdr-disabled", line)
+	case strings.Contains(msg, "GPU Direct RDMA Enabled for HCA"):
+		if !slices.Contains(f.GDREnabled, msg) {
+			f.GDREnabled = append(f.GDREnabled, msg)
+		}
+		f.note("gdr-enabled", line)
 	case strings.HasPrefix(msg, "DMA-BUF is available"):
 		f.DMABuf = true
 	case ringListRE.MatchString(msg):
@@ -342,9 +372,14 @@ func (f *LogFacts) info(msg, line string) {
 			f.Trees = append(f.Trees, t)
 		}
 	case strings.Contains(msg, "Cuda failure"):
-		f.addWarning(WarnCUDA, msg, line)
+		f.addWarning(WarnCUDAIgnored, msg, line)
 	case pluginFailRE.MatchString(msg) && !internalNetRE.MatchString(msg):
 		f.addWarning(WarnPlugin, msg, line)
+	}
+	if m := nnodesRE.FindStringSubmatch(msg); m != nil {
+		v, _ := strconv.Atoi(m[1])
+		f.NNodes = max(f.NNodes, v)
+		f.note("nnodes", line)
 	}
 	if m := nranksRE.FindStringSubmatch(msg); m != nil {
 		v, _ := strconv.Atoi(m[1] + m[2])

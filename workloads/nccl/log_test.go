@@ -97,6 +97,22 @@ func TestLogSocketFallbacks(t *testing.T) {
 		t.Errorf("h200 socket interfaces %q, GDR disabled %q", f.SocketIfaces, f.GDRDisabled)
 	}
 
+	// net_ib (2.30): one "Count not open X" per library tried; a versioned
+	// NCCL_IBVERBS_LIB that fails before libibverbs.so.1 loads is not a
+	// missing libibverbs.
+	f = parseLogString(t, `g:1:1 [0] NCCL INFO NCCL_IBVERBS_LIB set by environment to libibverbs.so.1.14.0
+g:1:1 [0] NCCL INFO Count not open libibverbs.so.1.14.0
+g:1:1 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/IB [RO]; OOB eth0:10.0.0.1<0>
+`)
+	if f.IBVerbsMissing || len(f.IBDevices) != 1 {
+		t.Errorf("versioned NCCL_IBVERBS_LIB: libibverbs taken for missing: %+v", f)
+	}
+	f = parseLogString(t, `g:1:1 [0] NCCL INFO Count not open libibverbs.so.1
+`)
+	if !f.IBVerbsMissing {
+		t.Errorf("2.30 \"Count not open libibverbs.so.1\" not read as missing libibverbs")
+	}
+
 	f = parseLogFile(t, "log_socket_noverbs_1410.txt")
 	if !f.IBVerbsMissing || f.Networks["Socket"] != 2 || !reflect.DeepEqual(f.SocketIfaces, []string{"eth0:10.177.137.15<0>"}) {
 		t.Errorf("1410: %+v", f)
@@ -233,5 +249,16 @@ h:1:2 [0] NCCL INFO ncclCommInitRankConfig comm 0x55d1 rank 0 nranks 16 cudaDev 
 	}
 	if h := parseLogString(t, "no NCCL here\n# Avg bus bandwidth : 1\n"); h.Lines != 0 {
 		t.Errorf("non-NCCL text counted %d NCCL lines", h.Lines)
+	}
+}
+
+// graph/rings.cc prints a ring listing into 128 bytes and ends a cut one
+// with "...": a large job's listing still counts its channels.
+func TestLogRingListingCut(t *testing.T) {
+	f := parseLogString(t, `g:1:1 [0] NCCL INFO Channel 00/16 :  0  1  2  3  4  5  6  7  8  9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31 32 33 34 35 ...
+g:1:1 [0] NCCL INFO comm 0x1 rank 0 nRanks 64 nNodes 8 localRanks 8 localRank 0 MNNVL 0
+`)
+	if f.Channels != 16 || len(f.Rings) != 1 || !strings.HasSuffix(f.Rings[0], "35 ...") || f.NNodes != 8 || f.NRanks != 64 {
+		t.Errorf("cut ring listing: channels %d rings %q nodes %d ranks %d", f.Channels, f.Rings, f.NNodes, f.NRanks)
 	}
 }

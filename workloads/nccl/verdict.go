@@ -89,7 +89,7 @@ func Judge(f LogFacts, want Expect) Verdict {
 	}
 	if f.Lines == 0 {
 		return Verdict{Status: Inconclusive, Cause: CauseNoLog,
-			Diagnosis: "no NCCL log lines: run with NCCL_DEBUG=INFO (and an NCCL_DEBUG_SUBSYS that keeps INIT, the default)"}
+			Diagnosis: "no NCCL log lines: run with NCCL_DEBUG=INFO (and an NCCL_DEBUG_SUBSYS that keeps INIT, the default; the suite sets INIT,NET,ENV)"}
 	}
 	nets := f.networks()
 	var rdma, socket, other, unknown []string
@@ -122,6 +122,12 @@ func Judge(f LogFacts, want Expect) Verdict {
 			v.Diagnosis = fmt.Sprintf("%d of %d ranks used sockets: %s", f.Networks["Socket"], f.ranksReporting(), v.Diagnosis)
 		}
 		return v
+	}
+	// Every communicator on one node (and nothing above blocked RDMA): "Using network IB" is printed all
+	// the same, but nothing crossed the network.
+	if f.NNodes == 1 && f.NetConnections == 0 {
+		return Verdict{Status: Inconclusive, Cause: CauseNoNetwork, Evidence: f.evidence("nnodes", "init"),
+			Diagnosis: fmt.Sprintf("every communicator is on one node (nNodes 1; NCCL named %s): no connection crossed the network, RDMA was not exercised", strings.Join(nets, ", "))}
 	}
 	if len(rdma) == 0 {
 		switch {
@@ -199,6 +205,15 @@ func (f LogFacts) noGDR(rdma []string) Verdict {
 			return Verdict{Status: Fail, Cause: CauseGDRTopology, Evidence: f.evidence("gdr-disabled", "nogdr-conn"),
 				Diagnosis: counts + ": NCCL turned GPUDirect RDMA off because the GPU is too far from the NIC (" + d + "); put GPU and NIC under one PCIe switch or raise NCCL_NET_GDR_LEVEL"}
 		}
+	}
+	if len(f.GDREnabled) > 0 && !slices.ContainsFunc(f.GDRDisabled, func(d string) bool { return strings.Contains(d, "for HCA") }) {
+		// The NIC side works (peermem or DMA-BUF): NCCL chose host
+		// memory for these connections. NCCL 2.30+ logs the distance
+		// reason only at TRACE.
+		return Verdict{Status: Fail, Cause: CauseGDRTopology, Evidence: f.evidence("gdr-enabled", "nogdr-conn"),
+			Diagnosis: counts + ": NCCL reports GPU Direct RDMA enabled for the HCA (" + f.GDREnabled[0] + "), so nvidia_peermem or DMA-BUF works, and still did not use it: " +
+				"the GPU is too far from the NIC for NCCL_NET_GDR_LEVEL (NCCL 2.30+ logs the distance only at TRACE) or NCCL_NET_GDR_READ is off for sends; " +
+				"put GPU and NIC under one PCIe switch or raise NCCL_NET_GDR_LEVEL"}
 	}
 	d := counts + ": NCCL staged network traffic through host memory; " + gdrFix
 	if f.DMABuf {

@@ -177,6 +177,53 @@ h:1:1 [0] NCCL INFO comm 0x1 rank 0 nranks 2 cudaDev 0 busId 1000 - Init COMPLET
 `, none, Pass, CauseOK, "NCCL used Socket"},
 		{"names nothing", `h:1:1 [0] NCCL INFO cudaDriverVersion 12040
 `, rdma, Inconclusive, CauseNoConnections, "names no network"},
+
+		// Lines as NCCL 2.28-2.30 print them (format strings of
+		// NVIDIA/nccl v2.28.3-1 and v2.30.7-1, src/ paths named).
+		// plugin/plugin_open.cc: the plugin file is there but will not
+		// load (a missing dependency): not "Could not find".
+		{"the net plugin does not load (2.28+)", `g:1:1 [0] NCCL INFO NET/Plugin: libnccl-net.so: libfabric.so.1: cannot open shared object file: No such file or directory
+g:1:1 [0] NCCL INFO NET/IB : No device found.
+g:1:1 [0] NCCL INFO Failed to initialize NET plugin IB
+g:1:1 [0] NCCL INFO NET/Socket : Using [0]eth0:10.0.0.1<0>
+g:1:1 [0] NCCL INFO Using network Socket
+`, rdma, Fail, CausePluginFailed, "libfabric.so.1"},
+		// plugin/net.cc: a plugin without an API version NCCL supports.
+		{"the net plugin is unsupported (2.28+)", `g:1:1 [0] NCCL INFO External network plugin /opt/amazon/ofi-nccl/lib/libnccl-net.so is unsupported
+g:1:1 [0] NCCL INFO Using network Socket
+`, rdma, Fail, CausePluginFailed, "is unsupported"},
+		// init.cc: "Using network IB" is printed per communicator,
+		// whatever its node count; "comm ... nNodes 1" says nothing
+		// crossed the network.
+		{"IB chosen, one node (2.28+)", `g:1:1 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/IB [RO]; OOB eth0:10.0.0.1<0>
+g:1:1 [0] NCCL INFO Using network IB
+g:1:1 [0] NCCL INFO comm 0x55d0c0a1b2c0 rank 0 nRanks 8 nNodes 1 localRanks 8 localRank 0 MNNVL 0
+g:1:1 [0] NCCL INFO ncclCommInitRank comm 0x55d0c0a1b2c0 rank 0 nranks 8 cudaDev 0 nvmlDev 0 busId 18000 commId 0x1234 - Init COMPLETE
+g:1:1 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/CUMEM/read
+`, rdma, Inconclusive, CauseNoNetwork, "one node"},
+		{"IB chosen, two nodes, connections over IB", `g:1:1 [0] NCCL INFO Using network IB
+g:1:1 [0] NCCL INFO comm 0x1 rank 0 nRanks 2 nNodes 2 localRanks 1 localRank 0 MNNVL 0
+g:1:1 [0] NCCL INFO Channel 00/0 : 1[0] -> 0[0] [receive] via NET/IB/0/GDRDMA
+`, gdr, Pass, CauseOK, "1 with GDRDMA"},
+		// include/checks.h CUDACHECKIGNORE: an INFO "Cuda failure" that
+		// NCCL clears and goes on from is no failed init.
+		{"a Cuda failure NCCL ignores (INFO)", `g:1:1 [0] NCCL INFO Using network Socket
+g:1:1 [0] NCCL INFO transport/p2p.cc:1005 (p2pFree) Cuda failure 1 'invalid argument'
+`, none, Pass, CauseOK, "NCCL used Socket"},
+		// 2.30 graph/paths.cc: the distance reason is TRACE only; the NIC
+		// side says "GPU Direct RDMA Enabled for HCA": peermem is not
+		// what is missing.
+		{"GDR enabled on the HCA, connections without it (2.30)", `g:1:1 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/IB [RO]; OOB eth0:10.0.0.1<0>
+g:1:1 [0] NCCL INFO Using network IB
+g:1:1 [0] NCCL INFO NET/IB : GPU Direct RDMA Enabled for HCA 0 'mlx5_0'
+g:1:1 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[0] [send] via NET/IB/0
+g:1:1 [0] NCCL INFO Channel 00/0 : 1[0] -> 0[0] [receive] via NET/IB/0
+`, gdr, Fail, CauseGDRTopology, "NCCL_NET_GDR_LEVEL"},
+		// 2.29's wording of the distance line.
+		{"GDR off for distance (2.29)", `g:1:1 [0] NCCL INFO Using network IB
+g:1:1 [0] NCCL INFO GPU Direct RDMA Disabled for GPU/0-1b000 (rank 0) - NET/0-0 (distance 5 > 3)
+g:1:1 [0] NCCL INFO Channel 00/0 : 1[0] -> 0[0] [receive] via NET/IB/0
+`, gdr, Fail, CauseGDRTopology, "distance 5 > 3"},
 	}
 	for _, tc := range cases {
 		v := Judge(parseLogString(t, tc.log), tc.exp)

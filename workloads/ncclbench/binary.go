@@ -116,7 +116,7 @@ func RunBinary(ctx context.Context, path string, args []string, env []string) (n
 	case len(table.Failures) > 0:
 		be.Cause, be.Err = CauseNCCLFailure, runErr
 		be.Detail = fmt.Sprintf("a call failed: %s", strings.Join(table.Failures, " | "))
-		be.Fix = "rerun with NCCL_DEBUG=INFO (NCCL_DEBUG_SUBSYS=INIT,NET) and read the WARN lines before the failure; the usual causes are a low RLIMIT_MEMLOCK, a missing RDMA device or IPC_LOCK, or a GPU the pod was not given"
+		be.Fix = "rerun with NCCL_DEBUG=INFO (NCCL_DEBUG_SUBSYS=INIT,NET,ENV) and read the WARN lines before the failure; the usual causes are a low RLIMIT_MEMLOCK, a missing RDMA device or IPC_LOCK, or a GPU the pod was not given"
 	case wrongData(table) != "":
 		be.Cause, be.Err = CauseWrongData, runErr
 		be.Detail = wrongData(table)
