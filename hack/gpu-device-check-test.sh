@@ -40,7 +40,10 @@ echo "gpu-device-check without a GPU (bundle, no Go on PATH): exit 1, PASS probe
 mkdir -p "$out/cuda"
 gcc -shared -fPIC -o "$out/cuda/libcuda.so.1" workloads/cuda/testdata/fakecuda.c
 rc=0
-RDMAPROBE=$PWD/hack/.gpu-check/bin/rdmaprobe LD_LIBRARY_PATH=$PWD/hack/.gpu-check/lib RDMASUITE_LIBCUDA=$out/cuda/libcuda.so.1 \
+# FAKE_STDOUT_LINES: the stand-in prints 80 lines through C's stdout at
+# cuInit, as NCCL prints its debug lines; the probe must keep them off its
+# envelope (else the NCCL worlds FAIL with "stdout holds N line(s)").
+FAKE_STDOUT_LINES=80 RDMAPROBE=$PWD/hack/.gpu-check/bin/rdmaprobe LD_LIBRARY_PATH=$PWD/hack/.gpu-check/lib RDMASUITE_LIBCUDA=$out/cuda/libcuda.so.1 \
   RDMASUITE_LIBNCCL=$out/no-such-libnccl.so.2 GPU_CHECK_DIR="$out/2" hack/gpu-device-check.sh >"$out/2.txt" 2>&1 || rc=$?
 ((rc == 1)) || { cat "$out/2.txt"; fail "with the stand-in libcuda and no NCCL the script exited $rc, want 1"; }
 want "$out/2.txt" '^PASS +cuda-driver: .*, 2 GPU\(s\): ' \
