@@ -205,7 +205,13 @@ func topologyProof(g *GPU, cfg Config, add func(string, Status, string, ...any))
 		if pg.Address == want {
 			n := pg.NUMANode
 			g.NUMANode = &n
-			add(tag, Pass, "%s found on the PCI bus at %s (NUMA node %d, host bridge %s, %d bridge(s) above it)", g.Name, pg.Path, n, pg.HostBridge(), len(pg.Bridges()))
+			numa := fmt.Sprintf("NUMA node %d", n)
+			if n < 0 {
+				// sysfs numa_node -1: the firmware gave none (a VM, a
+				// one-node machine); the topology probe reads it so.
+				numa = "NUMA node unknown (sysfs -1)"
+			}
+			add(tag, Pass, "%s found on the PCI bus at %s (%s, host bridge %s, %d bridge(s) above it)", g.Name, pg.Path, numa, pg.HostBridge(), len(pg.Bridges()))
 			return
 		}
 	}

@@ -117,6 +117,14 @@ func TestEveryProofPassesOnAWorkingGPU(t *testing.T) {
 	if len(d.exported) != 1 {
 		t.Fatalf("exported %v", d.exported)
 	}
+	if p := rep.Proofs[3]; !strings.Contains(p.Detail, "(NUMA node 0,") {
+		t.Errorf("topology detail %q", p.Detail)
+	}
+	// The H200 VM of the first GPU run: sysfs numa_node -1.
+	rep, err = run(t, &fakeDriver{devs: []cuda.Device{h100(0, "0000:19:00.0", true)}}, Config{PCIGPUs: []gputopo.GPU{pciGPU("0000:19:00.0", -1)}})
+	if err != nil || rep.Failed() || !strings.Contains(rep.Proofs[3].Detail, "(NUMA node unknown (sysfs -1),") {
+		t.Errorf("NUMA -1: %v %+v", err, rep.Proofs)
+	}
 }
 
 // A figure the check cannot trust, or a step that did not happen, fails.
