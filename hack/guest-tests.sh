@@ -59,6 +59,20 @@ if [ $rc -eq 0 ] && grep -q '"status":"pass"' mr-high.json && grep -q '"largestO
 else
   fail "mr probe: 8 MiB limit" "exit $rc, output: $(cat mr-high.json)"
 fi
+# The same limit as root, who holds CAP_IPC_LOCK: the capability lifts the
+# limit; --drop-ipc-lock (what the suite would use in a pod that holds it)
+# drops it on the registering thread, and the limit binds again, as for a
+# pod without IPC_LOCK.
+sh -c 'ulimit -l 64 && exec ./rdmaprobe mr --device rxe0 --max 4M --required 1M' >mr-root.json 2>&1
+rc=$?
+sh -c 'ulimit -l 64 && exec ./rdmaprobe mr --drop-ipc-lock --device rxe0 --max 16M --required 1M' >mr-drop.json 2>&1
+rcd=$?
+if [ $rc -eq 0 ] && grep -q '"largestOkBytes":4194304' mr-root.json &&
+  [ $rcd -eq 3 ] && grep -q '64 KiB and the process lacks CAP_IPC_LOCK' mr-drop.json && grep -q '"largestOkBytes":65536' mr-drop.json; then
+  pass "mr probe: root under 64 KiB registers 4 MiB with CAP_IPC_LOCK, and fails at 1 MiB with --drop-ipc-lock"
+else
+  fail "mr probe --drop-ipc-lock" "root exit $rc: $(cut -c1-300 mr-root.json); dropped exit $rcd: $(cut -c1-400 mr-drop.json)"
+fi
 # perftest beside us, same user and limit: the reference failure text. The
 # client registers its buffer before it connects, as in seed 002's output.
 ib_write_bw -d rxe0 -x 1 -s 1048576 -n 10 -F >pt-srv.txt 2>&1 &

@@ -34,14 +34,18 @@ const (
 
 // Result is the probe's verdict with its evidence.
 type Result struct {
-	Device        string        `json:"device,omitempty"`
-	UID           int           `json:"uid"`
-	Memlock       podenv.Limits `json:"memlock"`
-	IPCLock       bool          `json:"capIpcLock"`
-	RequiredBytes int64         `json:"requiredBytes"`
-	Attempts      []Attempt     `json:"attempts"`
-	LargestOK     int64         `json:"largestOkBytes"`
-	FirstFailure  *Attempt      `json:"firstFailure,omitempty"`
+	Device  string        `json:"device,omitempty"`
+	UID     int           `json:"uid"`
+	Memlock podenv.Limits `json:"memlock"`
+	IPCLock bool          `json:"capIpcLock"`
+	// DroppedIPCLock: the probe dropped CAP_IPC_LOCK itself before
+	// registering (rdmaprobe mr --drop-ipc-lock), to judge a pod without
+	// IPC_LOCK from one that has it; IPCLock is then false.
+	DroppedIPCLock bool      `json:"droppedIpcLock,omitempty"`
+	RequiredBytes  int64     `json:"requiredBytes"`
+	Attempts       []Attempt `json:"attempts"`
+	LargestOK      int64     `json:"largestOkBytes"`
+	FirstFailure   *Attempt  `json:"firstFailure,omitempty"`
 	// Rlimit is judged even without a device: would the limit let a process
 	// without IPC_LOCK register RequiredBytes?
 	RlimitStatus string `json:"rlimitStatus"`

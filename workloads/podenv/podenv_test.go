@@ -1,8 +1,10 @@
 package podenv
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"testing"
 )
 
@@ -71,5 +73,44 @@ func TestCollectListsDevices(t *testing.T) {
 	}
 	if len(none.Devices) != 0 {
 		t.Fatalf("devices without /dev/infiniband = %v", none.Devices)
+	}
+}
+
+// DropIPCLock takes the capability from the calling thread only, and the
+// thread then reads without it (this runs as root here: it held it).
+func TestDropIPCLockOnTheCallingThread(t *testing.T) {
+	// This goroutine keeps its own thread, which the drop below (on
+	// another thread: a locked thread runs only its goroutine) must not
+	// touch.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	_, before, err := EffectiveCaps(ThreadStatus)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		if err := DropIPCLock(); err != nil {
+			done <- err
+			return
+		}
+		_, held, err := EffectiveCaps(ThreadStatus)
+		if err == nil && held {
+			err = fmt.Errorf("CAP_IPC_LOCK still effective after DropIPCLock")
+		}
+		done <- err
+	}()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	_, after, err := EffectiveCaps(ThreadStatus)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if before != after {
+		t.Errorf("another thread's CAP_IPC_LOCK went from %v to %v: the drop must stay on its own thread", before, after)
+	}
+	if os.Geteuid() == 0 && !before {
+		t.Logf("root without CAP_IPC_LOCK here: only the drop itself was proven")
 	}
 }
