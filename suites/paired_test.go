@@ -66,6 +66,14 @@ func pairedPlan(cfg *envconf.Config, variants []runner.Variant) map[string][]str
 				plan[v.Label] = append(plan[v.Label], name)
 			}
 		}
+		// Memlock rides in the paired session's node pods when both run
+		// (TestMemlock comes after TestBandwidth, TestGPUDirect and
+		// TestLatency; with only TestMsgRate after it, it starts its own).
+		x := selection.Feature{Test: "TestMemlock", Name: featureName(memlockTitle, v), Assess: memlockAssess,
+			Labels: map[string]string{"suite": "rdma", "check": "memlock", "variant": v.Name}}
+		if len(plan[v.Label]) > 0 && f.Selects(x) {
+			plan[v.Label] = append(plan[v.Label], runner.MemlockRider)
+		}
 	}
 	return plan
 }

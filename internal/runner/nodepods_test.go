@@ -19,6 +19,8 @@ import (
 	"github.com/rdmasuite/rdmasuite/internal/podrun"
 	"github.com/rdmasuite/rdmasuite/reports"
 	"github.com/rdmasuite/rdmasuite/workloads/bw"
+	"github.com/rdmasuite/rdmasuite/workloads/mr"
+	"github.com/rdmasuite/rdmasuite/workloads/podenv"
 	"github.com/rdmasuite/rdmasuite/workloads/probeout"
 )
 
@@ -71,6 +73,9 @@ type fakeExec struct {
 	exit    int
 	hang    string
 	dropEnd bool
+	mrOut   string // an mr run's output
+	mrExit  int
+	mrFail  string // pods whose mr exec breaks
 
 	mu        sync.Mutex
 	calls     []string                 // "pod: command"
@@ -121,6 +126,12 @@ func (f *fakeExec) Exec(ctx context.Context, ns, pod, container string, cmd []st
 		return podrun.ExecResult{}, fmt.Errorf("fake: no such command %q in container %s", cmd, container)
 	}
 	names := runNames(cmd)
+	if cmd[1] == "mr" {
+		if f.mrFail != "" && strings.Contains(pod, f.mrFail) {
+			return podrun.ExecResult{}, fmt.Errorf("fake: the exec stream to %s broke", pod)
+		}
+		return podrun.ExecResult{Output: f.mrOut, Exit: f.mrExit, Exited: true}, nil
+	}
 	switch cmd[2] {
 	case "server":
 		if f.hang != "" && strings.Contains(pod, f.hang) {
@@ -493,5 +504,67 @@ func TestMeasuredPairPassesInNodePodsAndACutStreamDoesNot(t *testing.T) {
 		if ops == 0 || (!cut && passed != ops) {
 			t.Errorf("cut %v: %d of %d op checks passed", cut, passed, ops)
 		}
+	}
+}
+
+// With memlock selected beside the paired features (MemlockRider), the
+// memlock probe runs in each node's probe pod after the rounds, dropping
+// CAP_IPC_LOCK itself (the pod holds it for the paired features), and
+// Memlock starts no pod of its own for those nodes; a node whose exec
+// broke is measured in a pod of its own, as before.
+func TestMemlockRidesInTheNodePods(t *testing.T) {
+	kube := fake.NewClientset(testNode("a", 8), testNode("b", 8), testNode("c", 8))
+	mayCreateSub(kube, "exec", "attach")
+	created := nodePodsCluster(kube)
+	cfg := testConfig(t)
+	cfg.PairedPlan = map[string][]string{VariantSharedDev: {PairedBandwidth, MemlockRider}}
+	r := New(kube, cfg, "t-memlock-rides")
+	res := mr.Probe(func(int64) error { return nil }, "mlx5_0", mr.Sizes(4096, 4<<20), 1<<20,
+		podenv.Limits{Soft: podenv.Unlimited, Hard: podenv.Unlimited}, false, 0)
+	res.DroppedIPCLock = true
+	var env strings.Builder
+	if err := probeout.Write(&env, "mr", res); err != nil {
+		t.Fatal(err)
+	}
+	ex := &fakeExec{kube: kube, out: "x\n", exit: 1, mrOut: env.String(), mrFail: "-c-"}
+	r.Exec = ex
+	r.Attach = &fakeAttach{kube: kube}
+	v := r.Cfg.VariantList()[0]
+	r.Bandwidth(context.Background(), v)
+	nodePods := len(created())
+	mrExecs := 0
+	for _, c := range ex.commands() {
+		if strings.Contains(c, " mr ") {
+			mrExecs++
+			if !strings.Contains(c, " --drop-ipc-lock") || !strings.HasPrefix(c, "pair-shared-dev-") {
+				t.Errorf("memlock run %q: want it in a node pod with --drop-ipc-lock", c)
+			}
+		}
+	}
+	if mrExecs != 3 {
+		t.Errorf("%d memlock runs exec'd, want one per node pod (3): %q", mrExecs, ex.commands())
+	}
+	cs := r.Memlock(context.Background(), v)
+	var own []string
+	for _, p := range created()[nodePods:] {
+		own = append(own, p.Spec.NodeName)
+	}
+	if !slices.Equal(own, []string{"c"}) {
+		t.Errorf("memlock started pods on %q; want only c, whose node-pod exec broke", own)
+	}
+	rows := map[string]int{}
+	for _, c := range cs {
+		n := strings.Join(c.Nodes, ",")
+		rows[n]++
+		if n == "c" {
+			continue
+		}
+		ev := strings.Join(c.Evidence, "\n")
+		if c.Status != reports.Pass || !strings.Contains(ev, "--drop-ipc-lock") || !strings.Contains(ev, "exec'd in the node's probe pod") {
+			t.Errorf("%s on %s: %s %q, evidence %q", c.ID, n, c.Status, c.Reason, ev)
+		}
+	}
+	if rows["a"] != 2 || rows["b"] != 2 || rows["c"] != 2 {
+		t.Errorf("memlock rows per node %v, want 2 each", rows)
 	}
 }

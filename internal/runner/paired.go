@@ -244,6 +244,9 @@ func (r *Runner) runPaired(ctx context.Context, v Variant, plan []string) map[st
 	if mode.nodePods {
 		np = r.startNodePods(ctx, v, sch)
 		defer r.deleteNodePods(np)
+		// After the rounds, while the pods still stand: the memlock
+		// probe, when the run selected it, in the same pods.
+		defer r.memlockInNodePods(ctx, v, np, byName)
 	}
 	seen := newRailsSeen()
 	rp := &roundProgress{rounds: len(groups), start: time.Now()}
@@ -594,7 +597,12 @@ const typicalPodStart = 15 * time.Second
 func (r *Runner) Plan(ctx context.Context) []string {
 	var out []string
 	for _, v := range r.Cfg.VariantList() {
-		plan := r.Cfg.PairedPlan[v.Label]
+		var plan []string // the paired features (not a rider such as MemlockRider)
+		for _, f := range r.Cfg.PairedPlan[v.Label] {
+			if slices.Contains(PairedFeatures, f) {
+				plan = append(plan, f)
+			}
+		}
 		if len(plan) == 0 {
 			continue
 		}

@@ -59,6 +59,10 @@ type Runner struct {
 	nextRun int
 	// sessions are the variants' paired features run together (Paired).
 	sessions map[string]*pairSession
+	// memlockRode are the memlock checks measured in a variant's node
+	// pods by its paired session, by variant label and node (Memlock
+	// reads them instead of starting a pod of its own).
+	memlockRode map[string]map[string][]reports.Check
 }
 
 // runningFeature is a feature that started and has not recorded its
