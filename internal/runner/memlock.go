@@ -99,6 +99,9 @@ func (r *Runner) memlockInNodePods(ctx context.Context, v Variant, np *nodePods,
 	if np == nil || !slices.Contains(r.Cfg.PairedPlan[v.Label], MemlockRider) || ctx.Err() != nil {
 		return
 	}
+	if r.Cfg.MemlockIPCLock && !v.NeedsCaps {
+		return // memlock pods are to hold IPC_LOCK, and these pods do not
+	}
 	var pods []*nodePod
 	for _, n := range slices.Sorted(maps.Keys(np.main)) {
 		if p := np.main[n]; p.err == nil && p.busyErr() == nil {

@@ -568,3 +568,28 @@ func TestMemlockRidesInTheNodePods(t *testing.T) {
 		t.Errorf("memlock rows per node %v, want 2 each", rows)
 	}
 }
+
+// --memlock-ipc-lock asks for memlock pods that hold IPC_LOCK: node pods
+// of a variant without it cannot stand in for them.
+func TestMemlockDoesNotRideInPodsWithoutTheCapabilityItNeeds(t *testing.T) {
+	kube := fake.NewClientset(testNode("a", 8))
+	cfg := testConfig(t)
+	cfg.MemlockIPCLock = true
+	cfg.PairedPlan = map[string][]string{VariantSharedDev: {PairedBandwidth, MemlockRider}}
+	r := New(kube, cfg, "t-memlock-caps")
+	ex := &fakeExec{kube: kube, mrOut: "x\n"}
+	r.Exec = ex
+	v := r.Cfg.VariantList()[0]
+	np := &nodePods{main: map[string]*nodePod{"a": {name: "pair-a", node: "a"}}}
+	byName := map[string]corev1.Node{"a": *testNode("a", 8)}
+	v.NeedsCaps = false
+	r.memlockInNodePods(context.Background(), v, np, byName)
+	if n := len(ex.commands()); n != 0 {
+		t.Errorf("memlock ran in %d pod(s) without IPC_LOCK although --memlock-ipc-lock asked for it", n)
+	}
+	v.NeedsCaps = true
+	r.memlockInNodePods(context.Background(), v, np, byName)
+	if cmds := ex.commands(); len(cmds) != 1 || strings.Contains(cmds[0], "--drop-ipc-lock") {
+		t.Errorf("with IPC_LOCK in the pods and --memlock-ipc-lock: want one run that keeps the capability, got %q", cmds)
+	}
+}
