@@ -96,7 +96,7 @@ func (r *Runner) memlockArgs(v Variant, n corev1.Node, inNodePod bool) ([]string
 // the rows for Memlock. A node whose pod did not start or is busy gets no
 // row here: Memlock then starts a pod of its own there.
 func (r *Runner) memlockInNodePods(ctx context.Context, v Variant, np *nodePods, byName map[string]corev1.Node) {
-	if np == nil || !slices.Contains(r.Cfg.PairedPlan[v.Label], MemlockRider) || ctx.Err() != nil {
+	if np == nil || !r.memlockRides(v) || ctx.Err() != nil {
 		return
 	}
 	if r.Cfg.MemlockIPCLock && !v.NeedsCaps {

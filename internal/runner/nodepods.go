@@ -94,7 +94,7 @@ func nodePodNodes(groups [][]sharedPair) (main, loop []string) {
 func (r *Runner) startNodePods(ctx context.Context, v Variant, sch pairedSchedule) *nodePods {
 	main, loop := nodePodNodes(sch.groups)
 	mainGPUs, loopGPUs := r.nodePodGPUs(sch)
-	hold := []string{"hold", "--max", r.holdFor(sch, slices.Contains(r.Cfg.PairedPlan[v.Label], MemlockRider)).String()}
+	hold := []string{"hold", "--max", r.holdFor(sch, r.memlockRides(v)).String()}
 	type todo struct {
 		pod  *nodePod
 		spec podrun.Spec

@@ -99,6 +99,25 @@ type pairSession struct {
 	checks map[string][]reports.Check
 }
 
+// selectedPaired are the paired features the run selected for the
+// variant, in PairedFeatures' order: Cfg.PairedPlan without a rider such
+// as MemlockRider.
+func (r *Runner) selectedPaired(v Variant) []string {
+	var plan []string
+	for _, f := range PairedFeatures {
+		if slices.Contains(r.Cfg.PairedPlan[v.Label], f) {
+			plan = append(plan, f)
+		}
+	}
+	return plan
+}
+
+// memlockRides says the run selected memlock beside the variant's paired
+// features (MemlockRider): its node pods run the memlock probe too.
+func (r *Runner) memlockRides(v Variant) bool {
+	return slices.Contains(r.Cfg.PairedPlan[v.Label], MemlockRider)
+}
+
 // Paired returns the checks of paired feature name for the variant. When
 // the run selected name together with other paired features
 // (Cfg.PairedPlan), the first of them to ask runs all of them in one
@@ -106,13 +125,8 @@ type pairSession struct {
 // its own.
 func (r *Runner) Paired(ctx context.Context, v Variant, name string) []reports.Check {
 	plan := []string{name}
-	if selected := r.Cfg.PairedPlan[v.Label]; slices.Contains(selected, name) {
-		plan = nil
-		for _, f := range PairedFeatures {
-			if slices.Contains(selected, f) {
-				plan = append(plan, f)
-			}
-		}
+	if slices.Contains(r.Cfg.PairedPlan[v.Label], name) {
+		plan = r.selectedPaired(v)
 	}
 	key := v.Label + "|" + strings.Join(plan, ",")
 	r.mu.Lock()
@@ -597,12 +611,7 @@ const typicalPodStart = 15 * time.Second
 func (r *Runner) Plan(ctx context.Context) []string {
 	var out []string
 	for _, v := range r.Cfg.VariantList() {
-		var plan []string // the paired features (not a rider such as MemlockRider)
-		for _, f := range r.Cfg.PairedPlan[v.Label] {
-			if slices.Contains(PairedFeatures, f) {
-				plan = append(plan, f)
-			}
-		}
+		plan := r.selectedPaired(v)
 		if len(plan) == 0 {
 			continue
 		}

@@ -60,26 +60,35 @@ func Divert() (envelope *os.File, note string, err error) {
 // process's libc. It must run before anything is printed through C's
 // stdout (setvbuf's own rule), i.e. before the libraries are loaded.
 func lineBufferCStdout() error {
-	h, err := purego.Dlopen(libc, purego.RTLD_NOW|purego.RTLD_GLOBAL)
+	setvbuf, file, err := cStdout("setvbuf")
 	if err != nil {
 		return err
-	}
-	setvbuf, err := purego.Dlsym(h, "setvbuf")
-	if err != nil {
-		return err
-	}
-	stdoutVar, err := purego.Dlsym(h, "stdout")
-	if err != nil {
-		return err
-	}
-	// stdoutVar is the address of libc's `FILE *stdout`: read the pointer
-	// stored there (C memory, never moved by Go's collector).
-	file := **(**uintptr)(unsafe.Pointer(&stdoutVar))
-	if file == 0 {
-		return fmt.Errorf("%s: stdout is NULL", libc)
 	}
 	if r, _, _ := purego.SyscallN(setvbuf, file, 0, ioLineBuffered, 0); r != 0 {
 		return fmt.Errorf("setvbuf(stdout, NULL, _IOLBF, 0) returned %d", int32(r))
 	}
 	return nil
+}
+
+// cStdout is the process's libc function fn and libc's stdout (the FILE *
+// that C libraries print to).
+func cStdout(fn string) (fnAddr, file uintptr, err error) {
+	h, err := purego.Dlopen(libc, purego.RTLD_NOW|purego.RTLD_GLOBAL)
+	if err != nil {
+		return 0, 0, err
+	}
+	if fnAddr, err = purego.Dlsym(h, fn); err != nil {
+		return 0, 0, err
+	}
+	stdoutVar, err := purego.Dlsym(h, "stdout")
+	if err != nil {
+		return 0, 0, err
+	}
+	// stdoutVar is the address of libc's `FILE *stdout`: read the pointer
+	// stored there (C memory, never moved by Go's collector).
+	file = **(**uintptr)(unsafe.Pointer(&stdoutVar))
+	if file == 0 {
+		return 0, 0, fmt.Errorf("%s: stdout is NULL", libc)
+	}
+	return fnAddr, file, nil
 }

@@ -20,19 +20,10 @@ const helperEnv = "CSTDOUT_HELPER"
 
 // cPuts prints s through C's stdout (fputs), as NCCL's debug log does.
 func cPuts(t testing.TB, s string) {
-	h, err := purego.Dlopen(libc, purego.RTLD_NOW|purego.RTLD_GLOBAL)
+	fputs, file, err := cStdout("fputs")
 	if err != nil {
 		t.Fatal(err)
 	}
-	fputs, err := purego.Dlsym(h, "fputs")
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdoutVar, err := purego.Dlsym(h, "stdout")
-	if err != nil {
-		t.Fatal(err)
-	}
-	file := **(**uintptr)(unsafe.Pointer(&stdoutVar))
 	b := append([]byte(s), 0)
 	purego.SyscallN(fputs, uintptr(unsafe.Pointer(&b[0])), file)
 	runtime.KeepAlive(b)
