@@ -13,8 +13,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/Mellanox/rdmamap"
-
 	"github.com/rdmasuite/rdmasuite/workloads/bw"
 	"github.com/rdmasuite/rdmasuite/workloads/gputopo"
 	"github.com/rdmasuite/rdmasuite/workloads/verbs"
@@ -49,20 +47,25 @@ type Config struct {
 
 // ResolveDevice returns the RDMA device name cfg points at ("" = the
 // first). Errors match bw.ErrNoDevice or bw.ErrNoNetdev.
+//
+// --netdev is resolved the way the rails are (Discover, then Select):
+// among the devices this process can open first. In shared RDMA netns mode
+// a hostdev pod sees every VF of the node in sysfs, and every hostdev pod
+// names its own VF net1, so a scan of sysfs alone (rdmamap) can answer
+// with another pod's VF.
 func ResolveDevice(cfg Config) (string, error) {
 	if cfg.Device != "" || cfg.Netdev == "" {
 		return cfg.Device, nil
 	}
-	// No device at all is a different failure (plugin/driver) from a
-	// netdev without one (Multus/VF): tell them apart.
-	if _, err := verbs.DeviceNames(); err != nil {
-		return "", tagVerbs(err)
+	d, err := Discover(cfg)
+	if err != nil {
+		return "", err
 	}
-	dev, err := rdmamap.GetRdmaDeviceForNetdevice(cfg.Netdev)
-	if err != nil || dev == "" {
-		return "", bw.Tag(bw.ErrNoNetdev, fmt.Errorf("no RDMA device behind netdev %s (rdmamap: %v): is it an RDMA-capable interface (VF / RoCE NIC) in this pod's network namespace?", cfg.Netdev, err))
+	rails, err := d.Select(cfg)
+	if err != nil {
+		return "", err
 	}
-	return dev, nil
+	return rails[0].Device, nil
 }
 
 // tagVerbs makes verbs errors match the bw sentinels the probe classifies

@@ -185,3 +185,42 @@ func TestViewUnlistedDeviceAndUnreadableMode(t *testing.T) {
 		t.Fatalf("unknown mode: %q %q", m, why)
 	}
 }
+
+// In shared RDMA netns mode a hostdev pod sees every VF's sysfs entry, and
+// every hostdev pod on the node names its VF net1: the netdev names the
+// pod's own device only among the devices it can open. rdmamap's scan of
+// sysfs takes the first device whose GID names net1, which may be another
+// pod's VF (make test's guest run met it: "RDMA device rxehd1 not found;
+// this process sees [rxehd0]").
+func TestResolveDevicePicksTheNetdevThisPodWasGiven(t *testing.T) {
+	for _, given := range []string{"rxehd0", "rxehd1"} {
+		other := map[string]string{"rxehd0": "rxehd1", "rxehd1": "rxehd0"}[given]
+		fakeVerbs(t, []string{"rxehd0", "rxehd1"}, map[string]syscall.Errno{other: syscall.ENOENT},
+			map[string]string{"rxehd0": "net1", "rxehd1": "net1"})
+		dev, err := ResolveDevice(Config{Netdev: "net1"})
+		if err != nil || dev != given {
+			t.Fatalf("pod given %s: resolved %q, %v", given, dev, err)
+		}
+	}
+	// --device is taken as it is; no netdev, no device: the first.
+	if dev, err := ResolveDevice(Config{Device: "mlx5_3"}); dev != "mlx5_3" || err != nil {
+		t.Fatalf("--device: %q %v", dev, err)
+	}
+	// The pod's netdev has no device among those it was given, and none
+	// that it sees names it: no-netdev, with what the pod does see.
+	fakeVerbs(t, []string{"rxehd0"}, nil, map[string]string{"rxehd0": "net1"})
+	if _, err := ResolveDevice(Config{Netdev: "net7"}); !errors.Is(err, bw.ErrNoNetdev) || !strings.Contains(err.Error(), "net1") {
+		t.Fatalf("absent netdev: %v", err)
+	}
+	// The pod's own VF denied: no-device, naming it.
+	fakeVerbs(t, []string{"rxehd0", "rxehd1"}, map[string]syscall.Errno{"rxehd0": syscall.ENOENT, "rxehd1": syscall.ENOENT},
+		map[string]string{"rxehd0": "eth9", "rxehd1": "net1"})
+	if _, err := ResolveDevice(Config{Netdev: "net1"}); !errors.Is(err, bw.ErrNoDevice) || !strings.Contains(err.Error(), "rxehd1") {
+		t.Fatalf("own VF not given: %v", err)
+	}
+	// No device at all: no-device, not no-netdev.
+	fakeVerbs(t, nil, nil, nil)
+	if _, err := ResolveDevice(Config{Netdev: "net1"}); !errors.Is(err, bw.ErrNoDevice) {
+		t.Fatalf("no device: %v", err)
+	}
+}
