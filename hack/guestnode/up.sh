@@ -94,7 +94,7 @@ secs() { printf '%d.%01d' $(($1 / 1000)) $((($1 % 1000) / 100)); }
 clock_check() {
   [[ -n ${qemu_start_ms:-} ]] || return 0
   local up real
-  up=$(grep -ao 'guestnode: \[[0-9]*' "$d/console.log" | tail -n 1 | tr -dc 0-9)
+  up=$(grep -ao 'guestnode: \[[0-9]*' "$d/console.log" 2>/dev/null | tail -n 1 | tr -dc 0-9) || true
   [[ -n $up ]] || return 0
   real=$((($(date +%s%N) / 1000000 - qemu_start_ms) / 1000))
   if ((up > 4 * real + 30)); then
