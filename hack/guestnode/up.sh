@@ -271,6 +271,7 @@ mkdir -p "$x/etc/guestnode/images" "$x/etc/kubernetes/pki" "$x/etc/containerd" "
 cp "$here/init" "$x/init"
 chmod 755 "$x/init"
 cp "$BED_DIR/bin/rdma-device-plugin" "$x/usr/bin/"
+install -m 755 "$here/crun-shim.sh" "$x/usr/bin/crun-shim"
 # The hostdev variant's CNI side (Multus and Whereabouts come as an image
 # layer from upstream.sh): host-device from Debian, our rxe step, the
 # plugins' kubeconfig, and Multus thick as the node's CNI: its shim is the
@@ -422,7 +423,8 @@ version = 2
         # program costs seconds, and runc is one started three times per
         # container (create, its init, start): StartContainer took 6-9 s of
         # a 19 s pod start with runc (hack/README, "Where a pod start goes").
-        BinaryName = "/usr/bin/crun"
+        # crun-shim.sh: crun, with its "no such container" in runc's words.
+        BinaryName = "/usr/bin/crun-shim"
   [plugins."io.containerd.grpc.v1.cri".cni]
     bin_dir = "/opt/cni/bin"
     conf_dir = "/etc/cni/net.d"
