@@ -67,7 +67,7 @@ func judgeTarget(r Round, c reports.Check) reports.Check {
 	}
 	res := r.Writer.Result
 	if res == nil {
-		errs = append(errs, fmt.Sprintf("the writer on %s left no result, so the stall and the data were not measured: %s", r.Target, r.Writer.Problem))
+		errs = append(errs, fmt.Sprintf("the writer on %s left no result to judge, so the stall and the data were not measured: %s", r.Target, r.Writer.Problem))
 	} else {
 		fails, errs = judgeWriter(r, r.Writer, r.Target, fails, errs)
 		fails, errs = judgeCross(r, fails, errs)
@@ -100,7 +100,7 @@ func judgePeer(r Round, c reports.Check) reports.Check {
 	var errs []string
 	res := r.PeerWriter.Result
 	if res == nil {
-		errs = append(errs, fmt.Sprintf("the peer writer on %s left no result: %s", r.Peer, r.PeerWriter.Problem))
+		errs = append(errs, fmt.Sprintf("the peer writer on %s left no result to judge: %s", r.Peer, r.PeerWriter.Problem))
 	} else {
 		fails, errs = judgeWriter(r, r.PeerWriter, r.Peer, fails, errs)
 	}

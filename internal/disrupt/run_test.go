@@ -41,6 +41,11 @@ type sim struct {
 	// hung: nodes whose writer, once stopped, prints an ongoing-stall
 	// result and then never exits (its process held in a hung NFS call).
 	hung map[string]bool
+	// unreported: nodes whose writer, once stopped, prints its whole
+	// result and exits, but whose pod the kubelet keeps showing Running
+	// (the runtime never reported the exit: containerd 1.6 with crun, run
+	// M of 2026-11-30).
+	unreported map[string]bool
 	// silent: writers never print the steady line.
 	silent    bool
 	deletedAt map[string]time.Time // node → when its MOFED pod went
@@ -247,7 +252,11 @@ func (s *sim) exec(ctx context.Context, ns, pod, container string, cmd []string)
 	}
 	s.mu.Lock()
 	s.logs[pod] = "stall: steady\n" + envelope(s.t, res)
+	unreported := s.unreported[p.Spec.NodeName]
 	s.mu.Unlock()
+	if unreported {
+		return "", "", nil
+	}
 	live, err := s.cs.CoreV1().Pods(ns).Get(ctx, pod, metav1.GetOptions{})
 	if err != nil {
 		return "", "", err
@@ -426,6 +435,26 @@ func TestRunHungWriterStillReports(t *testing.T) {
 	var waited float64
 	if _, err := fmt.Sscanf(ev[strings.Index(ev, "had not exited ")+len("had not exited "):], "%g s after the stop", &waited); err != nil || waited >= 60 {
 		t.Fatalf("waited %g s (err %v) for a writer that had printed its result:\n%s", waited, err, ev)
+	}
+}
+
+// The writer printed its whole result, but its pod never ended within the
+// limit: the result is not judged without the exit status that goes with
+// it, and the check says what was printed and why it was not used, never
+// that the writer left nothing.
+func TestRunWriterWhosePodNeverEndsIsNotJudged(t *testing.T) {
+	s := newSim(t, "node-a")
+	s.unreported = map[string]bool{"node-a": true}
+	s.o.PodTimeout = 2 * time.Minute
+	cs := Run(context.Background(), s.env(), s.o)
+	c := cs[0]
+	why := c.Reason + c.Diagnosis
+	if c.Status != reports.Error || !strings.Contains(why, "printed its result") || !strings.Contains(why, "did not end within 2m0s of the stop") ||
+		!strings.Contains(why, "exit status") || strings.Contains(why, "is its I/O still hung") {
+		t.Fatalf("%s %q %q", c.Status, c.Reason, c.Diagnosis)
+	}
+	if c.Measured != nil {
+		t.Fatalf("an unjudged writer's figures were reported: %+v", c.Measured)
 	}
 }
 

@@ -373,6 +373,15 @@ func stopAndCollect(ctx context.Context, env Env, o Options, ws []*Writer) {
 				continue
 			}
 			w.Problem = fmt.Sprintf("writer %s on %s did not end within %s of the stop (%s): is its I/O still hung?", w.Pod, w.Node, waitLimit, state)
+			if r, perr, perrErr := ParseResult(logs); lerr == nil && perrErr == nil && r != nil && perr == nil {
+				// Its whole result is in the log, but not the exit status
+				// that says whether the run itself went right (3: its own
+				// verification failed): without it the figures are not
+				// judged. Seen when the runtime never reported the exit
+				// (containerd 1.6 with crun after a slow task delete).
+				w.Problem = fmt.Sprintf("writer %s on %s printed its result, but its pod did not end within %s of the stop (%s), so its exit status was never reported and the result is not judged: "+
+					"did the container runtime record the exit? (the node's containerd log; kubectl describe pod)", w.Pod, w.Node, waitLimit, state)
+			}
 			if w.StopErr != "" {
 				w.Problem += "; the stop failed: " + w.StopErr
 			}
