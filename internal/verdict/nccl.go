@@ -2,6 +2,7 @@ package verdict
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -179,8 +180,12 @@ func NCCL(in NCCLInput) []reports.Check {
 	switch {
 	case !parsed:
 		where := "rank 0"
-		if has0 {
+		switch {
+		case has0 && (rank0.Phase == "Succeeded" || rank0.Phase == "Failed"):
 			where = fmt.Sprintf("rank 0 (pod %s on %s, exit %d)", rank0.Pod, rank0.Node, rank0.Exit)
+		case has0:
+			// No container ended: an exit status would be made up.
+			where = fmt.Sprintf("rank 0 (pod %s on %s, %s)", rank0.Pod, rank0.Node, cmp.Or(rank0.Phase, "no phase"))
 		}
 		msg := fmt.Sprintf("%s printed no %s result: %v", where, ncclrun.ProbeName, parseErr)
 		if in.RunErr != nil {

@@ -210,6 +210,16 @@ func TestNCCLMissingOutputIsNeverAPass(t *testing.T) {
 		!strings.Contains(c.Reason, "rank 1 (pod w-1-x on node-b): Failed, exit 1, said (timeout): ncclboot: rank 1 got no decision from rank 0") {
 		t.Fatalf("%+v", c)
 	}
+	// Rank 0's pod never ran (run N: stuck ContainerCreating): the reason
+	// gives its phase, not an "exit 0" that no container returned.
+	w = cleanWorld(t)
+	w.in.RunErr = errors.New("probe pod did not finish in time: not every rank started within 2m0s")
+	w.in.Ranks = []NCCLRank{{Index: 0, Node: "node-a", Pod: "w-0-x", Phase: "Pending", State: "container probe waiting: ContainerCreating"},
+		{Index: 1, Node: "node-b", Pod: "w-1-x", Phase: "Pending", State: "container probe waiting: ContainerCreating"}}
+	if c := w.judge(t)["nccl/all_reduce"]; c.Status != reports.Error || strings.Contains(c.Reason, "exit 0") ||
+		!strings.Contains(c.Reason, "rank 0 (pod w-0-x on node-a, Pending) printed no nccl result: rank 0 never ran") {
+		t.Fatalf("%+v", c)
+	}
 	// Rank 0 never got a pod.
 	w = cleanWorld(t)
 	w.in.Ranks = []NCCLRank{{Index: 1, Node: "node-b", Pod: "w-1-x", Phase: "Failed", Exit: 1}}
