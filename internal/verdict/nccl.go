@@ -2,7 +2,6 @@ package verdict
 
 import (
 	"bytes"
-	"cmp"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -185,7 +184,7 @@ func NCCL(in NCCLInput) []reports.Check {
 			where = fmt.Sprintf("rank 0 (pod %s on %s, exit %d)", rank0.Pod, rank0.Node, rank0.Exit)
 		case has0:
 			// No container ended: an exit status would be made up.
-			where = fmt.Sprintf("rank 0 (pod %s on %s, %s)", rank0.Pod, rank0.Node, cmp.Or(rank0.Phase, "no phase"))
+			where = fmt.Sprintf("rank 0 (pod %s on %s, %s)", rank0.Pod, rank0.Node, rank0.phaseExit())
 		}
 		msg := fmt.Sprintf("%s printed no %s result: %v", where, ncclrun.ProbeName, parseErr)
 		if in.RunErr != nil {
@@ -282,11 +281,20 @@ func (in NCCLInput) check(id, title string, ev []string) reports.Check {
 		Variant: in.Variant, Evidence: append([]string(nil), ev...)}
 }
 
+// phaseExit is the rank's phase, with its exit status only when its
+// container ended: a pending or running rank has none to give.
+func (rk NCCLRank) phaseExit() string {
+	if rk.Phase == "Succeeded" || rk.Phase == "Failed" {
+		return fmt.Sprintf("%s, exit %d", rk.Phase, rk.Exit)
+	}
+	return orNone(rk.Phase)
+}
+
 // states is a one-line account of every rank.
 func (in NCCLInput) states() string {
 	var parts []string
 	for _, rk := range in.Ranks {
-		s := fmt.Sprintf("rank %d (pod %s on %s): %s, exit %d", rk.Index, rk.Pod, orUnscheduled(rk.Node), orNone(rk.Phase), rk.Exit)
+		s := fmt.Sprintf("rank %d (pod %s on %s): %s", rk.Index, rk.Pod, orUnscheduled(rk.Node), rk.phaseExit())
 		if said := rankSaid(rk.Logs); said != "" {
 			s += ", said " + said
 		}
@@ -366,7 +374,7 @@ func (in NCCLInput) evidence(out ncclrun.Output, parsed bool) []string {
 	}
 	for _, rk := range in.Ranks {
 		if rk.Exit != 0 || rk.Phase != "Succeeded" {
-			s := fmt.Sprintf("rank %d (pod %s on %s): %s, exit %d", rk.Index, rk.Pod, orUnscheduled(rk.Node), orNone(rk.Phase), rk.Exit)
+			s := fmt.Sprintf("rank %d (pod %s on %s): %s", rk.Index, rk.Pod, orUnscheduled(rk.Node), rk.phaseExit())
 			if rk.State != "" {
 				s += " — " + rk.State
 			}

@@ -217,7 +217,8 @@ func TestNCCLMissingOutputIsNeverAPass(t *testing.T) {
 	w.in.Ranks = []NCCLRank{{Index: 0, Node: "node-a", Pod: "w-0-x", Phase: "Pending", State: "container probe waiting: ContainerCreating"},
 		{Index: 1, Node: "node-b", Pod: "w-1-x", Phase: "Pending", State: "container probe waiting: ContainerCreating"}}
 	if c := w.judge(t)["nccl/all_reduce"]; c.Status != reports.Error || strings.Contains(c.Reason, "exit 0") ||
-		!strings.Contains(c.Reason, "rank 0 (pod w-0-x on node-a, Pending) printed no nccl result: rank 0 never ran") {
+		!strings.Contains(c.Reason, "rank 0 (pod w-0-x on node-a, Pending) printed no nccl result: rank 0 never ran") ||
+		!strings.Contains(strings.Join(c.Evidence, "\n"), "rank 1 (pod w-1-x on node-b): Pending — container probe waiting") {
 		t.Fatalf("%+v", c)
 	}
 	// Rank 0 never got a pod.
