@@ -367,20 +367,25 @@ func stopAndCollect(ctx context.Context, env Env, o Options, ws []*Writer) {
 			if last != nil {
 				state = podrun.Describe(last)
 			}
-			if r, perrText := hungResult(logs); lerr == nil && r != nil {
-				w.Result, w.ProbeErr = r, perrText
+			// What the writer printed before the limit: an ongoing stall
+			// (hung I/O: judged, and said to be stuck), a whole result
+			// (not judged: no exit status goes with it), or nothing.
+			r, perr, parseErr := ParseResult(logs)
+			printed := lerr == nil && parseErr == nil && r != nil
+			switch {
+			case printed && perr != nil && perr.Kind == probeout.KindTimeout:
+				w.Result, w.ProbeErr = r, perr.Error()
 				w.Stuck = fmt.Sprintf("writer %s on %s printed its result but did not exit within %s of the stop (%s): its I/O is still hung in the kernel", w.Pod, w.Node, waitLimit, state)
 				continue
-			}
-			w.Problem = fmt.Sprintf("writer %s on %s did not end within %s of the stop (%s): is its I/O still hung?", w.Pod, w.Node, waitLimit, state)
-			if r, perr, perrErr := ParseResult(logs); lerr == nil && perrErr == nil && r != nil && perr == nil {
-				// Its whole result is in the log, but not the exit status
-				// that says whether the run itself went right (3: its own
-				// verification failed): without it the figures are not
-				// judged. Seen when the runtime never reported the exit
-				// (containerd 1.6 with crun after a slow task delete).
+			case printed && perr == nil:
+				// Its exit status says whether the run itself went right
+				// (3: its own verification failed). Seen when the runtime
+				// never reported the exit (containerd 1.6 with crun after
+				// a slow task delete).
 				w.Problem = fmt.Sprintf("writer %s on %s printed its result, but its pod did not end within %s of the stop (%s), so its exit status was never reported and the result is not judged: "+
 					"did the container runtime record the exit? (the node's containerd log; kubectl describe pod)", w.Pod, w.Node, waitLimit, state)
+			default:
+				w.Problem = fmt.Sprintf("writer %s on %s did not end within %s of the stop (%s): is its I/O still hung?", w.Pod, w.Node, waitLimit, state)
 			}
 			if w.StopErr != "" {
 				w.Problem += "; the stop failed: " + w.StopErr

@@ -180,7 +180,7 @@ func NCCL(in NCCLInput) []reports.Check {
 	case !parsed:
 		where := "rank 0"
 		switch {
-		case has0 && (rank0.Phase == "Succeeded" || rank0.Phase == "Failed"):
+		case has0 && rank0.ended():
 			where = fmt.Sprintf("rank 0 (pod %s on %s, exit %d)", rank0.Pod, rank0.Node, rank0.Exit)
 		case has0:
 			// No container ended: an exit status would be made up.
@@ -281,10 +281,13 @@ func (in NCCLInput) check(id, title string, ev []string) reports.Check {
 		Variant: in.Variant, Evidence: append([]string(nil), ev...)}
 }
 
+// ended says the rank's container ended: only then is Exit its status.
+func (rk NCCLRank) ended() bool { return rk.Phase == "Succeeded" || rk.Phase == "Failed" }
+
 // phaseExit is the rank's phase, with its exit status only when its
 // container ended: a pending or running rank has none to give.
 func (rk NCCLRank) phaseExit() string {
-	if rk.Phase == "Succeeded" || rk.Phase == "Failed" {
+	if rk.ended() {
 		return fmt.Sprintf("%s, exit %d", rk.Phase, rk.Exit)
 	}
 	return orNone(rk.Phase)
