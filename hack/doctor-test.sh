@@ -14,14 +14,24 @@ kc() { "$K8S_BIN_DIR/kubectl" --kubeconfig "$BED_DIR/kubeconfig" "$@"; }
 out=$(mktemp -d "${TMPDIR:-/tmp}/rdmasuite-doctor.XXXXXX")
 # make test's one compiled suite (SUITE_BIN), or our own.
 if [[ -n ${SUITE_BIN:-} ]]; then cp "$SUITE_BIN" "$out/suites.test"; else go test -c -o "$out/suites.test" ./suites; fi
-go build -o "$out/rdmasuite" ./cmd/rdmasuite
+# make test's rdmasuite binary (RDMASUITE_BIN), or our own.
+if [[ -n ${RDMASUITE_BIN:-} ]]; then cp "$RDMASUITE_BIN" "$out/rdmasuite"; else go build -o "$out/rdmasuite" ./cmd/rdmasuite; fi
 t_all=$SECONDS
+# Every doctor run below runs in this one namespace (--namespace), made
+# here as an operator without namespace rights would make it: a run
+# namespace of its own costs each run the namespace controller's fixed 5 s
+# grace before the deletion it waits for (issue 26: 12 runs, a minute).
+# The run namespace's own life (created, deleted, kept on failure) is
+# proven by the stages around this one.
+doctor_ns=rdmasuite-doctor-seeds
 
 # Taints the stages put on the nodes (key, node), removed by undo.
 staged_taints=(crater.raids.io/account:node-2 example.com/maintenance:node-2 example.com/reserved:node-2)
 
 undo() {
-  kc delete ns nvidia-network-operator nvidia-gpu-operator --ignore-not-found --wait=false >/dev/null 2>&1 || true
+  # The staged pods go; their namespaces stay until the end (an empty
+  # namespace is nothing the doctor reads, and deleting it costs the
+  # namespace controller's fixed 5 s grace at every stage).
   kc delete pods -A -l rdmasuite.io/bed-seed --force --grace-period=0 >/dev/null 2>&1 || true
   local t
   for t in "${staged_taints[@]}"; do
@@ -29,19 +39,17 @@ undo() {
   done
   kc uncordon node-1 >/dev/null 2>&1 || true
   kc label node node-2 network.nvidia.com/operator.mofed.wait=false --overwrite >/dev/null 2>&1 || true
-  kc patch node node-1 --subresource=status --type=merge -p '{"status":{"capacity":{"rdma/rdma_shared_device_a":"63"}}}' >/dev/null 2>&1 || true
-  # The kubelet recomputes allocatable from capacity on its next status sync.
-  for _ in $(seq 1 60); do
-    [[ $(kc get node node-1 -o 'jsonpath={.status.allocatable.rdma/rdma_shared_device_a}' 2>/dev/null) == 63 ]] && break
-    sleep 0.5
-  done
-  # The next stage may create the same namespace again.
-  kc wait --for=delete ns/nvidia-network-operator --timeout=60s >/dev/null 2>&1 || true
-  kc wait --for=delete ns/nvidia-gpu-operator --timeout=60s >/dev/null 2>&1 || true
+  # Capacity and allocatable together, as the kubelet's next status sync
+  # would compute them (no wait for that sync).
+  kc patch node node-1 --subresource=status --type=merge \
+    -p '{"status":{"capacity":{"rdma/rdma_shared_device_a":"63"},"allocatable":{"rdma/rdma_shared_device_a":"63"}}}' >/dev/null 2>&1 || true
   rm -rf "$BED_DIR/hostroots"
 }
 cleanup() {
   undo
+  kc delete ns nvidia-network-operator nvidia-gpu-operator "$doctor_ns" --ignore-not-found --wait=false >/dev/null 2>&1 || true
+  # The operators' namespaces are names later stages make again.
+  kc wait --for=delete ns/nvidia-network-operator ns/nvidia-gpu-operator --timeout=60s >/dev/null 2>&1 || true
   kc delete crd nicclusterpolicies.mellanox.com --ignore-not-found >/dev/null 2>&1 || true
 }
 trap cleanup EXIT
@@ -51,7 +59,7 @@ doctor() { # expectation-file [suite flags]
   shift
   name=$(basename "$exp" .txt)
   t=$SECONDS
-  (cd suites && "$out/suites.test" --kubeconfig="$BED_DIR/kubeconfig" --labels suite=doctor \
+  (cd suites && "$out/suites.test" --kubeconfig="$BED_DIR/kubeconfig" --labels suite=doctor --namespace "$doctor_ns" \
     --report-dir="$out/$name" "$@" >"$out/$name.log" 2>&1) || true
   hack/tool.sh expectresults -results "$out/$name/results.json" -expect "$exp" ||
     { tail -30 "$out/$name.log"; exit 1; }
@@ -108,6 +116,10 @@ policy() {
   kc apply -f hack/seeds/nicclusterpolicy.yaml >/dev/null
 }
 
+kc create ns "$doctor_ns" >/dev/null
+kc label ns "$doctor_ns" pod-security.kubernetes.io/enforce=privileged >/dev/null
+wait_for "namespace $doctor_ns's default ServiceAccount" 60 '{.metadata.name}' '^default$' -n "$doctor_ns" serviceaccount default
+
 echo "== healthy bed"
 doctor hack/seeds/expect-healthy.txt
 # The API-only command on the same healthy bed, told what it cannot derive
@@ -141,8 +153,10 @@ doctor hack/seeds/expect-001-peermem.txt
 undo
 
 echo "== seed 002: node-1 stops advertising its RDMA resource"
-kc patch node node-1 --subresource=status --type=merge -p '{"status":{"capacity":{"rdma/rdma_shared_device_a":"0"}}}' >/dev/null
-wait_for "node-1 allocatable rdma 0" 40 '{.status.allocatable.rdma/rdma_shared_device_a}' '^0$' node node-1
+# As the kubelet shows a device plugin that stopped advertising: capacity
+# and allocatable 0 (its next status sync computes the same).
+kc patch node node-1 --subresource=status --type=merge \
+  -p '{"status":{"capacity":{"rdma/rdma_shared_device_a":"0"},"allocatable":{"rdma/rdma_shared_device_a":"0"}}}' >/dev/null
 # The policy has no device-plugin config: the resource is named explicitly.
 doctor hack/seeds/expect-002-allocatable.txt --preflight-resources=rdma/rdma_shared_device_a
 undo

@@ -206,7 +206,10 @@ pod=$(kc -n "$ns" get pods -l job-name="$job" -o 'jsonpath={.items[0].metadata.n
 kc -n "$ns" run psa-control --image=docker.io/rdmasuite/pause:dev --restart=Never \
   --overrides='{"spec":{"nodeName":"no-such-node","containers":[{"name":"psa-control","image":"docker.io/rdmasuite/pause:dev","securityContext":{"capabilities":{"add":["IPC_LOCK"]}}}]}}' >/dev/null
 warn=$(kc label --dry-run=server --overwrite ns "$ns" pod-security.kubernetes.io/enforce=restricted 2>&1 >/dev/null || true)
-kc -n "$ns" delete pod psa-control --wait=false >/dev/null
+# Force: the pod is bound to a node that does not exist, so no kubelet
+# would ever confirm a graceful delete, and the namespace teardown below
+# would wait for the pod GC to reap it (about 40 s; issue 26).
+kc -n "$ns" delete pod psa-control --grace-period=0 --force --wait=false >/dev/null 2>&1
 grep -q 'psa-control' <<<"$warn" || { echo "$warn"; echo "the dry run did not list the IPC_LOCK control pod: this check cannot tell"; exit 1; }
 if grep -q "$pod" <<<"$warn"; then
   echo "$warn"; echo "the runner pod $pod would violate restricted"; exit 1

@@ -219,7 +219,7 @@ echo "reports rendered and exit codes agree: $results/junit.xml $results/report.
 
 step "doctor: each seed failure mode staged in the bed is named on the right node"
 t=$SECONDS
-hack/doctor-test.sh
+RDMASUITE_BIN=$rdmasuite hack/doctor-test.sh
 doctor_s=$((SECONDS - t))
 
 step "SIGINT deletes everything the suite created"
