@@ -220,13 +220,16 @@ func Run(ctx context.Context, cs kubernetes.Interface, s Spec) (Result, error) {
 		running := 0
 		ended := 0
 		for _, p := range pods {
-			if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+			// A rank whose container has exited has ended, whether or not
+			// the kubelet has stopped its sandbox and said so yet.
+			phase := podrun.EffectivePhase(&p)
+			if phase == corev1.PodSucceeded || phase == corev1.PodFailed {
 				ended++
 			}
-			if p.Status.Phase == corev1.PodFailed && failedRank < 0 {
+			if phase == corev1.PodFailed && failedRank < 0 {
 				failedRank, firstFailed = index(p), time.Now()
 			}
-			if p.Status.Phase != corev1.PodPending {
+			if phase != corev1.PodPending {
 				running++
 			}
 		}
@@ -288,7 +291,7 @@ func vanished(seen map[int]corev1.Pod, last []corev1.Pod) []Rank {
 func pending(pods []corev1.Pod) int {
 	n := 0
 	for _, p := range pods {
-		if p.Status.Phase == corev1.PodPending {
+		if podrun.EffectivePhase(&p) == corev1.PodPending {
 			n++
 		}
 	}
@@ -324,6 +327,9 @@ func index(p corev1.Pod) int {
 func collect(ctx context.Context, cs kubernetes.Interface, ns string, pods []corev1.Pod) []Rank {
 	out := make([]Rank, 0, len(pods))
 	for _, p := range pods {
+		// The phase the kubelet will report once its containers exited
+		// (the state then says that phase, not the lagging one).
+		p.Status.Phase = podrun.EffectivePhase(&p)
 		rk := Rank{Index: index(p), Pod: p.Name, Node: p.Spec.NodeName, Phase: p.Status.Phase}
 		for _, st := range p.Status.ContainerStatuses {
 			if t := st.State.Terminated; t != nil {
@@ -376,12 +382,14 @@ func deleteAll(cs kubernetes.Interface, ns, name string, keep bool) {
 	_ = cs.BatchV1().Jobs(ns).Delete(ctx, name, metav1.DeleteOptions{PropagationPolicy: &bg, GracePeriodSeconds: &grace})
 	_ = cs.CoreV1().Services(ns).Delete(ctx, name, metav1.DeleteOptions{})
 	// Background propagation leaves the pods to the garbage collector;
-	// delete them now so the next world's anti-affinity and GPUs are free.
+	// delete them now, each with its grace: the run's next pods wait until
+	// their kubelets are done (the runner's awaitTerminated), so the next
+	// world's anti-affinity, GPUs and devices are free.
 	list, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: JobNameLabel + "=" + name})
 	if err != nil {
 		return
 	}
 	for _, p := range list.Items {
-		_ = cs.CoreV1().Pods(ns).Delete(ctx, p.Name, metav1.DeleteOptions{GracePeriodSeconds: &grace})
+		podrun.DeleteGracefully(cs, ns, p.Name)
 	}
 }

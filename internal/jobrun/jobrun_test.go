@@ -227,3 +227,54 @@ func TestRunStopsWaitingSiblingGraceAfterARankFailed(t *testing.T) {
 		t.Fatalf("%d rank pods left behind", len(l.Items))
 	}
 }
+
+// exitedRank is a rank pod whose container has exited while the kubelet
+// still reports phase Running: it sets the terminal phase only after it
+// has stopped the pod's sandbox (CNI DEL), 20-40 s later on a loaded node.
+func exitedRank(name, idx string, exit int32) *corev1.Pod {
+	p := rankPod(name, idx, corev1.PodRunning, "")
+	p.Spec.RestartPolicy = corev1.RestartPolicyNever
+	p.Spec.Containers = []corev1.Container{{Name: "probe"}}
+	p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "probe",
+		State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: exit, Reason: "Completed"}}}}
+	return p
+}
+
+// Issue 26: a world is over when every rank's container has exited; the
+// run must not wait for the kubelet's terminal phase (the guest bed's
+// NCCL worlds waited 20-60 s each for it), and each rank reads the phase
+// the kubelet will report, so the verdict's rank states agree with the
+// exits.
+func TestRunEndsWhenEveryRankHasExitedBeforeThePhaseSaysSo(t *testing.T) {
+	cs := fake.NewClientset(exitedRank("nccl-ab12-0-y", "0", 1), exitedRank("nccl-ab12-1-x", "1", 0))
+	s := spec()
+	s.StartTimeout, s.Timeout = time.Minute, time.Minute
+	start := time.Now()
+	res, err := Run(context.Background(), cs, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(start); took > 20*time.Second {
+		t.Fatalf("the world took %v to end: its ranks had exited at the start", took)
+	}
+	r0, _ := res.Rank0()
+	if r0.Phase != corev1.PodFailed || r0.ExitCode != 1 || !strings.Contains(r0.State, "phase Failed") || strings.Contains(r0.State, "Running") {
+		t.Fatalf("rank 0 exited 1: want phase Failed, exit 1, a state that says so: %+v", r0)
+	}
+	if r1 := res.Ranks[1]; r1.Phase != corev1.PodSucceeded || r1.ExitCode != 0 {
+		t.Fatalf("rank 1 exited 0: want phase Succeeded: %+v", r1)
+	}
+}
+
+// A rank whose container still runs keeps the world waiting, whatever the
+// other rank's exit says.
+func TestRunWaitsForARankWhoseContainerStillRuns(t *testing.T) {
+	running := exitedRank("nccl-ab12-0-y", "0", 0)
+	running.Status.ContainerStatuses[0].State = corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}
+	cs := fake.NewClientset(running, exitedRank("nccl-ab12-1-x", "1", 0))
+	s := spec()
+	s.StartTimeout, s.Timeout = time.Second, 2*time.Second
+	if _, err := Run(context.Background(), cs, s); err == nil {
+		t.Fatal("a world with a rank still running ended")
+	}
+}

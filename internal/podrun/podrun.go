@@ -382,6 +382,17 @@ func Finished(p *corev1.Pod) bool {
 	return true
 }
 
+// EffectivePhase is the pod's phase, or, for a run-once pod whose
+// containers have all exited, the terminal phase the kubelet will report:
+// it sets that only after it has stopped the pod's sandbox, tens of
+// seconds later on a loaded node (issue 26).
+func EffectivePhase(p *corev1.Pod) corev1.PodPhase {
+	if p == nil {
+		return ""
+	}
+	return finishedPhase(p, p.Status.Phase)
+}
+
 // finishedPhase is the terminal phase the kubelet will report for a pod
 // Finished by its containers' exit (Succeeded when every one exited 0,
 // Failed otherwise), so callers read the same Phase either way; the

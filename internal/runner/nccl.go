@@ -187,6 +187,7 @@ func (r *Runner) ncclWorld(ctx context.Context, v Variant, cfg Config, colls []n
 	in := verdict.NCCLInput{Variant: v.Label, Resource: v.Resource, Network: v.Network, Nodes: nodes, Collectives: colls, Sizes: sizes,
 		Command: "rdmaprobe " + strings.Join(shown, " "), Env: env}
 	in.Floor, in.FloorErr = r.ncclFloor(nodes, byName)
+	r.awaitTerminated(ctx, "NCCL world "+name)
 	res, err := runWorld(ctx, r.Kube, jobrun.Spec{Name: name, Nodes: nodes, Pod: pod, Port: NCCLPort, Env: env,
 		StartTimeout: r.Cfg.PodTimeout, Timeout: r.Cfg.PodTimeout + 2*cfg.NCCLTimeout + time.Minute})
 	r.AddPhase(PhaseNCCL, res.Elapsed)

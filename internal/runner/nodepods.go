@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/rdmasuite/rdmasuite/internal/cluster"
 	"github.com/rdmasuite/rdmasuite/internal/podrun"
 )
 
@@ -92,6 +93,7 @@ func nodePodNodes(groups [][]sharedPair) (main, loop []string) {
 // waits until each runs or fails to start (a pod that did not start fails
 // only its own pairs). The caller deletes them (deleteAll).
 func (r *Runner) startNodePods(ctx context.Context, v Variant, sch pairedSchedule) *nodePods {
+	r.awaitTerminated(ctx, "node pods ["+v.Label+"]")
 	main, loop := nodePodNodes(sch.groups)
 	mainGPUs, loopGPUs := r.nodePodGPUs(sch)
 	hold := []string{"hold", "--max", r.holdFor(sch, r.memlockRides(v)).String()}
@@ -155,7 +157,9 @@ func (r *Runner) startNodePods(ctx context.Context, v Variant, sch pairedSchedul
 	return np
 }
 
-// deleteNodePods deletes the variant's pods.
+// deleteNodePods deletes the variant's pods, each with its own grace: the
+// next pods of the run (the next variant's, an NCCL world) wait in
+// awaitTerminated until their kubelets are done with them.
 func (r *Runner) deleteNodePods(np *nodePods) {
 	var pods []*nodePod
 	for _, m := range []map[string]*nodePod{np.main, np.loop} {
@@ -165,7 +169,37 @@ func (r *Runner) deleteNodePods(np *nodePods) {
 			}
 		}
 	}
-	parallel(len(pods), 16, func(i int) { podrun.Delete(r.Kube, r.Namespace(), pods[i].name) })
+	parallel(len(pods), 16, func(i int) { podrun.DeleteGracefully(r.Kube, r.Namespace(), pods[i].name) })
+}
+
+// teardownLimit bounds awaitTerminated: a node that stopped answering
+// never confirms a deletion, and the run goes on without it.
+const teardownLimit = 2 * time.Minute
+
+// awaitTerminated holds the start of the run's next pods (next names
+// them) until the pods it deleted before are gone from the API: their
+// kubelets have stopped their containers and sandboxes, so the devices
+// and GPUs they held are free again, and the nodes no longer tear them
+// down while they start the next ones (issue 26: on the guest bed a
+// variant's node pods started in 66-102 s beside the last variant's
+// teardown, in 22 s on a quiet node). The wait is a phase of the run's
+// time breakdown; pods still terminating at the limit are force-deleted,
+// and the progress log says so.
+func (r *Runner) awaitTerminated(ctx context.Context, next string) {
+	waited, forced := podrun.AwaitTerminating(ctx, r.Kube, r.Namespace(), cluster.RunSelector(r.RunID), teardownLimit)
+	if waited >= time.Second {
+		r.AddPhase(PhasePodTeardown, waited)
+	}
+	if r.Progress == nil {
+		return
+	}
+	switch {
+	case len(forced) > 0:
+		r.Progress(fmt.Sprintf("%s: %d earlier pod(s) of the run still terminating after %.0fs, force-deleted: %s (their nodes did not confirm the deletion)",
+			next, len(forced), waited.Seconds(), strings.Join(forced, ", ")))
+	case waited >= time.Second:
+		r.Progress(fmt.Sprintf("%s: the run's earlier pods terminated in %.0fs (their devices and GPUs free again) before these start", next, waited.Seconds()))
+	}
 }
 
 // nodePodGPUs is the GPUs each node's main pod and loopback pod request:

@@ -23,6 +23,9 @@ const (
 	PhaseExchange   = "exchange"
 	PhaseMeasure    = "measurement"
 	PhaseCollection = "collection"
+	// PhasePodTeardown is the wait for the run's deleted pods to go
+	// before its next pods start (awaitTerminated).
+	PhasePodTeardown = "pod teardown"
 )
 
 // Runner runs one suite run's probes against a cluster and keeps its checks.
