@@ -2,6 +2,7 @@ package podrun
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"testing"
 	"time"
@@ -73,5 +74,16 @@ func TestDeleteGracefullyKeepsThePodsGrace(t *testing.T) {
 	DeleteGracefully(cs, "ns", "p")
 	if !seen || opts.GracePeriodSeconds != nil {
 		t.Fatalf("delete seen %v with grace %v: want the pod's own grace", seen, opts.GracePeriodSeconds)
+	}
+}
+
+// A list the API refuses is no reason to hold the next pods.
+func TestAwaitTerminatingDoesNotWaitWhenTheListFails(t *testing.T) {
+	cs := fake.NewClientset(terminating("stuck", "a"))
+	cs.PrependReactor("list", "pods", func(k8stesting.Action) (bool, runtime.Object, error) {
+		return true, nil, errors.New("etcdserver: request timed out")
+	})
+	if waited, forced := AwaitTerminating(context.Background(), cs, "ns", "run=a", time.Minute); waited > time.Second || forced != nil {
+		t.Fatalf("waited %v, forced %v on a failing list", waited, forced)
 	}
 }
