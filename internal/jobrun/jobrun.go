@@ -214,22 +214,25 @@ func Run(ctx context.Context, cs kubernetes.Interface, s Spec) (Result, error) {
 			return false, nil
 		}
 		pods = latestPerIndex(list.Items)
+		// A rank whose containers have exited has ended, whether or not
+		// the kubelet has stopped its sandbox and said so yet: every read
+		// below (and the collected state) takes the phase it will report.
+		for i := range pods {
+			pods[i].Status.Phase = podrun.EffectivePhase(&pods[i])
+		}
 		for _, p := range pods {
 			seen[index(p)] = p
 		}
 		running := 0
 		ended := 0
 		for _, p := range pods {
-			// A rank whose container has exited has ended, whether or not
-			// the kubelet has stopped its sandbox and said so yet.
-			phase := podrun.EffectivePhase(&p)
-			if phase == corev1.PodSucceeded || phase == corev1.PodFailed {
+			if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
 				ended++
 			}
-			if phase == corev1.PodFailed && failedRank < 0 {
+			if p.Status.Phase == corev1.PodFailed && failedRank < 0 {
 				failedRank, firstFailed = index(p), time.Now()
 			}
-			if phase != corev1.PodPending {
+			if p.Status.Phase != corev1.PodPending {
 				running++
 			}
 		}
@@ -291,7 +294,7 @@ func vanished(seen map[int]corev1.Pod, last []corev1.Pod) []Rank {
 func pending(pods []corev1.Pod) int {
 	n := 0
 	for _, p := range pods {
-		if podrun.EffectivePhase(&p) == corev1.PodPending {
+		if p.Status.Phase == corev1.PodPending {
 			n++
 		}
 	}
@@ -327,9 +330,6 @@ func index(p corev1.Pod) int {
 func collect(ctx context.Context, cs kubernetes.Interface, ns string, pods []corev1.Pod) []Rank {
 	out := make([]Rank, 0, len(pods))
 	for _, p := range pods {
-		// The phase the kubelet will report once its containers exited
-		// (the state then says that phase, not the lagging one).
-		p.Status.Phase = podrun.EffectivePhase(&p)
 		rk := Rank{Index: index(p), Pod: p.Name, Node: p.Spec.NodeName, Phase: p.Status.Phase}
 		for _, st := range p.Status.ContainerStatuses {
 			if t := st.State.Terminated; t != nil {
