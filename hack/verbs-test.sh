@@ -6,8 +6,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 out=$(mktemp -d "${TMPDIR:-/tmp}/rdmasuite-verbs.XXXXXX")
 trap 'rm -rf "$out"' EXIT
-go test -c -tags verbsbed -o "$out/verbs.test" ./workloads/verbs
-go test -c -tags verbsbed -o "$out/bwverbs.test" ./workloads/bwverbs
+CGO_ENABLED=1 go test -c -tags verbsbed -o "$out/verbs.test" ./workloads/verbs
+CGO_ENABLED=1 go test -c -tags verbsbed -o "$out/bwverbs.test" ./workloads/bwverbs
 make -s rdmaprobe BIN_DIR="$out"
 cp hack/guest-tests.sh "$out/guest-tests.sh"
 t=$SECONDS

@@ -8,8 +8,8 @@
 # f1327abd6abe "Support RDMA link creation and destruction per net
 # namespace"). trixie-backports carries 7.3.4, whose rdma_rxe.ko has the
 # per-netns code (rxe_ns_* symbols); it is fetched from the same Debian
-# mirror as the host's packages through a private apt configuration, so the
-# host's sources are not touched.
+# mirror as the host's packages (hack/debian-fetch.sh), the host's sources
+# untouched.
 GUEST_KERNEL_SUITE=trixie-backports
 GUEST_KERNEL_VERSION=7.3.4-1~bpo13+1
 GUEST_KVER=7.3.4+deb13-amd64
@@ -21,28 +21,14 @@ GUEST_KERNEL_PKGS=(linux-binary-$GUEST_KVER linux-modules-$GUEST_KVER linux-base
 # fetch_guest_kernel WORK: unpacks the pinned kernel into WORK/k and sets
 # GUEST_KMOD (modules dir with a fresh modules.dep) and GUEST_VMLINUZ.
 fetch_guest_kernel() {
-  local work=$1 apt=$1/apt mirror p
-  mirror=$(sed -n 's/^URIs: *\([^ ]*\/debian\)$/\1/p' /etc/apt/sources.list.d/debian.sources 2>/dev/null | head -1)
-  [[ -n $mirror ]] || mirror=$(sed -n 's/^deb \(\[[^]]*\] \)\{0,1\}\(http[^ ]*\/debian\) .*/\2/p' /etc/apt/sources.list 2>/dev/null | head -1)
-  [[ -n $mirror ]] || die "cannot find the Debian mirror in /etc/apt/sources.list{,.d/debian.sources}"
-  mkdir -p "$apt/lists/partial" "$apt/cache/archives/partial"
-  echo "deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] $mirror $GUEST_KERNEL_SUITE main" >"$apt/sources.list"
-  cat >"$apt/apt.conf" <<CONF
-Dir::Etc::sourcelist "$apt/sources.list";
-Dir::Etc::sourceparts "-";
-Dir::State::Lists "$apt/lists";
-Dir::Cache "$apt/cache";
-APT::Sandbox::User "root";
-Acquire::Languages "none";
-CONF
-  APT_CONFIG=$apt/apt.conf timeout 600 apt-get -q update >&2 || die "apt-get update of $GUEST_KERNEL_SUITE from $mirror failed"
+  local work=$1 p
+  # shellcheck source=../debian-fetch.sh
+  . "$(dirname "${BASH_SOURCE[0]}")/../debian-fetch.sh"
+  debian_fetch "$work" "$GUEST_KERNEL_SUITE" "${GUEST_KERNEL_PKGS[@]/%/=$GUEST_KERNEL_VERSION}"
   for p in "${GUEST_KERNEL_PKGS[@]}"; do
-    (cd "$work" && APT_CONFIG=$apt/apt.conf timeout 900 apt-get download -q "$p=$GUEST_KERNEL_VERSION" >&2) ||
-      die "cannot download $p=$GUEST_KERNEL_VERSION from $GUEST_KERNEL_SUITE"
     dpkg -x "$work/${p}_"*.deb "$work/k"
     rm -f "$work/${p}_"*.deb
   done
-  rm -rf "$apt"
   GUEST_KMOD=$work/k/usr/lib/modules/$GUEST_KVER
   GUEST_VMLINUZ=$GUEST_KMOD/vmlinuz
   [[ -f $GUEST_VMLINUZ ]] || die "no vmlinuz in $GUEST_KMOD"

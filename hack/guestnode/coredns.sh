@@ -49,7 +49,7 @@ grep -E "^($pattern):" plugin.cfg >plugin.cfg.bed || die "plugin.cfg has none of
 mv plugin.cfg.bed plugin.cfg
 GOFLAGS=-buildvcs=false go run directives_generate.go || die "regenerating CoreDNS's plugin list failed"
 mkdir -p "$work/out/bin" "$work/layer/usr/bin"
-CGO_ENABLED=0 GOFLAGS=-buildvcs=false go build -trimpath -ldflags='-s -w' -o "$work/out/bin/coredns" . ||
+CGO_ENABLED=0 GOFLAGS=-buildvcs=false go build -trimpath -gcflags=all=-dwarf=false -ldflags='-s -w' -o "$work/out/bin/coredns" . ||
   die "building coredns $COREDNS_VERSION failed"
 "$work/out/bin/coredns" -plugins | grep -q kubernetes || die "the built coredns has no kubernetes plugin"
 cp "$work/out/bin/coredns" "$work/layer/usr/bin/"

@@ -66,7 +66,7 @@ mkdir -p "$work/out/bin" "$work/out/crds" "$work/layer/opt/cni/bin"
 t=$SECONDS
 m=$(src "$MULTUS_MODULE@$MULTUS_VERSION")
 for c in multus-daemon multus-shim; do
-  (cd "$m" && CGO_ENABLED=0 GOFLAGS=-buildvcs=false go build -trimpath -ldflags='-s -w' -o "$work/out/bin/$c" "./cmd/$c") ||
+  (cd "$m" && CGO_ENABLED=0 GOFLAGS=-buildvcs=false go build -trimpath -gcflags=all=-dwarf=false -ldflags='-s -w' -o "$work/out/bin/$c" "./cmd/$c") ||
     die "building $c $MULTUS_VERSION failed"
 done
 # The NetworkAttachmentDefinition CRD is the manifest's one CustomResourceDefinition document.
@@ -76,7 +76,7 @@ grep -q 'network-attachment-definitions.k8s.cni.cncf.io' "$work/out/crds/network
 log "multus $MULTUS_VERSION built in $((SECONDS - t)) s"
 t=$SECONDS
 w=$(src "$WHEREABOUTS_MODULE@$WHEREABOUTS_VERSION")
-(cd "$w" && CGO_ENABLED=0 GOFLAGS="-buildvcs=false -mod=mod" go build -trimpath -ldflags='-s -w' -o "$work/out/bin/whereabouts" ./cmd/) ||
+(cd "$w" && CGO_ENABLED=0 GOFLAGS="-buildvcs=false -mod=mod" go build -trimpath -gcflags=all=-dwarf=false -ldflags='-s -w' -o "$work/out/bin/whereabouts" ./cmd/) ||
   die "building whereabouts $WHEREABOUTS_VERSION failed"
 cp "$w"/doc/crds/whereabouts.cni.cncf.io_*.yaml "$work/out/crds/"
 log "whereabouts $WHEREABOUTS_VERSION built in $((SECONDS - t)) s"
