@@ -99,13 +99,14 @@ images-docker-nccl:
 # compile a second time (the vet, unit and suite builds did, beside the
 # images' CGO_ENABLED=0 build). A new cgo package fails the pure builds
 # loudly until it is listed here.
-CGO_PKGS = ./workloads/verbs ./workloads/bwverbs ./cmd/rdmaprobe
-CGO_PKG_RE = /(workloads/verbs|workloads/bwverbs|cmd/rdmaprobe)$$
+CGO_PKGS = workloads/verbs workloads/bwverbs cmd/rdmaprobe
+# grep -v arguments that drop them from `go list ./...`.
+NOT_CGO_PKGS = $(foreach p,$(CGO_PKGS),-e '/$(p)$$')
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files -co --exclude-standard '*.go') 2>&1); if [[ -n $$out ]]; then echo "gofmt needed: $$out"; exit 1; fi
-	CGO_ENABLED=0 go vet $$(go list ./... | grep -Ev '$(CGO_PKG_RE)')
-	CGO_ENABLED=1 go vet $(CGO_PKGS)
+	CGO_ENABLED=0 go vet $$(go list ./... | grep -v $(NOT_CGO_PKGS))
+	CGO_ENABLED=1 go vet $(addprefix ./,$(CGO_PKGS))
 	cd hack && CGO_ENABLED=0 go vet ./...
 	@echo "runner builds without cgo:" && CGO_ENABLED=0 go build ./internal/... ./suites/... ./reports/... ./thresholds/... ./cmd/rdmasuite
 
@@ -115,8 +116,8 @@ lint:
 VET ?=
 VET_FLAG = $(if $(VET),-vet=$(VET))
 unit:
-	CGO_ENABLED=0 go test -count=1 $(VET_FLAG) $$(go list ./... | grep -Ev '/suites$$|$(CGO_PKG_RE)')
-	CGO_ENABLED=1 go test -count=1 $(VET_FLAG) $(CGO_PKGS)
+	CGO_ENABLED=0 go test -count=1 $(VET_FLAG) $$(go list ./... | grep -v -e '/suites$$' $(NOT_CGO_PKGS))
+	CGO_ENABLED=1 go test -count=1 $(VET_FLAG) $(addprefix ./,$(CGO_PKGS))
 	cd hack && CGO_ENABLED=0 go test -count=1 $(VET_FLAG) ./...
 
 # The smoke features against the running bed.

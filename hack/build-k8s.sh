@@ -6,6 +6,8 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/versions.sh"
 
+die() { echo "build-k8s: ERROR: $*" >&2; exit 1; }
+
 k8s_bins=(kube-apiserver kube-controller-manager kube-scheduler kubelet kubectl)
 
 # What `make` in the kubernetes tree stamps in, so nodes report their real
@@ -64,12 +66,10 @@ GO
   (cd "$mod" && CGO_ENABLED=0 GOFLAGS=-mod=mod go build -trimpath -gcflags=all=-dwarf=false -ldflags="-s -w $(version_ldflags)" \
     -o "$K8S_BIN_DIR.tmp/" "${k8s_bins[@]/#/k8s.io/kubernetes/cmd/}")
   for b in "${k8s_bins[@]}"; do
-    [[ -x $K8S_BIN_DIR.tmp/$b ]] || { echo "build-k8s: go build wrote no $b" >&2; exit 1; }
+    [[ -x $K8S_BIN_DIR.tmp/$b ]] || die "go build wrote no $b"
   done
   rm -rf "$K8S_BIN_DIR" && mv "$K8S_BIN_DIR.tmp" "$K8S_BIN_DIR"
 }
-
-die() { echo "build-k8s: ERROR: $*" >&2; exit 1; }
 
 # etcd: Debian's etcd-server package, unpacked (nothing is installed). The
 # cache is keyed by suite and series; ETCD_BIN_DIR/version says which
