@@ -95,10 +95,10 @@ images-docker-nccl:
 # Only the packages that link libibverbs need cgo; everything else is
 # vetted, tested and built with CGO_ENABLED=0, as the runner image ships it.
 # One cgo setting for the pure packages is one compile of client-go and the
-# rest on a cold cache (issue 26): with cgo on, net and everything above it
-# compile a second time (the vet, unit and suite builds did, beside the
-# images' CGO_ENABLED=0 build). A new cgo package fails the pure builds
-# loudly until it is listed here.
+# rest on a cold cache, which keeps a cold make test in its budget: with cgo
+# on, net and everything above it compile a second time (the vet, unit and
+# suite builds did, beside the images' CGO_ENABLED=0 build). A new cgo
+# package fails the pure builds loudly until it is listed here.
 CGO_PKGS = workloads/verbs workloads/bwverbs cmd/rdmaprobe
 # grep -v arguments that drop them from `go list ./...`.
 NOT_CGO_PKGS = $(foreach p,$(CGO_PKGS),-e '/$(p)$$')

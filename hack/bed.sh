@@ -431,7 +431,7 @@ step_guests() {
 # bed that is up, its control plane, host nodes and images as they are. make
 # test's guest stages start this way after its host-node stages: a second
 # bring-up of the control plane and the host nodes would add a minute and
-# prove nothing new (issue 26). Guests that `bed.sh guests-boot` booted
+# prove nothing new. Guests that `bed.sh guests-boot` booted
 # held only start their kubelets here; others boot now.
 # do_guests boot (`bed.sh guests-boot`): boot them up to their kubelets
 # (images imported, rails, NFS server) and return: make test does this

@@ -68,7 +68,7 @@ kc config view --raw --minify >"$sa_kc"
 # --stall-steady/--stall-after 10 s (defaults 20 s): under TCG a writer
 # acknowledges tens of records in 10 s, enough on both sides of the
 # disruption for the stall and the verification to mean something; the
-# defaults are for real nodes (issue 26: 30 s off the stage).
+# defaults are for real nodes (about 30 s off the stage).
 restart() {
   (cd suites && exec "$out/suites.test" -test.timeout=20m --kubeconfig="$sa_kc" --namespace=rdmasuite \
     --node-selector rdmasuite.io/guest-node=true --labels suite=disruptive --allow-disruptive --disrupt-nodes rxe-node-2 \
@@ -133,7 +133,7 @@ trap 'kill -TERM "$refused_pid" ${doctor_pid:+"$doctor_pid"} 2>/dev/null || true
 # driver refusing on loaded storage modules, rxe-node-2 without its RDMA
 # resource) exists once the run says the driver did not come back; the run
 # then only stops and collects its writers, which can take minutes on a
-# slow NFS peer (issue 26).
+# slow NFS peer (minutes the stage no longer waits before the doctor starts).
 until grep -q 'did NOT come back' "$out/refused.log" 2>/dev/null || ! kill -0 "$refused_pid" 2>/dev/null; do sleep 1; done
 # --pod-timeout 6m: rxe-node-1 carries the hung NFS-over-RDMA mount here, and
 # once (CI of 2026-11-24, a slow machine) its Multus could not read the pod

@@ -20,7 +20,7 @@ t_all=$SECONDS
 # Every doctor run below runs in this one namespace (--namespace), made
 # here as an operator without namespace rights would make it: a run
 # namespace of its own costs each run the namespace controller's fixed 5 s
-# grace before the deletion it waits for (issue 26: 12 runs, a minute).
+# grace before the deletion it waits for (12 runs: a minute).
 # The run namespace's own life (created, deleted, kept on failure) is
 # proven by the stages around this one.
 doctor_ns=rdmasuite-doctor-seeds
@@ -123,7 +123,7 @@ wait_for "namespace $doctor_ns's default ServiceAccount" 60 '{.metadata.name}' '
 echo "== healthy bed"
 doctor hack/seeds/expect-healthy.txt
 # The API-only command on the same healthy bed, told what it cannot derive
-# without a NicClusterPolicy: exit 0 (issue 27.7), node rows doctor/node-api,
+# without a NicClusterPolicy: exit 0 (no policy is no finding), node rows doctor/node-api,
 # and it says the host checks did not run and how to run them.
 rc=0
 "$out/rdmasuite" doctor --kubeconfig "$BED_DIR/kubeconfig" --network-operator=false --resources rdma/rdma_shared_device_a \

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Fleet-scale benchmark (issue 15): the pairing schedule and the bandwidth
+# Fleet-scale benchmark (does the runner keep up at 1024 nodes?): the pairing schedule and the bandwidth
 # runner against simulated nodes. Starts its OWN private control plane
 # (etcd + kube-apiserver on loopback, state in a temp dir; never the shared
 # bed of hack/bed.sh), adds FLEET_NODES simulated nodes with kwok, runs

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # hack/gpu-device-check-test.sh — make test's proof of hack/gpu-device-check.sh
-# on this machine, which has no GPU (issue 30.4: until a session is lent a
-# GPU machine, the script's other paths are proven here):
+# on this machine, which has no GPU (the GPU paths need a GPU machine, which
+# CI does not have; the script's other paths are proven here):
 #   1. as on the GPU machine: no Go on PATH, the probe and its libibverbs
 #      closure from `make gpu-check-bundle` (hack/.gpu-check); no libcuda:
 #      PASS probe, NOT-RUN cuda naming libcuda.so.1, NOT-RUN nccl, exit 1

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # hack/gpu-test.sh RESULTS_DIR: the GPU features (suite=gpu: nccl,
-# gpudirect) when only one of the bed's two guest nodes has a GPU. Issue
-# 14's bed test, its one-node half: only rxe-node-1 gets a fake
+# gpudirect) when only one of the bed's two guest nodes has a GPU. The GPU
+# features' bed test, its one-node half: only rxe-node-1 gets a fake
 # nvidia.com/gpu capacity; rxe-node-2 is not-run naming the missing
 # resource, and one GPU node cannot form a world or a pair: not-run saying
 # so, and no pod is created. The run must fail (a not-run is not a pass),

@@ -75,7 +75,7 @@ LAT_ITERS=${LAT_ITERS:-1000}
 # time, from wait4's rusage, every thread of the process summed): wall s,
 # user s, system s, voluntary and involuntary context switches. One
 # "RUSAGE tool op bytes rep side wall user sys vcsw ivcsw" line per process
-# (issue 31: what competes with the polling thread on a busy host).
+# (what competes with the polling thread on a busy host).
 rus() {
   f=$1
   shift

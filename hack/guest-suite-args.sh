@@ -12,15 +12,15 @@
 # TCG guest on a loaded 2-core host acknowledges late, so requesters resend
 # work the responder still has queued (perftest itself, 3 busy loops on the
 # host: 2-3 ACK timeouts and 18-262 duplicate requests per 10 s run at 14,
-# none at 18; hack/README, issue 32.1), and Soft-RoCE has refused such a
-# resend with "remote invalid request" (runs W, 2026-11-28).
+# none at 18; hack/README.md, "QP timeout on the bed"), and Soft-RoCE refuses
+# such a resend with "remote invalid request" (perftest meets it too).
 # GUEST_RUN_ARGS leave nodes and variants to the suite's defaults (make
 # test's main guest run proves they choose the two guests and both
 # variants); GUEST_SUITE_ARGS name them, for beds whose host nodes also
 # advertise the RDMA resource.
 # GUEST_DEFAULT_SWEEP_ARGS keep the suite's own bandwidth sweep (sizes
 # 64K,1M, 4 QPs, write and read, 5 s per size: what an operator's first run
-# measures, issue 32.4) with the bed's nodes, variants and QP timeout; make
+# measures) with the bed's nodes, variants and QP timeout; make
 # test's exclusive-mode stage runs it between the guests.
 GUEST_BASE_ARGS=(--loopback --qp-timeout 18 --memlock-max 16M
   --preflight-resources rdma/rdma_shared_device_a,nvidia.com/hostdev --network-operator=false)

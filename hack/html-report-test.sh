@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # hack/html-report-test.sh RESULTS_DIR: the HTML acceptance report as a
-# browser draws it (issue 16). Debian's Chromium renders, headless and in
+# browser draws it (what the Go tests of the HTML cannot see). Debian's Chromium renders, headless and in
 # a network namespace of its own (nothing it tries can leave the machine):
 #   1. hack/html-fixture/run.json against its baseline: a port below its
 #      floor. Against control.json (the same run with that port above
@@ -10,7 +10,7 @@
 #      and doctor, the MOFED restart), merged, against the guest run as
 #      baseline (0 regressions): measured cells, not-measured cells and
 #      the stall timeline drawn.
-#   3. A fleet of 256 nodes × 8 rails with one bad port (issue 28;
+#   3. A fleet of 256 nodes × 8 rails with one bad port (the fleet page;
 #      hack/tools/fleetfixture: the suite's own verdicts on simulated
 #      probe outputs): the verdict element names the port's node and rail
 #      before the matrix, and the first screen (1400×900) shows the
@@ -54,8 +54,8 @@ render control 1 "$fx/control.json" --baseline "$fx/baseline.json"
 grep -q '2 regression(s) against the baseline — exit code 1' "$out/fixture.html" || { echo "the fixture's banner does not read its verdict"; exit 1; }
 shoot fixture 2600
 shoot control 2600
-# Green is a port that met its floor (issue 28: a healthy port at its
-# usual figures is green); the fixture has no marginal miss, so amber is
+# Green is a port that met its floor (a healthy port at its usual
+# figures is green); the fixture has no marginal miss, so amber is
 # not looked for here (reports' Go tests cover it).
 check -png "$out/fixture.png" -netlog "$out/fixture.netlog.json" -distinct 50 \
   -min "$green=2000" -min "$grey=2000" -min "$stall=2000" -min "$absent=2000" \

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # hack/incluster-test.sh OUT_DIR: the in-cluster nightly path on the bed
-# (issue 15), with the manifests a user applies (suites/deploy, through the
+# (the CronJob an operator installs), with the manifests a user applies (suites/deploy, through the
 # bed overlays hack/incluster/nightly and …/marks) and the images `make images` built:
 #   1. the CronJob fires (every minute here) and its Job runs the smoke
 #      suite as the rdmasuite-runner ServiceAccount, in namespace rdmasuite:
@@ -56,7 +56,7 @@ echo "--- 1. the CronJob fires; its Job runs the smoke suite as the runner Servi
 t=$SECONDS
 kc apply -k hack/incluster/nightly >"$out/apply.txt"
 # Steps 3 and 3b need only the applied RBAC: they run while the CronJob
-# waits for its minute (on average half of one; issue 26). The API
+# waits for its minute (on average half of one). The API
 # server's RBAC authorizer learns new bindings from its watch: the table
 # waits until the first right it grants is seen (when the step ran after
 # the Job, a minute had always passed).
@@ -208,7 +208,7 @@ kc -n "$ns" run psa-control --image=docker.io/rdmasuite/pause:dev --restart=Neve
 warn=$(kc label --dry-run=server --overwrite ns "$ns" pod-security.kubernetes.io/enforce=restricted 2>&1 >/dev/null || true)
 # Force: the pod is bound to a node that does not exist, so no kubelet
 # would ever confirm a graceful delete, and the namespace teardown below
-# would wait for the pod GC to reap it (about 40 s; issue 26).
+# would wait for the pod GC to reap it (about 40 s).
 kc -n "$ns" delete pod psa-control --grace-period=0 --force --wait=false >/dev/null 2>&1
 grep -q 'psa-control' <<<"$warn" || { echo "$warn"; echo "the dry run did not list the IPC_LOCK control pod: this check cannot tell"; exit 1; }
 if grep -q "$pod" <<<"$warn"; then

@@ -10,8 +10,8 @@ export BED_DIR
 # Pure Go everywhere but where libibverbs is linked (the Makefile's
 # CGO_PKGS; hack/verbs-test.sh and `make rdmaprobe` set CGO_ENABLED=1): the
 # suite binary, the CLI and the hack tools then share one compile of
-# client-go and the rest with lint, the unit tests and the images (issue 26:
-# cgo on compiles net and everything above it twice on a cold cache).
+# client-go and the rest with lint, the unit tests and the images (cgo on
+# compiles net and everything above it twice on a cold cache).
 export CGO_ENABLED=0
 t_start=$SECONDS
 step() { printf '\n=== %s\n' "$*"; stage="$*"; }
@@ -35,7 +35,7 @@ expect_rc() {
 step "dependencies"
 hack/install-deps.sh
 
-# Kubernetes builds beside lint and the unit tests (issue 26): on an empty
+# Kubernetes builds beside lint and the unit tests: on an empty
 # cache it downloads and compiles for minutes while they compile too, and
 # each leaves the other's idle moments (module downloads, single-threaded
 # links, test runs) to fill; on a warm cache it is done at once. Its own
@@ -79,7 +79,7 @@ t_prebuild=$SECONDS
 # The verbs tests boot their own one-vCPU Soft-RoCE guest; they run beside
 # the host-node stages below, which mostly wait on the API server and
 # pods, and are waited for (their output printed then) before the guest
-# nodes boot (issue 26: about 100 s off a warm run).
+# nodes boot (about 100 s off a warm run).
 verbs_log=$(mktemp "${TMPDIR:-/tmp}/rdmasuite-verbs-log.XXXXXX")
 # Its own session, so that a failing make test stops its guest too.
 timed_in_background "$verbs_log" VERBS_SECONDS hack/verbs-test.sh
@@ -125,7 +125,7 @@ export SUITE_BIN=$results/suites.test
 suite() { (cd suites && exec "$SUITE_BIN" "$@"); }
 # follow DIR / unfollow: stream a run's progress log (DIR/progress.log,
 # internal/progress) into make test's output while the suite runs, so a
-# long guest stage is not silent in the CI log (issue 28.1).
+# long guest stage is not silent in the CI log.
 follow() {
   mkdir -p "$1"
   tail -n +1 -F "$1/progress.log" 2>/dev/null > >(sed -u 's/^/  | /') &
@@ -156,7 +156,7 @@ echo "refused: $(tail -1 <<<"$msg")"
 # The guest nodes boot beside the host-node stages below, held before
 # their kubelets (hack/bed.sh guests-boot): rails, images and the NFS
 # server are up when those stages end, and the guests then only join
-# (issue 26). They boot once the verbs tests' two-vCPU guest is done, so
+# in seconds. They boot once the verbs tests' two-vCPU guest is done, so
 # no more than two emulated vCPUs share this machine's cores, and once the
 # guest image, CNIs and CoreDNS are built.
 # The guest node table with rxe-node-2's containers at seed 002's 64 KiB
@@ -285,8 +285,8 @@ hack/incluster-test.sh "$results/incluster"
 incluster_s=$((SECONDS - t))
 
 step "rdmasuite run on the host nodes: detached and fetched later (--wait=false, rdmasuite results), and Ctrl-C"
-# Issue 30.1's other two paths, on the host nodes while the guests boot
-# (issue 26: the Ctrl-C case cost a guest pod start in the exclusive stage).
+# rdmasuite run's other two paths, on the host nodes while the guests boot
+# (the Ctrl-C case cost a guest pod start in the exclusive stage).
 # The runner pod sits on host node node-1, where the bed loaded the runner
 # image and the API server's address is reachable (as hack/incluster's
 # overlays place it); the exclusive stage below runs the guest suites so.
@@ -361,7 +361,8 @@ for g in rxe-node-1 rxe-node-2; do
 done
 [[ $(kc get node rxe-node-2 -o 'jsonpath={.spec.taints[*].key}') == *rdmasuite.io/staged* ]] ||
   { echo "rxe-node-2 lacks the taint of $guest_conf"; exit 1; }
-# The host nodes beside the guests become the defaults' traps (issue 28.5):
+# The host nodes beside the guests become the defaults' traps (the defaults
+# must pick the RDMA nodes and skip the others):
 # node-1 still advertises the RDMA resource but is labelled control plane;
 # node-2 becomes a CPU node (no RDMA labels, no extended resources). The
 # main guest run names no --node-selector and no --variants: it must take
@@ -378,7 +379,7 @@ done
 t=$SECONDS
 # The device checks only (SELFTEST_BW=0): the suite run below measures every
 # rail between the guests right after, with more to show for it than the
-# self-test's own client pod (issue 26: ≈ 20 s).
+# self-test's own client pod (≈ 20 s).
 SELFTEST_BW=0 hack/guestnode/selftest.sh rxe-node-1 rxe-node-2
 # Rail 1 of rxe-node-2 goes down (its eth2, under rxe1): that rail must fail
 # on every pair that uses it, with the link-down diagnosis naming the node
@@ -386,14 +387,14 @@ SELFTEST_BW=0 hack/guestnode/selftest.sh rxe-node-1 rxe-node-2
 hack/guestnode/rail.sh rxe-node-2 rxe1 down
 guest_results=$results/guest
 # The GPU features run in the same suite run, as an operator's run without
-# --labels would (issue 26.2: a GPUDirect pair shares its node pair's
+# --labels would (a GPUDirect pair shares its node pair's
 # bandwidth, latency and msgrate pods instead of starting its own; the NCCL
 # worlds follow). The guests get a fake nvidia.com/gpu capacity of 2 for it
 # (no CUDA driver: every GPU check stops there, not-run), removed after.
 . hack/fake-gpus.sh
 for g in rxe-node-1 rxe-node-2; do fake_gpus "$g" 2; done
 for g in rxe-node-1 rxe-node-2; do wait_gpus "$g" 2 || exit 1; done
-# Rail 0 of rxe-node-2 turns lossy for this run (issue 29.6): the host
+# Rail 0 of rxe-node-2 turns lossy for this run: the host
 # bridge drops 1 % of the full-size RoCE frames it sends there. Both
 # cross-node pairs' bandwidth/link checks must fail on that rail naming the
 # Soft-RoCE counters that rose, whatever their bandwidth said; the clean
@@ -433,7 +434,7 @@ grep -F 'rdmasuite: variants: shared-dev, hostdev (auto: what the cluster can ru
   { grep -E '^rdmasuite: (variants|nodes)' "$results/guest.log"; echo "the default run's header does not say it chose both variants and the two guests"; exit 1; }
 expect_rc 1 "$rdmasuite" report "$guest_results/results.json" >"$results/guest-report.txt"
 # The localisation names the end(s) whose port counters rose on the lossy
-# rail (issue 29.4; one partner per node here, so the finding is
+# rail (one partner per node here, so the finding is
 # inconclusive, and the counters say where the errors were counted).
 md=$("$rdmasuite" report "$guest_results/results.json" --format markdown 2>/dev/null || true)
 grep -Eq 'inconclusive.*the port counters rose at (one end only|both ends): [^;]*rxe-node-[12] rxe0/1 \(with rxe-node-[12]\)' <<<"$md" ||
@@ -465,14 +466,14 @@ echo "deadline: real measurements cancelled, results written, nothing left, $((S
 deadline_s=$((SECONDS - t))
 
 step "GPU features (suite=gpu) with one fake-GPU guest node: no world, no pair, and no pod"
-# Issue 14's bed test, its other half: the NCCL worlds and GPUDirect pairs
-# of two GPU nodes ran in the main guest run above; here only rxe-node-1
+# The GPU features' bed test, its other half: the NCCL worlds and
+# GPUDirect pairs of two GPU nodes ran in the main guest run above; here only rxe-node-1
 # has a fake nvidia.com/gpu, and the rows must say why nothing could run
 # (hack/gpu-expect-one.txt).
 t=$SECONDS
 hack/gpu-test.sh "$results/gpu"
-# hack/gpu-device-check.sh (issue 30.4) on this GPU-less machine: its no-GPU
-# path as the GPU machine would run it (bundle, no Go), and its CUDA path
+# hack/gpu-device-check.sh (made for a GPU machine) on this GPU-less
+# machine: its no-GPU path as the GPU machine would run it (bundle, no Go), and its CUDA path
 # against the stand-in libcuda.
 hack/gpu-device-check-test.sh
 gpu_s=$((SECONDS - t))
@@ -487,20 +488,20 @@ for g in rxe-node-1 rxe-node-2; do hack/guestnode/rdma-netns.sh "$g" exclusive; 
 # Cross-node pairs only (--loopback=false): same-node pairs add nothing to
 # what this stage proves (what each pod sees in exclusive mode) and cost a
 # pod pair per node and variant.
-# The run goes through the operator binary (issue 30.1): rdmasuite run
+# The run goes through the operator binary: rdmasuite run
 # applies the in-cluster acceptance Job of suites/deploy (namespace, the
 # runner's least-privilege RBAC, the runner image), streams its log, brings
 # the results back from the ConfigMap and deletes what it created; its exit
 # code is the suite's. The runner pod sits on host node node-1, where the
 # bed loaded the runner image and the API server's address is reachable
 # (as hack/incluster's overlays place it).
-# The bandwidth features run the suite's default sweep here (issue 32.4:
-# 64 KiB and 1 MiB, 4 QPs, write and read, 5 s per size; no --bw-* flag),
+# The bandwidth features run the suite's default sweep here (64 KiB and
+# 1 MiB, 4 QPs, write and read, 5 s per size; no --bw-* flag),
 # so the first thing an operator runs is measured between the guests in
 # every make test: the hostdev pairs measure it (exclusive mode hides the
 # shared devices), and hack/guest-expect-exclusive.txt bounds each 1 MiB
 # and 64 KiB figure and names the probe's sizes, QPs and duration.
-# The doctor's at-rest read (issue 29.5): its host probe reads every port's
+# The doctor's at-rest read: its host probe reads every port's
 # counters over a 15 s window here, and rail rxe1 of rxe-node-1 flaps once
 # inside it (hack/guestnode/flap-at-rest.sh: Soft-RoCE counts the flap in
 # link_downed); the doctor must name that port and counter on rxe-node-1
@@ -529,11 +530,12 @@ echo "rdmasuite run: the exclusive-mode rdma and doctor suites ran in-cluster, e
 # One report of both runs is refused: they measured the same checks.
 expect_rc 2 "$rdmasuite" report "$guest_results/results.json" "$results/exclusive/results.json" >/dev/null 2>&1
 # No switch back to shared mode: this is the last stage on the guests
-# (issue 26: the switch costs a Multus restart per guest, ≈ 45 s).
+# (the switch costs a Multus restart per guest, ≈ 45 s).
 exclusive_s=$((SECONDS - t))
 
 # The HTML report test needs only result files and the host's Chromium:
-# it draws beside the bed's teardown (issue 26), its log printed after.
+# it draws beside the bed's teardown (off the critical path), its log
+# printed after.
 html_log=$results/html-report-test.log
 timed_in_background "$html_log" HTML_SECONDS hack/html-report-test.sh "$results"
 html_pid=$bg_pid
@@ -573,7 +575,7 @@ in-cluster runs     : ${incluster_s} s
 run detach, Ctrl-C  : ${runjob_s} s
 make test total     : $((SECONDS - t_start)) s
 SUMMARY
-# The budget (issue 26): cold under 45 minutes, warm under 30, on a 2-core
+# The budget: cold under 45 minutes, warm under 30, on a 2-core
 # machine; the day's average pod start beside it, so a fast day cannot
 # hide what the stages cost (the suite's own pod-start phase, every guest
 # run of this make test).

@@ -2,7 +2,7 @@
 # Kubernetes minor matches client-go in go.mod (v0.35.x): keep them together.
 K8S_VERSION=v1.35.4
 # etcd is Debian's etcd-server from ETCD_DEBIAN_SUITE, not built from source
-# (issue 26: building it took a seventh of a cold run's Kubernetes step on
+# (building it took a seventh of a cold run's Kubernetes step on
 # two cores). Debian stable keeps one etcd series for its life: trixie's is
 # 3.5, which Kubernetes 1.35 supports (its own pin is 3.6). hack/build-k8s.sh
 # refuses any other series and records the package version it got.

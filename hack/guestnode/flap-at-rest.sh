@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# flap-at-rest.sh NODE DEV — stages issue 29.5's at-rest fault on guest node
+# flap-at-rest.sh NODE DEV — stages a port fault at rest (for the doctor's
+# at-rest counter read) on guest node
 # NODE: once the doctor's host probe (`rdmaprobe node --host-root …`, in its
 # pod) has begun its sampling window in the guest, takes rail DEV's netdev
 # down and up once (hack/guestnode/rail.sh). Soft-RoCE counts the flap in

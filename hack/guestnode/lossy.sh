@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # lossy.sh NODE RAIL PERCENT | NODE RAIL off | off — stages a lossy link on a
-# running guest node's rail, on the host bridge that carries it (issue 29.6).
+# running guest node's rail, on the host bridge that carries it (for the
+# port-counter link checks).
 #
 # The rule drops PERCENT % of the full-size RoCE v2 frames (UDP 4791, more
 # than 1000 bytes: data packets at the rails' 1024-byte RoCE MTU) that the

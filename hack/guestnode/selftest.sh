@@ -16,7 +16,7 @@
 #      writes, and the client reports non-zero bandwidth.
 #   One server pod and one client pod measure every rail in turn (the
 #   probe's default: every device the pod sees, rail i to rail i): a pod
-#   start under TCG costs more than a measurement (issue 26).
+#   start under TCG costs more than a measurement.
 # SELFTEST_BW=0 skips 3 (for a caller whose own run measures every rail
 # between the guests right after).
 # With SELFTEST_DOWN_RAIL=rxeN (needs PEER): 4. rail.sh sets rxeN's link down
@@ -104,7 +104,7 @@ log "rails on $name: $rails"
 # 1 and 2 together, and the every-rail bandwidth server of 3 beside them,
 # so that it is Ready when they end; the pod without the resource goes to
 # the peer (the device plugin's rule is the same on every node), whose one
-# vCPU would otherwise wait (issue 26: under TCG a pod start is CPU work,
+# vCPU would otherwise wait (under TCG a pod start is CPU work,
 # and pods started together on one vCPU only queue).
 pod devices 1 0 '[rdmaprobe, devices]'
 pod nodev 0 0 '[rdmaprobe, env]' "$peer"

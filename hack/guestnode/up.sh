@@ -175,7 +175,7 @@ TM
 # rails and NFS server up) and returns; GUESTNODE_PHASE=join then starts the
 # kubelet through the control channel and waits as a full bring-up does.
 # make test boots its guests beside the host-node stages this way, so they
-# join in seconds when those stages are done (issue 26).
+# join in seconds when those stages are done.
 if [[ $phase == join ]]; then
   d=$GN_ROOT/$name
   [[ -f $d/held ]] || die "guest node $name was not booted held: GUESTNODE_PHASE=boot $0 $name first"
@@ -328,8 +328,7 @@ kubectl -n kube-system create token rdmasuite-bed-multus --duration=48h >"$x/etc
 echo kube-system >"$x/etc/guestnode/multus-sa/namespace"
 # Every bed image but the runner's: no stage runs the runner on a guest
 # node (the in-cluster Job runs on the host nodes), and its 33 MB were the
-# guest's longest import under TCG, on the one vCPU the kubelet starts on
-# (issue 26).
+# guest's longest import under TCG, on the one vCPU the kubelet starts on.
 for t in "$BED_DIR"/images/*.tar; do
   [[ $(basename "$t") == rdmasuite-runner.tar ]] || cp "$t" "$x/etc/guestnode/images/"
 done
@@ -422,7 +421,7 @@ version = 2
         # crun, not runc, under the same shim: under TCG every start of a Go
         # program costs seconds, and runc is one started three times per
         # container (create, its init, start): StartContainer took 6-9 s of
-        # a 19 s pod start with runc (hack/README, "Where a pod start goes").
+        # a 19 s pod start with runc (hack/README.md, "Where a pod start goes").
         # crun-shim.sh: crun, with its "no such container" in runc's words.
         BinaryName = "/usr/bin/crun-shim"
   [plugins."io.containerd.grpc.v1.cri".cni]
@@ -515,7 +514,8 @@ qemu_start_ms=$start_ms
 # there (int3 in sched_clock_cpu, a panic in a cold make test's verbs stage).
 # qemu's TCG TSC is one virtual clock for every vCPU, so nothing is lost.
 # mitigations=off: a bed guest runs only our own pods; the retpolines and
-# barriers cost every emulated indirect call and syscall (issue 26).
+# barriers cost every emulated indirect call and syscall (a slower boot and
+# pod starts).
 setsid qemu-system-x86_64 \
   -name "rdmasuite-guestnode-$name" \
   -nodefaults -no-user-config -display none -no-reboot \

@@ -6,8 +6,9 @@ import (
 	"testing"
 )
 
-// Lines shaped after issue 17's run (REPS=6, read 64 KiB cq-mod 1, its counts and rates): in 3 of
-// 6 runs ours hit 1262–6288 retransmission events, perftest 0–6.
+// Lines shaped after the READ cq-mod 1 anomaly's run (REPS=6, read 64 KiB cq-mod 1,
+// its counts and rates): in 3 of 6 runs ours hit 1262–6288 retransmission
+// events, perftest 0–6.
 const readCQ1 = `RESULT perftest read 65536 1 1 1 68.24
 RETRIES perftest read 65536 1 1 1 0
 RESULT rdmaprobe read 65536 1 1 1 67.90
