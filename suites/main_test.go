@@ -29,8 +29,12 @@ var cli = lifecycle.Register(flag.CommandLine)
 // What the features use, from the run's session.
 var (
 	testenv env.Environment
-	// kube is the one clientset of the run; suites never call cfg.Client()
-	// (it panics without a kubeconfig).
+	// kube is the run's typed clientset. A feature's cfg.Client() is the
+	// e2e-framework client that lifecycle.Start built from the same REST
+	// config (found as kubectl finds it, in-cluster included) and set on
+	// the environment, so it never falls back to e2e-framework's own
+	// kubeconfig loading, which panics without --kubeconfig; features use
+	// it only for that REST config (dynamic client, exec).
 	kube       kubernetes.Interface
 	run        *runner.Runner
 	disruptive disrupt.Decision // the disruptive feature's gate

@@ -8,7 +8,7 @@ import (
 	"testing"
 )
 
-// Issue 27.6: the run's header names, for every node, the SKU and the file
+// The run's header names, for every node, the SKU and the file
 // that judged it; at fleet scale grouped per SKU, with the names cut and
 // the count given, and every node without a SKU named with why.
 func TestJudgesGroupsNodesBySKUAndFile(t *testing.T) {

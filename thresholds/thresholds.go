@@ -435,7 +435,7 @@ type optionalBound struct {
 func (k *SKU) optionalBounds() []optionalBound {
 	return []optionalBound{
 		{"writeLatencyUs", k.WriteLatencyUs, 0.01, 1e6}, {"readLatencyUs", k.ReadLatencyUs, 0.01, 1e6}, {"sendLatencyUs", k.SendLatencyUs, 0.01, 1e6},
-		// From an emulated bed's thousands of messages per second to
+		// From an emulated (Soft-RoCE) node's thousands of messages per second to
 		// well past any adapter's headline rate.
 		{"writeMsgRateMpps", k.WriteMsgRateMpps, 1e-6, 1e4},
 	}

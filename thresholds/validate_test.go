@@ -50,7 +50,7 @@ func TestRejectsShadowedSKU(t *testing.T) {
 	}
 }
 
-// Issue 27.6: what a thresholds file cannot mean is refused, naming the
+// What a thresholds file cannot mean is refused, naming the
 // line and the fix. Each of these parsed clean before: an unknown key
 // under match:, a second YAML document, a pattern GPU feature discovery
 // can never write (a space: its labels are label values, spaces as "-"),
@@ -125,7 +125,7 @@ func expectParseErrors(t *testing.T, cases []parseCase) {
 	}
 }
 
-// Port-counter allowances (issue 29.2): a misspelt counter, a missing
+// Port-counter allowances: a misspelt counter, a missing
 // source or an empty map is refused with the line; a good one is returned
 // with its source, and a SKU without one leaves the table's defaults.
 func TestPortCounterAllowances(t *testing.T) {

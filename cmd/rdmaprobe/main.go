@@ -40,7 +40,7 @@ var subcommands = map[string]subcommand{
 	"bw":         {"RDMA write/read bandwidth: bw server [flags] | bw client [flags] HOST", runBW},
 	"mr":         {"memory-registration probe against the memlock limit", runMR},
 	"node":       {"host checks through a host root: modules, MOFED/GPU markers, RDMA ports and their counters at rest, PSI, NFS mounts", runNode},
-	"say":        {"print a message and exit with a code, or sleep (stand-in containers for bed tests)", runSay},
+	"say":        {"print a message and exit with a code, or sleep (stand-in containers for tests)", runSay},
 	"hold":       {"keep a node's probe pod alive for the suite's runs over pods/exec: until SIGTERM or --max", runHold},
 	"stall":      {"NFS I/O-stall writer/reader/verifier: stall write|read|verify|stop [flags]", runStall},
 	"nccl":       {"one rank of a multi-node NCCL sweep (Indexed Job pod; CUDA and NCCL loaded at run time)", runNCCL},
@@ -206,9 +206,10 @@ func runNode(args []string) error {
 	return probeout.Write(os.Stdout, "node", r)
 }
 
-// runSay prints its arguments and exits with --exit, after --sleep. The bed
-// tests use it to stand in for operator containers in the states of the
-// seeds (a MOFED container that logs the storage-module error and exits).
+// runSay prints its arguments and exits with --exit, after --sleep.
+// End-to-end tests use it to stand in for operator containers in the
+// states of the seeds (a MOFED container that logs the storage-module
+// error and exits).
 func runSay(args []string) error {
 	fs := flag.NewFlagSet("say", flag.ContinueOnError)
 	code := fs.Int("exit", 0, "exit code")

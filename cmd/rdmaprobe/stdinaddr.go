@@ -15,7 +15,7 @@ import (
 )
 
 // stdinAddressWait bounds the wait for that line: longer than a slow pod
-// start of the server (a minute under TCG, seconds on a real node); the
+// start of the server (seconds on most nodes, a minute on a slow one); the
 // suite's own pod budget ends a client sooner if the server never starts.
 const stdinAddressWait = 5 * time.Minute
 

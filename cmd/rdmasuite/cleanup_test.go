@@ -130,7 +130,7 @@ func TestCleanupRunNamespacesUnchanged(t *testing.T) {
 	}
 }
 
-// Issue 28.4: a negative --older-than (a typo for a positive one) would
+// A negative --older-than (a typo for a positive one) would
 // select every run, a live one included: refused before any API call,
 // naming the fix. 0s stays the explicit "every run" (the bed uses it).
 func TestCleanupRefusesANegativeAge(t *testing.T) {

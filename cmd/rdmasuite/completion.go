@@ -9,7 +9,7 @@ import (
 	"strings"
 )
 
-// Shell completion (issue 30.3): the scripts ask the binary itself
+// Shell completion: the scripts ask the binary itself
 // (rdmasuite __complete WORDS...), so commands and flags never drift from
 // what the binary accepts. zsh runs the bash function through bashcompinit.
 const bashCompletion = `# rdmasuite completion for bash: source <(rdmasuite completion bash)

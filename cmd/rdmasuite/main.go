@@ -1,6 +1,23 @@
-// Command rdmasuite is the operator CLI: rendering reports and checking
-// threshold files. The conformance features themselves run with
-// `go test ./suites -args --kubeconfig=…`.
+// Command rdmasuite is the operator CLI of the conformance suite:
+//
+//   - run: run the acceptance suite as a Job in the cluster
+//     (suites/deploy), stream its log, bring its results back and render
+//     them, and delete what it created; results: fetch and render the
+//     results of a run started with --wait=false (--delete: then delete
+//     what it created).
+//   - report: render results files (table, Markdown, JUnit, Prometheus,
+//     HTML), optionally against a baseline; push: PUT their metrics to a
+//     Pushgateway.
+//   - doctor: check the cluster for the known failure modes, from the
+//     Kubernetes API only.
+//   - cleanup: delete what earlier runs left behind, by label.
+//   - thresholds check|list: validate and list per-SKU thresholds.
+//   - completion, version.
+//
+// Exit codes (exitCode): 0 passed; 1 a check did not pass (doctor: a
+// finding); 2 broken input, bad flags or an unreachable cluster; 3 passed
+// but regressed against --baseline. The suite's features also run from a
+// source tree with `go test ./suites -args --kubeconfig=…`.
 package main
 
 import (

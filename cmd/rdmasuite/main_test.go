@@ -86,7 +86,7 @@ func TestReportExitCodes(t *testing.T) {
 		{"passed, html", []string{passed, "--format", "html"}, reports.ExitPassed, "exit code 0"},
 		{"regression, html: the page and the exit code agree", []string{slower, "--baseline", passed, "--format", "html"}, reports.ExitRegression, "1 regression(s) against the baseline — exit code 3"},
 		{"no regression", []string{passed, "--baseline", slower}, reports.ExitPassed, "0 regression(s)"},
-		// A diff that compared nothing proves nothing: never green (issue 27.4).
+		// A diff that compared nothing proves nothing: never green.
 		{"no nodes in common is never green", []string{otherNodes, "--baseline", passed}, reports.ExitRegression, "no nodes in common"},
 		{"no nodes in common, junit", []string{otherNodes, "--baseline", passed, "--format", "junit"}, reports.ExitRegression, "the baseline comparison compared nothing"},
 		{"no nodes in common, html", []string{otherNodes, "--baseline", passed, "--format", "html"}, reports.ExitRegression, "exit code 3"},
@@ -206,7 +206,7 @@ func TestThresholdsList(t *testing.T) {
 	}
 }
 
-// Issue 30.3: --version and version print the version and the commit;
+// --version and version print the version and the commit;
 // report - reads the results on standard input, gzip-compressed or not;
 // the commands that talk to a cluster take --context.
 func TestCLIConventions(t *testing.T) {
@@ -250,7 +250,7 @@ func TestCLIConventions(t *testing.T) {
 	}
 }
 
-// Issue 30.3: completion scripts for bash and zsh ask the binary, which
+// Completion scripts for bash and zsh ask the binary, which
 // answers with its commands, a command's own flags (from its flag set) and
 // thresholds' subcommands.
 func TestCompletion(t *testing.T) {

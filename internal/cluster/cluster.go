@@ -95,7 +95,7 @@ func restConfig(kubeconfigFlag, context string) (*rest.Config, string, error) {
 	where := kubeconfigFlag
 	if kubeconfigFlag != "" {
 		if _, err := os.Stat(kubeconfigFlag); err != nil {
-			return nil, "", fmt.Errorf("--kubeconfig %s: %w%s", kubeconfigFlag, err, bedHint(kubeconfigFlag, " (the local bed writes it: run 'make bed-up' first)"))
+			return nil, "", fmt.Errorf("--kubeconfig %s: %w", kubeconfigFlag, err)
 		}
 		rules.ExplicitPath = kubeconfigFlag
 	} else {
@@ -131,25 +131,10 @@ func restConfig(kubeconfigFlag, context string) (*rest.Config, string, error) {
 	return cfg, where, nil
 }
 
-// bedHint is hint when the kubeconfig is the local bed's (hack/bed.sh
-// writes it under /var/lib/rdmasuite-bed), else nothing: a real cluster's
-// operator has no bed to bring up.
-func bedHint(where, hint string) string {
-	if strings.Contains(where, "rdmasuite-bed") {
-		return hint
-	}
-	return ""
-}
-
-// Reachable asks the API server for its version within timeout, so an
-// unreachable cluster is one clear error instead of a timeout per test.
-func Reachable(cfg *rest.Config, timeout time.Duration) (string, error) {
-	return ReachableFrom(cfg, "", timeout)
-}
-
-// ReachableFrom is Reachable for the cluster RESTConfig found at where: its
-// error says how to look into it (kubectl cluster-info with that
-// kubeconfig; the bed's status for the bed's).
+// ReachableFrom asks the API server of the cluster RESTConfig found at
+// where for its version within timeout, so an unreachable cluster is one
+// clear error instead of a timeout per test. The error says how to look
+// into it: kubectl cluster-info with that kubeconfig.
 func ReachableFrom(cfg *rest.Config, where string, timeout time.Duration) (string, error) {
 	c := rest.CopyConfig(cfg)
 	c.Timeout = timeout
@@ -159,15 +144,12 @@ func ReachableFrom(cfg *rest.Config, where string, timeout time.Duration) (strin
 	}
 	v, err := cs.Discovery().ServerVersion()
 	if err != nil {
-		hint := bedHint(where, " (is the bed up? 'make bed-status')")
-		if hint == "" {
-			check := "kubectl cluster-info"
-			if where != "" && where != "in-cluster" {
-				check = "kubectl --kubeconfig " + where + " cluster-info"
-			}
-			hint = " (check the server address in the kubeconfig, the network path to it (VPN, firewall, proxy) and that the API server is up: " + check + ")"
+		check := "kubectl cluster-info"
+		if where != "" && where != "in-cluster" {
+			check = "kubectl --kubeconfig " + where + " cluster-info"
 		}
-		return "", fmt.Errorf("cluster at %s is not reachable: %w%s", cfg.Host, err, hint)
+		return "", fmt.Errorf("cluster at %s is not reachable: %w (check the server address in the kubeconfig, the network path to it (VPN, firewall, proxy) and that the API server is up: %s)",
+			cfg.Host, err, check)
 	}
 	return v.GitVersion, nil
 }

@@ -35,7 +35,7 @@ current-context: ctx
 	}
 }
 
-// Issue 28.1: the client's own limit must not throttle a fleet run whose
+// The client's own limit must not throttle a fleet run whose
 // round starts every pair at once: the rate grows with the nodes, never
 // below the defaults, and a kubeconfig's own rate is kept.
 func TestScaleClientRate(t *testing.T) {

@@ -220,15 +220,15 @@ func judgeCross(r Round, fails []finding, errs []string) ([]finding, []string) {
 // ioErrorFix names the remedy for failed writes by what the mount is: a
 // soft mount fails writes by design once timeo × retrans run out; a hard
 // mount retries timeouts for ever, so an error there is one the NFS client
-// does not retry, which on the Soft-RoCE bed the kernel returned (fsync
-// EINVAL) when the device was removed under an in-flight write.
+// does not retry, which a kernel can return (EINVAL from fsync, seen on
+// Soft-RoCE) when the device is removed under an in-flight write.
 func ioErrorFix(fs stall.FSInfo, node string) string {
 	switch mountRetry(fs) {
 	case "soft":
 		return "a soft NFS mount returns EIO once timeo × retrans run out: mount hard (the default) so writers wait for the transport instead of failing"
 	case "hard":
 		return fmt.Sprintf("the mount is hard, so these are errors the NFS client does not retry, not timeouts; over RDMA the likely source is the transport failing writes in flight "+
-			"as the device went away (the bed's kernel returned EINVAL from fsync so): dmesg on %s (xprtrdma/rpcrdma, nfs) around the first error tells. Applications such as databases "+
+			"as the device went away (a kernel can fail an fsync in flight with EINVAL then): dmesg on %s (xprtrdma/rpcrdma, nfs) around the first error tells. Applications such as databases "+
 			"treat a failed fsync as fatal: stop or drain the NFS-over-RDMA writers on a node before its MOFED driver restarts (the Network Operator's upgrade policy can drain)", node)
 	}
 	return fmt.Sprintf("the writer did not report the mount's options: if the mount is soft, mount hard so writers wait for the transport; if it is hard, the RPC-over-RDMA transport failed writes in flight "+

@@ -148,8 +148,8 @@ func verifyPod(o Options, v *Verify, subPath string, ids []string) *corev1.Pod {
 // heldVerifyPod is the verify pod created when the writers are told to
 // stop: it idles (`rdmaprobe say --sleep`) until the runner execs the
 // verification in it, so its start on the peer overlaps the writers' stop
-// and collection instead of following them (issue 26: a pod start under
-// TCG is 15-30 s). Its start cannot disturb the measurement, which ended
+// and collection instead of following them (a pod start can take tens of
+// seconds on a slow node). Its start cannot disturb the measurement, which ended
 // at the stop. It idles at most hold; the runner deletes it when done.
 func heldVerifyPod(o Options, v *Verify, hold time.Duration) *corev1.Pod {
 	s := podrun.Spec{Name: v.Pod, Namespace: o.Namespace, RunID: o.RunID, Node: v.Node, Image: o.Image,

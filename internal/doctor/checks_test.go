@@ -111,7 +111,7 @@ func TestRulesComplete(t *testing.T) {
 	}
 }
 
-// Issue 27.7: the API-only doctor judges what it can see. Its node check
+// The API-only doctor judges what it can see. Its node check
 // is doctor/node-api (a pass says what it covered, never a host pass);
 // host checks are not its rows at all, so a healthy cluster passes, and
 // what it could not judge in the API stays not-run for --allow-not-run.

@@ -48,7 +48,7 @@ func TestGatherKeepsPendingPodsAndEveryContainersLog(t *testing.T) {
 	}
 }
 
-// Issue 28.4: the suite's default selection narrows the doctor to the
+// The suite's default selection narrows the doctor to the
 // run's nodes by name (Nodes), so a node outside it is not judged and its
 // pods are not gathered.
 func TestGatherNarrowsToTheRunsNodes(t *testing.T) {

@@ -9,7 +9,7 @@ import (
 	"github.com/rdmasuite/rdmasuite/workloads/portcounters"
 )
 
-// Issue 29.5: port counters read twice over the host probe's window while
+// Port counters read twice over the host probe's window while
 // the suite runs nothing. The deltas are staged in the form the host probe
 // reports them (portcounters.Deltas, compacted); the counter names and what
 // each driver has are those of workloads/portcounters/testdata and

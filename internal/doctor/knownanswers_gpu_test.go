@@ -221,7 +221,7 @@ var _ = answer(knownAnswer{rule: IOPressureOutlier, name: "idle cluster", source
 		return pressure(map[string]PSIAverages{"vm-1": {0, 0, 0}, "vm-2": {0.1, 0, 0}, "vm-3": {2, 1.5, 1.2}, "vm-4": {0, 0, 0}})
 	}})
 
-// Issue 27.7: a finding states only the order it observed. A marker
+// A finding states only the order it observed. A marker
 // without a time, or a failure without one, leaves the order unknown: the
 // evidence says so and what would tell, never "created after the failure".
 var _ = answer(knownAnswer{rule: PeermemRace, name: ".driver-ready present, its time unknown", source: "realworld/peermem-ctr-invalid-argument-symbol-mismatch.txt",
@@ -256,7 +256,7 @@ func TestNoUnobservedOrderIsStated(t *testing.T) {
 	}
 }
 
-// Issue 27.7: one cause gives one finding per pod. A generic "not Ready"
+// One cause gives one finding per pod. A generic "not Ready"
 // finding is not raised beside the specific finding that names why the
 // same node's pod is not Ready.
 func TestGenericFindingYieldsToTheSpecificOne(t *testing.T) {

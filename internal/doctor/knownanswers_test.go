@@ -513,7 +513,7 @@ var _ = answer(knownAnswer{rule: RDMADeviceMissing, name: "the MOFED driver pod 
 		return s
 	}})
 
-// Issue 27.7: a MOFED pod Pending with no node yet (no DaemonSet affinity
+// A MOFED pod Pending with no node yet (no DaemonSet affinity
 // naming one) is kept: attributed to the node its scheduler message names,
 // else reported cluster-wide as a failure carrying that message.
 func unplacedMOFED(msg string) State {

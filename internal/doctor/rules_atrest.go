@@ -8,8 +8,8 @@ import (
 	"github.com/rdmasuite/rdmasuite/workloads/portcounters"
 )
 
-// Issue 29.5: the host probe reads every RDMA port's counters right before
-// and right after its sampling window while the suite runs nothing on the
+// The host probe reads every RDMA port's counters right before and
+// right after its sampling window while the suite runs nothing on the
 // node. An error counter that rises there was raised by no load of ours:
 // the cable, the transceiver or the port is bad. Each counter is judged as
 // workloads/portcounters/COUNTERS.md documents it, with the table's default

@@ -240,7 +240,7 @@ func exitedRank(name, idx string, exit int32) *corev1.Pod {
 	return p
 }
 
-// Issue 26: a world is over when every rank's container has exited; the
+// A world is over when every rank's container has exited; the
 // run must not wait for the kubelet's terminal phase (the guest bed's
 // NCCL worlds waited 20-60 s each for it), and each rank reads the phase
 // the kubelet will report, so the verdict's rank states agree with the

@@ -90,7 +90,7 @@ func Pod(s Spec) *corev1.Pod {
 			DNSPolicy:                     corev1.DNSDefault,
 			TerminationGracePeriodSeconds: &grace,
 			AutomountServiceAccountToken:  &falseV,
-			// The bed's nodes and many GPU nodes are tainted; a probe pinned to
+			// Many GPU nodes are tainted; a probe pinned to
 			// a node must run there whatever the taints say.
 			Tolerations: []corev1.Toleration{{Operator: corev1.TolerationOpExists}},
 			Volumes:     volumes,
@@ -385,7 +385,8 @@ func Finished(p *corev1.Pod) bool {
 // EffectivePhase is the pod's phase, or, for a run-once pod whose
 // containers have all exited, the terminal phase the kubelet will report:
 // it sets that only after it has stopped the pod's sandbox, tens of
-// seconds later on a loaded node (issue 26).
+// seconds later on a loaded node, and waiting for it would hold the
+// run that long.
 func EffectivePhase(p *corev1.Pod) corev1.PodPhase {
 	if p == nil {
 		return ""

@@ -77,7 +77,7 @@ func TestRunStoppedByTheRunsDeadline(t *testing.T) {
 	}
 }
 
-// Issue 28.1: waiting on a pod is a watch, not a poll: a whole round of
+// Waiting on a pod is a watch, not a poll: a whole round of
 // pods (hundreds at once) must not queue behind the client's rate limit.
 // The fake API counts what the waiters ask: one list and one watch per
 // wait, and no GET per interval, however long the pod takes.

@@ -14,7 +14,7 @@ import (
 // (a probe pod's is 1 s). Unlike Delete, the pod stays in the API until
 // its kubelet has stopped its containers and sandbox and released its
 // devices (a hostdev VF, GPUs), so AwaitTerminating can hold the node's
-// next pods until then (issue 26): a force-deleted pod's devices are free
+// next pods until then: a force-deleted pod's devices are free
 // to the scheduler and the device manager at once, while its container
 // may still hold them, and its teardown competes with the next pods'
 // start on the node.

@@ -329,9 +329,7 @@ func (c Config) Validate() error {
 	return nil
 }
 
-// SizesArg is the sizes as the probe's --size flag takes them.
-func (c Config) SizesArg() string { return sizesArg(c.BWSizes) }
-
+// sizesArg is the sizes as the probe's --size flag takes them.
 func sizesArg(sizes []int) string {
 	parts := make([]string, len(sizes))
 	for i, s := range sizes {
@@ -393,8 +391,8 @@ const ProbeImageRepo = "docker.io/rdmasuite/rdmaprobe"
 // DefaultProbeImage is the released probe image of the suite's own version
 // (the version make stamps into both binaries, so the runner image of
 // version X defaults to the probe image of version X). A build without a
-// stamped version (go test from a source tree) says "dev": the bed's own
-// image, which the header flags on a real cluster.
+// stamped version (go test from a source tree) says "dev": a locally
+// built image that no registry serves, which the header flags (ImageNote).
 func DefaultProbeImage() string { return ProbeImageRepo + ":" + probeout.Version }
 
 // ImageNote is a header line when the probe image is a development build's

@@ -64,7 +64,7 @@ func TestGPUDirectNodesAndPods(t *testing.T) {
 		if !strings.HasPrefix(p.Name, "gd-shared-dev-s-") || !strings.Contains(strings.Join(c.Args, " "), "bw server --port 18515 --timeout 2m --counters-root /host --mem cuda:auto") {
 			t.Errorf("server pod %s: %v", p.Name, c.Args)
 		}
-		// The node's /sys, read-only, for the port counters (issue 29).
+		// The node's /sys, read-only, for the port counters.
 		if vm := c.VolumeMounts; len(vm) != 1 || vm[0].MountPath != "/host/sys" || !vm[0].ReadOnly || p.Spec.Volumes[0].HostPath.Path != "/sys" {
 			t.Errorf("pod %s mounts %+v", p.Name, vm)
 		}

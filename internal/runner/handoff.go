@@ -18,13 +18,12 @@ import (
 
 // A pair's client dials its server's pod IP, which exists only once the
 // server pod runs. Started one after the other, a pair costs two pod starts
-// in a row (≈ 18 s each in the bed's TCG guests, seconds to a minute on a
-// real node with image pulls and a CNI chain). Started together, the
-// client pod waits on its standard input (`rdmaprobe bw client … -`) and
-// the runner writes the server's address there over pods/attach as soon as
-// the server has one: one pod start per pair. The address goes over the
-// API server, so nothing depends on cluster DNS (the probe pods use
-// dnsPolicy Default) or on a Service.
+// in a row (seconds to a minute each with image pulls and a CNI chain).
+// Started together, the client pod waits on its standard input
+// (`rdmaprobe bw client … -`) and the runner writes the server's address
+// there over pods/attach as soon as the server has one: one pod start per
+// pair. The address goes over the API server, so nothing depends on
+// cluster DNS (the probe pods use dnsPolicy Default) or on a Service.
 
 // handoffMode is how this run's pairs start: in one probe pod per node
 // (every round's runs over pods/exec, nodepods.go), two pods per pair

@@ -50,7 +50,7 @@ func TestHostFactsCarryWhatTheRulesNeed(t *testing.T) {
 	}
 }
 
-// Issue 29.5: each port's at-rest deltas reach the doctor named as the
+// Each port's at-rest deltas reach the doctor named as the
 // port rules name ports, a port that could not be read keeps its reason,
 // and a probe without a window says so.
 func TestHostFactsCarryAtRestCounters(t *testing.T) {

@@ -20,9 +20,9 @@ import (
 // N (or 2N) pod starts in one wave, where a pod pair per node pair and
 // round costs 2 per pair in every round (the ring: 2N in two waves, plus
 // 2N for loopback in a third; all-pairs: N(N-1) in N-1 waves). A pod start
-// is the suite's overhead on a large cluster and most of its time in the
-// bed's TCG guests; the measurement is the same commands in the same kind
-// of pod (same device resource, capabilities, memlock, host sysfs mount).
+// is the suite's overhead on a large cluster and most of its time on slow
+// nodes; the measurement is the same commands in the same kind of pod
+// (same device resource, capabilities, memlock, host sysfs mount).
 
 // probeBinary is where the probe images keep rdmaprobe (their entrypoint).
 const probeBinary = "/usr/local/bin/rdmaprobe"
@@ -180,9 +180,9 @@ const teardownLimit = 2 * time.Minute
 // them) until the pods it deleted before are gone from the API: their
 // kubelets have stopped their containers and sandboxes, so the devices
 // and GPUs they held are free again, and the nodes no longer tear them
-// down while they start the next ones (issue 26: on the guest bed a
-// variant's node pods started in 66-102 s beside the last variant's
-// teardown, in 22 s on a quiet node). The wait is a phase of the run's
+// down while they start the next ones (pods that start beside another
+// pod's teardown on their node were seen to start three to five times
+// slower than on a quiet node). The wait is a phase of the run's
 // time breakdown; pods still terminating at the limit are force-deleted,
 // and the progress log says so.
 func (r *Runner) awaitTerminated(ctx context.Context, next string) {
@@ -337,7 +337,7 @@ func (r *Runner) runPairInNodePods(ctx context.Context, v Variant, sp sharedPair
 			srvPod.name, srvPod.node, sp.p, BWPort))
 	}
 	r.AddPhase(PhaseCollection, time.Since(collectStart))
-	r.assignSides(runs, pc, sideOutput{cres.Output, int32(cres.Exit), cerr}, sideOutput{srv.res.Output, int32(srv.res.Exit), werr})
+	r.assignSides(runs, pc, runSide{cres.Output, int32(cres.Exit), cerr}, runSide{srv.res.Output, int32(srv.res.Exit), werr})
 }
 
 // nodePodPlanLine says how a variant's paired features share their pods

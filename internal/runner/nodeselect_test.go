@@ -30,7 +30,7 @@ func selNode(name string, labels map[string]string, alloc map[string]int64, capO
 	return n
 }
 
-// Issue 28.4: without --node-selector the run covers the nodes that
+// Without --node-selector the run covers the nodes that
 // advertise a resource of its variants, never the control plane; an RDMA
 // node whose plugin advertises nothing now is still covered (it must
 // fail, not vanish); a CPU node is left out; the header says all of it.

@@ -22,9 +22,9 @@ import (
 // The paired features: each measures between a server pod and a client pod
 // per node pair. Selected together, they share those pods (one server and
 // one client pod per node pair and variant run every selected feature in
-// turn, rdmaprobe bw … --then …): on a real cluster, and more so under
-// TCG, a pod start costs more than the measurement, so starts per pair are
-// the suite's overhead at 256 nodes as on the bed.
+// turn, rdmaprobe bw … --then …): a pod start often costs more than the
+// measurement, so starts per pair are the suite's overhead on a cluster of
+// any size.
 const (
 	PairedBandwidth = "bandwidth"
 	PairedLatency   = "latency"
@@ -297,7 +297,7 @@ func (r *Runner) runPaired(ctx context.Context, v Variant, plan []string) map[st
 					seen.record(sp.p, res)
 				}
 				// The op checks, then the link checks of the same rail
-				// pairs (issue 29: the port counters stayed clean).
+				// pairs (the port counters stayed clean).
 				cs := append(res.Checks, res.LinkChecks...)
 				for k := range cs {
 					if sp.loopback {
@@ -444,20 +444,11 @@ func (r *Runner) runPair(ctx context.Context, v Variant, p pairing.Pair, runs []
 		sres.Logs, _ = podrun.Logs(context.WithoutCancel(ctx), r.Kube, r.Namespace(), srvSpec.Name)
 	}
 	r.AddPhase(PhaseCollection, time.Since(collectStart))
-	r.assignSides(runs, pc, sideOutput{cres.Logs, cres.ExitCode, cerr}, sideOutput{sres.Logs, sres.ExitCode, werr})
-}
-
-// sideOutput is what one side of a pair left: its output, exit status,
-// and the error that stopped it (client: it did not run to completion;
-// server: it did not end after its client).
-type sideOutput struct {
-	logs string
-	exit int32
-	err  error
+	r.assignSides(runs, pc, runSide{cres.Logs, cres.ExitCode, cerr}, runSide{sres.Logs, sres.ExitCode, werr})
 }
 
 // assignSides gives each run its part of both sides' outputs.
-func (r *Runner) assignSides(runs []pairRun, pc pairCommands, cli, srv sideOutput) {
+func (r *Runner) assignSides(runs []pairRun, pc pairCommands, cli, srv runSide) {
 	if !pc.multi {
 		in := runs[0].in
 		in.Client.Logs, in.Client.Exit, in.Client.PodErr = cli.logs, cli.exit, cli.err
@@ -502,7 +493,11 @@ func (r *Runner) clientRunArgs(v Variant, run pairRun) []string {
 	return a
 }
 
-// runSide is one run's part of one pod's output.
+// runSide is what one side of a pair left: its output, exit status, and
+// the error that stopped it (client: it did not run to completion;
+// server: it did not end after its client). assignSides takes one per
+// side for the whole pod; splitSide cuts a multi-run pod's into one per
+// run.
 type runSide struct {
 	logs string
 	exit int32
@@ -712,7 +707,7 @@ func (r *Runner) pairEstimate(sch pairedSchedule, sp sharedPair) (time.Duration,
 // hostRootMount is where a paired pod sees the node's /sys (as
 // hostRootMount/sys, read-only): the probe reads its rails' port counters
 // there when the pod's own sysfs has none, as in shared RDMA netns mode,
-// where a pod's view of a device lacks counters/ and hw_counters/ (issue 29).
+// where a pod's view of a device lacks counters/ and hw_counters/.
 const hostRootMount = "/host"
 
 func withHostSysfs(s podrun.Spec) podrun.Spec {

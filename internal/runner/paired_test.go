@@ -257,7 +257,7 @@ func TestStopDuringSharedPairsNamesTheRidingFeatures(t *testing.T) {
 	}
 }
 
-// Issue 28.1: the plan before the run: rounds, waves at the concurrency,
+// The plan before the run: rounds, waves at the concurrency,
 // an estimate, and nothing created. 256 nodes in a ring are 2 rounds of
 // 128 disjoint pairs: 2 waves at the default, 64 at --concurrency 4.
 func TestPlanIsRoundsNotPairs(t *testing.T) {

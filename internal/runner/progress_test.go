@@ -40,7 +40,7 @@ func TestCollectReportsProgress(t *testing.T) {
 	}
 }
 
-// Issue 28.1: wall time is rounds, not pairs. Concurrency 0 (the suite's
+// Wall time is rounds, not pairs. Concurrency 0 (the suite's
 // default) runs every item of a group at once: the disjoint pairs of a
 // round share no node. A positive value caps it.
 func TestCollectUnlimitedRunsTheWholeRoundAtOnce(t *testing.T) {
@@ -72,7 +72,7 @@ func TestCollectUnlimitedRunsTheWholeRoundAtOnce(t *testing.T) {
 	}
 }
 
-// Issue 28.1: a paired run reports its round, the pairs done of all its
+// A paired run reports its round, the pairs done of all its
 // pairs, the time elapsed and an ETA with every finished pair; a clean
 // pair goes to Status (a terminal's refreshing line) when one is set, and
 // a pair with any other outcome stays a line of its own.

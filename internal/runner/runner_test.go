@@ -108,7 +108,7 @@ func TestPortsCheckAgainstSKU(t *testing.T) {
 	if c := r.portsCheck(v, n, one(rails), true); c.Status != reports.Pass {
 		t.Fatalf("all %d ports: %+v", want, c)
 	}
-	// Issue 27.2: ports are distinct ports, not list entries.
+	// Ports are distinct ports, not list entries.
 	dup := append(append([]bw.Rail(nil), rails[:want-1]...), rails[0])
 	if c := r.portsCheck(v, n, one(dup), true); c.Status != reports.Fail || c.Measured[0].Value != float64(want-1) {
 		t.Fatalf("%d entries, %d distinct ports: %+v", want, want-1, c)
@@ -240,7 +240,7 @@ func TestRecordUnfinished(t *testing.T) {
 	}
 }
 
-// Issue 27.6: the header names which SKU of which file judges the nodes,
+// The header names which SKU of which file judges the nodes,
 // and each node without one with why; the results file carries every
 // node's SKU and file.
 func TestThresholdsHeaderAndNodeFacts(t *testing.T) {

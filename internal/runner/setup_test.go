@@ -19,7 +19,7 @@ import (
 	"github.com/rdmasuite/rdmasuite/reports"
 )
 
-// Issue 27.5: what stops a run before its checks is a result, not a klog
+// What stops a run before its checks is a result, not a klog
 // line: an error check naming the step, the cause and the fix.
 func TestSetupFailureIsAnErrorCheckWithCauseAndFix(t *testing.T) {
 	forbidden := fmt.Errorf("create run namespace rdmasuite-abc: %w", apierrors.NewForbidden(schema.GroupResource{Resource: "namespaces"}, "rdmasuite-abc",

@@ -9,7 +9,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 )
 
-// Issue 28.4: --variants auto (the default) runs what the cluster can run
+// --variants auto (the default) runs what the cluster can run
 // and names what it skipped and why; a variant the operator names is
 // never dropped; when nothing can run, the run still fails saying why.
 func TestResolveVariantsAuto(t *testing.T) {

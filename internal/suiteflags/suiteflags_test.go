@@ -47,7 +47,7 @@ func TestUsageListsTheSuiteFirstAndNeverPanics(t *testing.T) {
 	}
 }
 
-// Issue 30.3: flag help wraps to the terminal: no line of a description
+// Flag help wraps to the terminal: no line of a description
 // is wider than asked (a single word longer than that stays whole), and
 // nothing of it is lost.
 func TestLineWidthWraps(t *testing.T) {

@@ -46,7 +46,7 @@ type BWInput struct {
 type BWResult struct {
 	Checks []reports.Check
 	// LinkChecks are the <prefix>link checks, one per rail pair judged:
-	// the port counters around its measurements stayed clean (issue 29).
+	// the port counters around its measurements stayed clean.
 	// Apart from Checks so that a caller counting one check per rail and
 	// op keeps doing so; the runner reports both.
 	LinkChecks  []reports.Check

@@ -393,7 +393,7 @@ func TestNoPairVanishes(t *testing.T) {
 	}
 }
 
-// Issue 27.1: every error kind the envelope schema defines is read (the
+// Every error kind the envelope schema defines is read (the
 // probe's own "gpudirect" was "unknown kind") and explained with a
 // diagnosis that carries the probe's message and a fix.
 func TestEveryErrorKindHasDiagnosisAndFix(t *testing.T) {

@@ -30,7 +30,7 @@ const maxCPUShare = 1.2
 
 // DisturbanceNote says what competed with the measuring thread while a
 // figure was taken: on a busy node the average and the tail grow with it
-// while the typical figure holds (issue 31).
+// while the typical figure holds.
 func DisturbanceNote(what string, d *bw.Disturbance) string {
 	return fmt.Sprintf("%s: the measuring thread had %.0f %% of a CPU over the %.0f ms loop, was preempted %d times and blocked %d times; "+
 		"the probe's other threads used %.1f ms of CPU meanwhile (a busy node raises the average and the tail, less the typical figure)",

@@ -41,7 +41,7 @@ func expectFigures(t *testing.T, name string, c reports.Check, want string) {
 	}
 }
 
-// Issue 27.1: a figure the facts beside it contradict is refused (an
+// A figure the facts beside it contradict is refused (an
 // error naming the contradiction), never judged against the floor.
 func TestImpossibleBandwidthFiguresAreErrors(t *testing.T) {
 	for _, tc := range []struct {

@@ -11,7 +11,7 @@ import (
 	"github.com/rdmasuite/rdmasuite/workloads/portcounters"
 )
 
-// Issue 29: the port counters each side read around every (op, size).
+// The port counters each side read around every (op, size).
 // Two judgements come from them: the link stayed clean while it carried
 // the pair's traffic (one check per rail pair, <prefix>link), and the
 // port's own data or packet counter backs the bytes each measurement

@@ -66,7 +66,7 @@ func linkByRail(t *testing.T, res BWResult) map[string]reports.Check {
 	return out
 }
 
-// Issue 29.2: a rail whose bandwidth passes while its receive errors rise
+// A rail whose bandwidth passes while its receive errors rise
 // fails its link check, naming the side, port, counter and delta; the
 // clean rail passes with the counters read as its measurement.
 func TestDirtyLinkFailsAlthoughBandwidthPasses(t *testing.T) {
@@ -126,7 +126,7 @@ func TestDirtyLinkFailsAlthoughBandwidthPasses(t *testing.T) {
 	}
 }
 
-// Issue 29.3: a port whose own data counter is below the bytes the
+// A port whose own data counter is below the bytes the
 // measurement claims did not carry them: the op's check is an error, never
 // a pass, whatever its bandwidth says; the other op on the rail keeps its
 // verdict.

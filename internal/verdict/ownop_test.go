@@ -32,7 +32,7 @@ func rowsOf(t *testing.T, edit func(c, s *bw.ProbeOutput)) map[string]reports.Ch
 	return out
 }
 
-// Issue 32.3: a check is failed only by what happened to its own op and
+// A check is failed only by what happened to its own op and
 // rail; another op's error on the same rail is named in the evidence.
 // Without per-op errors (an older probe) the rail's error still fails
 // every op of the rail: nothing is passed on a guess.
@@ -66,7 +66,7 @@ func TestOneOpsErrorIsNotAnothersResult(t *testing.T) {
 	}
 }
 
-// Issue 32.2: every completion status has its own diagnosis and fix: a
+// Every completion status has its own diagnosis and fix: a
 // responder's refusal points at the memory layout or the peer, not the
 // link; only the statuses the fabric causes get the fabric's fix.
 func TestCompletionStatusDiagnosis(t *testing.T) {
@@ -96,7 +96,7 @@ func TestCompletionStatusDiagnosis(t *testing.T) {
 	}
 }
 
-// Issue 32.1: on Soft-RoCE a remote invalid request is rxe refusing a
+// On Soft-RoCE a remote invalid request is rxe refusing a
 // resend (perftest fails the same way between the same devices): the
 // diagnosis says so and the fix raises the ACK timeout; elsewhere the
 // refusal keeps the memory-layout fix.

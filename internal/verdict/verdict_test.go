@@ -74,7 +74,7 @@ func TestMemlockStatusValidatedAndExitAgrees(t *testing.T) {
 	}
 }
 
-// Issue 27.1 (memlock): the probe's own status is evidence, not the
+// Memlock: the probe's own status is evidence, not the
 // verdict. The runner judges the limit and the largest registration
 // against the SKU's floor (1 MiB for A100/HDR-200) itself.
 func TestMemlockRejudgedAgainstTheSKU(t *testing.T) {

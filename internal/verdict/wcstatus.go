@@ -52,9 +52,9 @@ const remoteInvalid = "remote invalid request error"
 
 // rxeRefusedResend is what a remote invalid request means on Soft-RoCE,
 // where it is the driver's own limit and not the probe's: perftest fails
-// the same way between the bed's two rxe guests (ib_write_bw -q 4 -s
-// 1048576 -n 150 at its default -u 14: "Failed status 9" after 15 resends
-// and 1 095 duplicate requests counted at the responder; issue 32).
+// the same way between two rxe hosts (ib_write_bw -q 4 -s 1048576 -n 150
+// at its default -u 14: "Failed status 9" after 15 resends and 1 095
+// duplicate requests counted at the responder).
 const rxeRefusedResend = "on Soft-RoCE (rxe) this is the responder refusing a resend after an ACK timeout, " +
 	"which perftest's ib_write_bw hits too between the same devices (status 9) when the host acknowledges late"
 

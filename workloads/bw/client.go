@@ -143,7 +143,7 @@ func isPeer(err error) bool {
 // cfg.Timeout: in a multi-run pod (--then) the server's previous run
 // answers its client's finish and then closes its listener, and a
 // connection for the next run that reached that listener in between is
-// dropped unanswered (seen on the bed as "connection reset by peer" while
+// dropped unanswered (seen as "connection reset by peer" while
 // the next run's server waited for a client). The request is idempotent:
 // nothing was measured on a dropped connection.
 func askRails(ctx context.Context, cfg ClientConfig, req *Requested) ([]Rail, error) {

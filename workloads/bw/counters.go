@@ -10,7 +10,7 @@ import (
 // pod's sysfs). Each side brackets every (op, size) with two reads of its
 // own rail: the client right after the server said ready and right after
 // its measurement, the server on start and on the client's done, so both
-// brackets hold the whole measurement (issue 29).
+// brackets hold the whole measurement.
 type CounterReader func(r Rail) (portcounters.Snapshot, error)
 
 // SizeCounters is one size's port-counter deltas: this side's rail and, on

@@ -56,7 +56,7 @@ func sentDelta(t *testing.T, d *portcounters.Deltas, dev string) uint64 {
 	return x.Delta
 }
 
-// Issue 29.1: both sides bracket every (op, size) and the client's result
+// Both sides bracket every (op, size) and the client's result
 // carries both sides' deltas, each of its own rail.
 func TestEverySizeCarriesBothSidesPortCounters(t *testing.T) {
 	cp, sp := &fakePorts{step: 100}, &fakePorts{step: 7}

@@ -5,7 +5,7 @@ package bw
 // process (the verbs endpoint's C loops; absent for the Go loop and for
 // endpoints that cannot tell). A polling loop on a core of its own reads a
 // CPU share near 1 and no preemption; a busy node shows here, beside the
-// figure it bent (issue 31).
+// figure it bent.
 type Disturbance struct {
 	WallMs         float64 `json:"wallMs"`         // the timed loop's wall time
 	ThreadCPUShare float64 `json:"threadCpuShare"` // the measuring thread's CPU time / WallMs

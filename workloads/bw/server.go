@@ -229,8 +229,8 @@ func (s *server) handle(ctx context.Context, nc net.Conn, finish chan<- struct{}
 	// to its finish: a request after the finish is its next run's (a
 	// multi-run pod, --then), which reached this run's listener before it
 	// closed. Answered here, that run would be served by this one and
-	// every later run would land one run early (on the bed a device-less
-	// client's quick runs ran ahead of its server, whose last run then
+	// every later run would land one run early (a device-less client's
+	// quick runs ran ahead of its server, whose last run then
 	// waited minutes for a client that had exited). Dropped unanswered,
 	// it is asked again of the next run (the client's askRails).
 	// An "error" is the exception: the client's one-way report of its own

@@ -217,8 +217,9 @@ func peerError(role, rail string, m message) *PeerError {
 	return &PeerError{Role: role, Rail: rail, Err: &probeout.Error{Kind: k, Message: m.Error}}
 }
 
-// sizeTimeout bounds one size's run: generous, since TCG guests move only
-// tens of MB/s, but finite so a dead peer cannot hang the pod forever.
+// sizeTimeout bounds one size's run: generous, since a slow emulated node
+// may move only tens of MB/s, but finite so a dead peer cannot hang the
+// pod forever.
 func sizeTimeout(p Params, size int) time.Duration {
 	if p.Duration > 0 {
 		return p.Duration + 2*time.Minute

@@ -371,7 +371,7 @@ func TestTransportFailureAfterFirstSize(t *testing.T) {
 	}
 }
 
-// Issue 32.3: each op's run carries its own error, so that a verdict can
+// Each op's run carries its own error, so that a verdict can
 // fail the op that broke and not the one that measured cleanly after it on
 // the same rail; the rail's error still joins them (older readers).
 func TestEachOpRunCarriesItsOwnError(t *testing.T) {

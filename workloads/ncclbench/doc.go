@@ -6,10 +6,11 @@
 // here drive Run with an in-process fake that simulates N ranks.
 //
 // Run measures one rank; Combine merges every rank's RankResult the way
-// nccl-tests' multi-process mode does on rank 0; Result.Tables converts
-// the merged result to workloads/nccl's Table so one verdict path judges
-// this engine and the operator's own nccl-tests binaries (RunBinary); Render
-// prints an nccl-tests-like table that nccl.ParseNCCLTests reads back.
+// nccl-tests' multi-process mode does on rank 0; Render prints the merged
+// result as an nccl-tests-like table that nccl.ParseNCCLTests reads back,
+// so one verdict path judges this engine and the operator's own
+// nccl-tests binaries (RunBinary); Result.Table is one collective's table
+// as workloads/nccl's Table.
 //
 // Semantics follow NVIDIA/nccl-tests (src/common.cu TimeTest, BenchTime,
 // startColl, setupArgs, CheckData; src/all_reduce.cu, all_gather.cu,

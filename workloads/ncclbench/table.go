@@ -10,29 +10,19 @@ import (
 )
 
 // Columns is the column header of nccl-tests since August 2022 (#wrong,
-// redop and root columns), which Tables and Render use.
+// redop and root columns), which Table and Render use.
 var Columns = []string{"size", "count", "type", "redop", "root",
 	"time", "algbw", "busbw", "#wrong", "time", "algbw", "busbw", "#wrong"}
 
-// Tables converts the result to workloads/nccl's Table, one per
-// collective, so one verdict path judges this engine and RunBinary alike.
-// See Table.
-func (r Result) Tables() map[nccl.Collective]nccl.Table {
-	out := make(map[nccl.Collective]nccl.Table, len(r.Collectives))
-	for _, cr := range r.Collectives {
-		out[cr.Collective] = r.table(cr)
-	}
-	return out
-}
-
 // Table is the nccl.Table of collective c: what nccl-tests' rank 0 would
-// have printed for the same run. Rows hold the sizes whose two variants
-// were both measured (nccl-tests always runs both; a row with one is kept
-// in the Result and rendered as a comment), Program is c's binary name,
-// OutOfBounds and AvgBusBW come from the CollectiveResult (HasAvgBusBW
-// only when something was measured), and every failure, the run's and
-// the collective's, is a Failures line ("Test failure: rank 1: ...") so a
-// verdict that fails on failure lines fails on them.
+// have printed for the same run, and what Render prints. Rows hold the
+// sizes whose two variants were both measured (nccl-tests always runs
+// both; a row with one is kept in the Result and rendered as a comment),
+// Program is c's binary name, OutOfBounds and AvgBusBW come from the
+// CollectiveResult (HasAvgBusBW only when something was measured), and
+// every failure, the run's and the collective's, is a Failures line ("Test
+// failure: rank 1: ...") so a verdict that fails on failure lines fails on
+// them.
 func (r Result) Table(c nccl.Collective) (nccl.Table, bool) {
 	cr, ok := r.Collective(c)
 	if !ok {

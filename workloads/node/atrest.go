@@ -7,9 +7,9 @@ import (
 )
 
 // AtRest is every RDMA port's counters read twice, right before and right
-// after the sampling window, while the suite runs nothing on the node
-// (issue 29.5). An error counter that rises on an idle port points at the
-// cable, the transceiver or the port itself: no load of ours caused it.
+// after the sampling window, while the suite runs nothing on the node.
+// An error counter that rises on an idle port points at the cable, the
+// transceiver or the port itself: no load of ours caused it.
 // The verdict is the doctor's (rule port-errors-at-rest); this is the
 // evidence.
 type AtRest struct {

@@ -11,7 +11,7 @@ import (
 	"github.com/rdmasuite/rdmasuite/workloads/portcounters"
 )
 
-// Issue 29.5: every RDMA port's counters are read right before and right
+// Every RDMA port's counters are read right before and right
 // after the sampling window, through the host root, and the report keeps
 // their compact deltas (or why they are unknown).
 

@@ -72,8 +72,9 @@ func rxe(name, raisedIn string, c Class, p Policy, meaning string) Entry {
 		Source: srcRxe + "; raised in " + raisedIn}
 }
 
-// table is the source of COUNTERS.md. Every default allowance is 0: issue
-// 29 wants physical/link errors at 0 and lets a SKU raise the others.
+// table is the source of COUNTERS.md. Every default allowance is 0: a
+// healthy link raises no physical or link error, and the other counters'
+// allowances are a SKU's to raise (portCounters.allow in its thresholds).
 //
 // counters/ widths: sysfs.c PORT_PMA_ATTR(name, counter, width, offset).
 // Meanings of counters/: the kernel ABI document. mlx5 meanings follow

@@ -27,8 +27,10 @@ func TestCountersDocInSync(t *testing.T) {
 	}
 }
 
-// Every counter issue 29 names is in the table, in the right group and driver.
-func TestTableCoversIssue29(t *testing.T) {
+// Every counter the suite reads (link and physical errors, congestion
+// signals, data and packet counts, the drivers' retry and sequence
+// errors) is in the table, in the right group and driver.
+func TestTableCoversTheCountersRead(t *testing.T) {
 	want := map[string][]string{
 		"counters/": {"symbol_error", "link_error_recovery", "link_downed", "port_rcv_errors",
 			"port_rcv_remote_physical_errors", "port_rcv_switch_relay_errors", "port_xmit_discards",

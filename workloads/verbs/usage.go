@@ -13,8 +13,8 @@ import (
 // (RUSAGE_SELF). A polling loop that ran undisturbed has as much thread
 // CPU time as wall time and no involuntary context switch; the process's
 // other threads (the Go runtime's, the server's connections) should use
-// next to none meanwhile (issue 31: what competes with the measuring
-// thread on a busy node).
+// next to none meanwhile. On a busy node these figures say what competed
+// with the measuring thread.
 type ThreadUsage struct {
 	Wall        time.Duration
 	ThreadCPU   time.Duration // user + system time of the measuring thread
@@ -80,8 +80,8 @@ var quiet struct {
 // and returns freed memory to the kernel at once (debug.FreeOSMemory), so
 // the background scavenger has nothing left to return in small paced
 // steps, and it turns the collector off until the last loop ends (the
-// loops allocate nothing; nothing else should run). In the bench guest
-// (issue 31) the probe's other threads used 0-11 ms of CPU over a 1 s
+// loops allocate nothing; nothing else should run). On a slow emulated
+// node the probe's other threads used 0-11 ms of CPU over a 1 s
 // latency loop without it and about as little with it: the runtime was
 // not what bent the figures there, and this keeps it so on a node whose
 // heap is busier. It runs before every loop, warm-up included, outside
