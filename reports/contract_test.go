@@ -76,7 +76,7 @@ func TestReadValidates(t *testing.T) {
 		{"empty status", func(r *Run) { r.Checks[0].Status = "" }, []string{"bandwidth/write", `status ""`, "pass, fail, error or not-run"}},
 		{"unknown status", func(r *Run) { r.Checks[1].Status = "skipped" }, []string{"memlock", `status "skipped"`}},
 		{"bad threshold op", func(r *Run) { r.Checks[0].Measured[0].Threshold.Op = "=>" }, []string{"bandwidth/write", "write_1MiB_avg", `"=>"`}},
-		// Issue 27.3: a status its own recorded value contradicts, a key
+		// Figures that cannot be true: a status its own recorded value contradicts, a key
 		// twice, an empty id, a negative byte count that is not the
 		// "unlimited" marker.
 		{"pass below its own floor", func(r *Run) { r.Checks[0].Measured[0].Value = 150 }, []string{"bandwidth/write", "is pass, but write_1MiB_avg = 150 Gb/s misses its bound >= 180"}},

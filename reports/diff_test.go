@@ -189,7 +189,7 @@ func TestDiffWorstPathPerPortCounts(t *testing.T) {
 	}
 }
 
-// Issue 27.4: a baseline check without values that is gone now is named,
+// Nothing in the baseline is dropped silently: a baseline check without values that is gone now is named,
 // a regression when its node is still in the run, "gone" when the node
 // left; a diff that compared nothing is never green.
 func TestDiffComparesEverythingInTheBaseline(t *testing.T) {

@@ -154,14 +154,14 @@ func portCells(r Run, ce culpritEnds) map[portEnd]*fleetCell {
 		return cell
 	}
 	for _, c := range r.Checks {
-		if IsLinkCheck(c.ID) && c.Status == Fail {
+		if c.Is().Link && c.Status == Fail {
 			for _, e := range checkEnds(c) {
 				if cell := cellOf(e); cell.dirtyLink == "" {
 					cell.dirtyLink = verdictText(c)
 				}
 			}
 		}
-		if !isBandwidthCheck(c.ID) {
+		if !isHeatCheck(c) {
 			continue
 		}
 		ends := checkEnds(c)
@@ -186,7 +186,7 @@ func (cell *fleetCell) add(c Check, e portEnd, ends []portEnd, explainedBy strin
 		partner = " with " + o.node
 	}
 	for _, m := range c.Measured {
-		if m.Unit != "Gb/s" {
+		if m.Unit != c.Is().HeatUnit {
 			continue
 		}
 		cell.measured = true
@@ -397,12 +397,12 @@ func fleetFloors(r Run) []string {
 	seen := map[string]bool{}
 	var out []string
 	for _, c := range r.Checks {
-		if !isBandwidthCheck(c.ID) {
+		if !isHeatCheck(c) {
 			continue
 		}
 		for _, m := range c.Measured {
 			t := m.Threshold
-			if t == nil || m.Unit != "Gb/s" {
+			if t == nil || m.Unit != c.Is().HeatUnit {
 				continue
 			}
 			src, _, _ := strings.Cut(t.Source, " — ")

@@ -187,7 +187,7 @@ func TestSmallRunsStayListed(t *testing.T) {
 	}
 }
 
-// Issue 29.7: a port whose bandwidth met the floor while its link check
+// A dirty link is not a clean pass: a port whose bandwidth met the floor while its link check
 // failed (its counters rose) is drawn apart from a clean pass and from a
 // slow port, and says why in its title; a link check is never a
 // bandwidth cell of its own (not even gpudirect/link).
@@ -222,7 +222,7 @@ func TestFleetDrawsADirtyLinkApart(t *testing.T) {
 	if stateColor[stateDirtyLink] == stateColor[stateMet] || stateColor[stateDirtyLink] == stateColor[stateBelow] {
 		t.Error("a dirty link must have its own colour")
 	}
-	if isBandwidthCheck("gpudirect/link") || isBandwidthCheck("bandwidth/link/loopback") || !IsLinkCheck("msgrate/link/loopback") {
+	if isHeatCheck(Check{ID: "gpudirect/link"}) || isHeatCheck(Check{ID: "bandwidth/link/loopback"}) || !knownTraits("msgrate/link/loopback").Link {
 		t.Error("link checks misclassified")
 	}
 }

@@ -260,7 +260,7 @@ func heatMap(r Run) heatSection {
 	if n := heatRows(r); n > heatFoldRows {
 		sec.Omitted = n
 		for _, c := range r.Checks {
-			if isBandwidthCheck(c.ID) && !hasUnit(c, "Gb/s") {
+			if isHeatCheck(c) && !hasUnit(c, c.Is().HeatUnit) {
 				sec.Unmeasured = append(sec.Unmeasured, checkRow{Status: string(c.Status), StatusText: statusText(r, c), ID: checkLabel(c),
 					Variant: c.Variant, Nodes: NodesText(c), Verdict: verdictText(c)})
 			}
@@ -289,13 +289,13 @@ func heatMap(r Run) heatSection {
 		}
 	}
 	for _, c := range r.Checks {
-		if !isBandwidthCheck(c.ID) {
+		if !isHeatCheck(c) {
 			continue
 		}
 		op := strings.TrimPrefix(c.ID, "bandwidth/")
 		n := 0
 		for _, m := range c.Measured {
-			if m.Unit != "Gb/s" {
+			if m.Unit != c.Is().HeatUnit {
 				continue
 			}
 			n++
@@ -380,15 +380,15 @@ func heatMap(r Run) heatSection {
 func heatRows(r Run) int {
 	rows := map[string]bool{}
 	for _, c := range r.Checks {
-		if !isBandwidthCheck(c.ID) {
+		if !isHeatCheck(c) {
 			continue
 		}
-		if !hasUnit(c, "Gb/s") {
+		if !hasUnit(c, c.Is().HeatUnit) {
 			rows[firstNode(c)+" "+orDash(railSource(c.Rail))] = true
 			continue
 		}
 		for _, m := range c.Measured {
-			if m.Unit != "Gb/s" {
+			if m.Unit != c.Is().HeatUnit {
 				continue
 			}
 			node, port := m.Node, m.Port
@@ -413,18 +413,9 @@ func hasUnit(c Check, unit string) bool {
 	return false
 }
 
-func isBandwidthCheck(id string) bool {
-	if IsLinkCheck(id) {
-		return false
-	}
-	return strings.HasPrefix(id, "bandwidth/write") || strings.HasPrefix(id, "bandwidth/read") || strings.HasPrefix(id, "gpudirect/")
-}
-
-// IsLinkCheck says whether id is a <feature>/link check (the port counters
-// around a rail pair's measurements stayed clean), loopback or not.
-func IsLinkCheck(id string) bool {
-	return strings.HasSuffix(id, "/link") || strings.Contains(id, "/link/")
-}
+// isHeatCheck says the check's measurements colour the pair heat map and
+// the fleet view.
+func isHeatCheck(c Check) bool { return c.Is().HeatUnit != "" }
 
 // worseCell: the lower ratio to the floor (or value without one) stands
 // for the cell.

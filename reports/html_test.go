@@ -189,7 +189,7 @@ func TestHTMLHeatMapAgainstTheFloor(t *testing.T) {
 		!strings.Contains(red[0], "0.79× the floor") {
 		t.Errorf("below-floor cells: %q", red)
 	}
-	// Green is met (issue 28): 399 and 440 Gb/s against 380 are healthy.
+	// Green is met (a healthy port must not read amber): 399 and 440 Gb/s against 380 are healthy.
 	if amber := rects[ColorNearFloor]; len(amber) != 0 {
 		t.Errorf("near-floor cells: %q", amber)
 	}

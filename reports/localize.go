@@ -56,22 +56,10 @@ type Finding struct {
 	Checks      []string `json:"checks,omitempty"`
 	Explanation string   `json:"explanation"`
 	// Counters: the ends of its failing link checks whose judged port
-	// counters rose (issue 29.4), at most maxCounterSides; CountersMore
+	// counters rose (to tell a bad port from a bad link), at most maxCounterSides; CountersMore
 	// counts the rest.
 	Counters     []CounterSide `json:"counters,omitempty"`
 	CountersMore int           `json:"countersMore,omitempty"`
-}
-
-// locPrefixes are the check families measured between two nodes.
-var locPrefixes = []string{"bandwidth/", "gpudirect/", "nccl/"}
-
-func locPairFamily(id string) bool {
-	for _, p := range locPrefixes {
-		if strings.HasPrefix(id, p) {
-			return true
-		}
-	}
-	return false
 }
 
 func locFailing(s Status) bool { return s == Fail || s == Error }
@@ -101,23 +89,23 @@ func locPairFailed(cs []Check) bool {
 	return false
 }
 
-// Localize reads the run's pair checks (ids under bandwidth/, gpudirect/
-// and nccl/ with exactly two nodes), per variant, and says where failures
+// Localize reads the run's localisation evidence (checks whose traits say
+// Localize, with exactly two nodes), per variant, and says where failures
 // sit: a node that fails with every partner (at least 2) is a bad node, or
 // a bad port when one of its rails fails with every partner while its other
 // rails pass; a failing pair whose two nodes both pass with some other
 // partner is a bad link; a failing pair with a node measured against that
 // one partner only is inconclusive. Not-run checks are no evidence either
-// way. Loopback checks (ids ending in /loopback, or both nodes the same)
+// way. Loopback checks (their traits say so, or both nodes are the same)
 // are not pairs: they only add to a node's explanation whether the node
 // works on its own. The order is deterministic.
 func Localize(run Run) []Finding {
 	byVariant := map[string]*variantEvidence{}
 	for _, c := range run.Checks {
-		if !locPairFamily(c.ID) || (c.Status != Pass && !locFailing(c.Status)) {
+		if !c.Is().Localize || (c.Status != Pass && !locFailing(c.Status)) {
 			continue
 		}
-		loop := strings.HasSuffix(c.ID, "/loopback") || (len(c.Nodes) == 2 && c.Nodes[0] == c.Nodes[1])
+		loop := c.Is().Loopback || (len(c.Nodes) == 2 && c.Nodes[0] == c.Nodes[1])
 		if (loop && len(c.Nodes) == 0) || (!loop && len(c.Nodes) != 2) {
 			continue
 		}

@@ -6,7 +6,7 @@ import (
 	"strings"
 )
 
-// Issue 29.4: a failing link check (<feature>/link) carries, per side, how
+// Which end of a dirty link: a failing link check (<feature>/link) carries, per side, how
 // many judged port counters rose above their allowance
 // (client_/server_counters_over_allowance, with the side's node and port).
 // Which end counted the errors tells a port from a link: receive-side errors
@@ -35,7 +35,7 @@ const overAllowanceSuffix = "_counters_over_allowance"
 func counterSides(cs []Check) []CounterSide {
 	var out []CounterSide
 	for _, c := range cs {
-		if !IsLinkCheck(c.ID) || !locFailing(c.Status) || len(c.Nodes) != 2 {
+		if !c.Is().Link || !locFailing(c.Status) || len(c.Nodes) != 2 {
 			continue
 		}
 		for _, m := range c.Measured {
@@ -81,7 +81,7 @@ func (s CounterSide) where() string {
 }
 
 // countersText names the ends that counted, each once with the partners it
-// counted them with ("rxe-node-1 rxe0/1 (with rxe-node-2)"), at most a few.
+// counted them with ("gpu-001 mlx5_0/1 (with gpu-002)"), at most a few.
 func countersText(sides []CounterSide) string {
 	partners := map[string][]string{}
 	var order []string

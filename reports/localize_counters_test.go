@@ -38,7 +38,7 @@ func locFindingOf(t *testing.T, fs []Finding, kind FindingKind, node string) Fin
 	return Finding{}
 }
 
-// Issue 29.4: a rail whose own port counts errors with every partner is
+// Which end of a dirty link: a rail whose own port counts errors with every partner is
 // that port or its cable; one whose partners count them (not it) is what it
 // sends; a pair whose errors one end counts says which; the culprits line
 // and the Markdown localisation carry it. Bandwidth passes everywhere: the

@@ -80,7 +80,7 @@ type Node struct {
 
 // Check is one verdict with its evidence.
 type Check struct {
-	ID      string   `json:"id"` // stable, e.g. bandwidth/write/shared-dev
+	ID      string   `json:"id"` // stable, e.g. bandwidth/write or bandwidth/write/loopback (the variant is its own field)
 	Title   string   `json:"title"`
 	Nodes   []string `json:"nodes"`
 	Variant string   `json:"variant,omitempty"` // shared-dev, hostdev
@@ -100,6 +100,9 @@ type Check struct {
 	// Timeline is the evidence's story as data (a disruption: driver
 	// gone, back, I/O stalled), for charts; the evidence stays the record.
 	Timeline []Span `json:"timeline,omitempty"`
+	// Traits say how reports present and use the check (Is); absent in
+	// files written before checks carried them.
+	Traits *Traits `json:"traits,omitempty"`
 }
 
 // Span is one interval of a check's timeline in seconds from its moment T

@@ -178,7 +178,7 @@ func checkLabels(c Check) []promLabel {
 		nodes = strings.Join(c.Nodes, ",")
 	}
 	return []promLabel{{"check", c.ID}, {"variant", c.Variant}, {"node", node}, {"peer", peer}, {"nodes", nodes},
-		{"rail", c.Rail}, {"op", checkOp(c.ID)}}
+		{"rail", c.Rail}, {"op", c.Is().Op}}
 }
 
 // measurementLabels are the check's labels with node the measurement's own
@@ -199,27 +199,6 @@ func measurementLabels(c Check, m Measurement) []promLabel {
 		}
 	}
 	return append(ls, promLabel{"port", m.Port}, promLabel{"name", m.Name}, promLabel{"unit", m.Unit}, promLabel{"size", size})
-}
-
-// checkOp is the operation a check id names: the RDMA op of bandwidth/<op>
-// and gpudirect/<op> (write, read: workloads/bw), the collective of
-// nccl/<collective> (workloads/nccl). Other ids (bandwidth/ports,
-// bandwidth/isolation, nccl/transport, memlock/…) name none: "".
-func checkOp(id string) string {
-	family, rest, _ := strings.Cut(id, "/")
-	switch family {
-	case "bandwidth", "gpudirect":
-		switch rest {
-		case "write", "read":
-			return rest
-		}
-	case "nccl":
-		switch rest {
-		case "all_reduce", "all_gather", "reduce_scatter", "alltoall", "broadcast", "reduce", "sendrecv":
-			return rest
-		}
-	}
-	return ""
 }
 
 // The measurement names that encode a size (internal/verdict: sizes as

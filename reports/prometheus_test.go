@@ -391,23 +391,27 @@ func TestPrometheusDuplicates(t *testing.T) {
 	}
 }
 
-// checkOp knows every op the workloads run: a new one must get its op label.
-func TestCheckOpKnowsTheWorkloads(t *testing.T) {
+// The op of every family the workloads run is known for results files
+// whose checks carry no traits: a new op must get its op label.
+func TestKnownTraitsKnowTheWorkloadsOps(t *testing.T) {
 	for _, op := range []bwload.Op{bwload.OpWrite, bwload.OpRead} {
-		for _, fam := range []string{"bandwidth/", "gpudirect/"} {
-			if got := checkOp(fam + string(op)); got != string(op) {
-				t.Errorf("checkOp(%s%s) = %q", fam, op, got)
+		for _, id := range []string{"bandwidth/" + string(op), "gpudirect/" + string(op), "bandwidth/" + string(op) + "/loopback", "latency/" + string(op), "msgrate/" + string(op)} {
+			if got := knownTraits(id).Op; got != string(op) {
+				t.Errorf("knownTraits(%s).Op = %q", id, got)
 			}
 		}
 	}
+	if got := knownTraits("latency/" + string(bwload.OpSend)).Op; got != string(bwload.OpSend) {
+		t.Errorf("knownTraits(latency/send).Op = %q", got)
+	}
 	for _, c := range nccl.Collectives {
-		if got := checkOp("nccl/" + string(c)); got != string(c) {
-			t.Errorf("checkOp(nccl/%s) = %q", c, got)
+		if got := knownTraits("nccl/" + string(c)).Op; got != string(c) {
+			t.Errorf("knownTraits(nccl/%s).Op = %q", c, got)
 		}
 	}
-	for _, id := range []string{"bandwidth/ports", "bandwidth/isolation", "nccl/transport", "memlock/rlimit", "doctor/node", "run/incomplete", "write", ""} {
-		if got := checkOp(id); got != "" {
-			t.Errorf("checkOp(%s) = %q, want none", id, got)
+	for _, id := range []string{"bandwidth/ports", "bandwidth/isolation", "bandwidth/link", "nccl/transport", "memlock/rlimit", "doctor/node", "run/incomplete", "write", ""} {
+		if got := knownTraits(id).Op; got != "" {
+			t.Errorf("knownTraits(%s).Op = %q, want none", id, got)
 		}
 	}
 }

@@ -117,20 +117,10 @@ func wrapCell(s string, width int) string {
 // first node measures, see Check.Nodes), a comma list for anything else
 // (a node's own check, an NCCL world).
 func NodesText(c Check) string {
-	if len(c.Nodes) == 2 && isPairCheck(c.ID) {
+	if len(c.Nodes) == 2 && c.Is().Pair {
 		return c.Nodes[0] + " → " + c.Nodes[1]
 	}
 	return strings.Join(c.Nodes, ", ")
-}
-
-// isPairCheck says the check measures from its first node to its second.
-func isPairCheck(id string) bool {
-	for _, p := range []string{"bandwidth/write", "bandwidth/read", "gpudirect/"} {
-		if strings.HasPrefix(id, p) {
-			return true
-		}
-	}
-	return false
 }
 
 // wrapText breaks s into lines of at most width columns (wrapCell), the

@@ -158,7 +158,7 @@ func TestShowEvidenceOnPass(t *testing.T) {
 	}
 }
 
-// Issue 30.3: a gzip-compressed results file (the in-cluster ConfigMap's
+// A gzip-compressed results file (the in-cluster ConfigMap's
 // results.json.gz) reads like the plain one, whatever its name; garbage
 // after the gzip header is an error naming the input.
 func TestDecodeGzip(t *testing.T) {

@@ -474,7 +474,7 @@ func tallyNodes(r Run) (map[string]*nodeTally, []string) {
 			}
 			if c.Status == Fail || c.Status == Error {
 				f := failingOn{label: checkLabel(c)}
-				if len(c.Nodes) == 2 && isPairCheck(c.ID) {
+				if len(c.Nodes) == 2 && c.Is().Pair {
 					f.partner = c.Nodes[0]
 					if f.partner == n {
 						f.partner = c.Nodes[1]

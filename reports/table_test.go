@@ -54,7 +54,7 @@ func TestTableFitsWrapsAndRollsUpPerNode(t *testing.T) {
 		if strings.Contains(flat, "gpu-a → gpu-b → gpu-c") {
 			t.Errorf("width %d: a world of three is not a pair:\n%s", width, out)
 		}
-		// Failures first (issue 28): the failing rows, then the roll-up.
+		// Failures first (an operator reads the culprit before the roll-up): the failing rows, then the roll-up.
 		roll := strings.Index(out, "per node")
 		main := strings.Index(out, "diagnosis / fix")
 		if roll < 0 || main < 0 || roll < main {

@@ -301,7 +301,7 @@ func (r *Runner) runPaired(ctx context.Context, v Variant, plan []string) map[st
 				cs := append(res.Checks, res.LinkChecks...)
 				for k := range cs {
 					if sp.loopback {
-						cs[k].ID += "/loopback"
+						cs[k] = asLoopback(cs[k])
 					}
 					cs[k].Duration = time.Since(start).Seconds()
 				}
@@ -716,4 +716,16 @@ func withHostSysfs(s podrun.Spec) podrun.Spec {
 	}
 	s.HostMounts["/sys"] = hostRootMount + "/sys"
 	return s
+}
+
+// asLoopback is a same-node pair's check: its id gets /loopback and its
+// traits say so (the reports then read it as the node's own, not a link's).
+func asLoopback(c reports.Check) reports.Check {
+	c.ID += "/loopback"
+	if c.Traits != nil {
+		t := *c.Traits
+		t.Loopback = true
+		c.Traits = &t
+	}
+	return c
 }

@@ -290,3 +290,19 @@ func TestPlanIsRoundsNotPairs(t *testing.T) {
 		}
 	}
 }
+
+// A same-node pair's checks read as loopback by id and by traits, and the
+// pair check they came from keeps its own traits.
+func TestAsLoopback(t *testing.T) {
+	pair := reports.Check{ID: "bandwidth/write", Traits: &reports.Traits{Pair: true, Op: "write", HeatUnit: "Gb/s", Localize: true}}
+	loop := asLoopback(pair)
+	if loop.ID != "bandwidth/write/loopback" || loop.Traits == nil || *loop.Traits != (reports.Traits{Pair: true, Loopback: true, Op: "write", HeatUnit: "Gb/s", Localize: true}) {
+		t.Errorf("loopback check %s %+v", loop.ID, loop.Traits)
+	}
+	if pair.Traits.Loopback {
+		t.Error("the pair check's traits changed")
+	}
+	if c := asLoopback(reports.Check{ID: "latency/link"}); c.ID != "latency/link/loopback" || c.Traits != nil || !c.Is().Loopback {
+		t.Errorf("a check without traits: %s %+v", c.ID, c.Is())
+	}
+}

@@ -354,6 +354,12 @@ type metric struct {
 	// SKU must have one and has not.
 	bound func(sku *thresholds.SKU, op string) (b thresholds.Bound, optionalMissing, err error)
 	fix   string // named when the bar is missed
+	// heatUnit: the reports colour their pair heat map and fleet view by
+	// this metric ("" keeps it off them).
+	heatUnit string
+	// localize: its failures between two nodes are evidence of a bad node,
+	// port or link (a slow ping-pong or message rate alone is not).
+	localize bool
 	// linkRateNote: a miss also checks the port's trained link rate.
 	linkRateNote bool
 	// latencyStats: the judged size's typical, p99 and max latency are
@@ -369,7 +375,7 @@ var (
 			b, err := sku.BandwidthFloor(op)
 			return b, nil, err
 		},
-		fix: FixSlow, linkRateNote: true}
+		fix: FixSlow, linkRateNote: true, heatUnit: "Gb/s", localize: true}
 	latencyMetric = metric{prefix: LatencyPrefix, what: "latency", unit: reports.UnitMicroseconds, suffix: "lat_avg",
 		read: func(f bw.Figures) (float64, bool) {
 			if f.Latency == nil {
@@ -404,8 +410,10 @@ func (in BWInput) measures() *metric {
 func (in BWInput) prefix() string { return in.measures().prefix }
 
 func (in BWInput) check(op, rail string) reports.Check {
-	return reports.Check{ID: in.prefix() + op, Title: fmt.Sprintf("RDMA %s %s %s → %s", op, in.measures().what, in.Client.Node, in.Server.Node),
-		Nodes: []string{in.Client.Node, in.Server.Node}, Variant: in.Variant, Rail: rail, Evidence: in.evidence()}
+	m := in.measures()
+	return reports.Check{ID: in.prefix() + op, Title: fmt.Sprintf("RDMA %s %s %s → %s", op, m.what, in.Client.Node, in.Server.Node),
+		Nodes: []string{in.Client.Node, in.Server.Node}, Variant: in.Variant, Rail: rail, Evidence: in.evidence(),
+		Traits: &reports.Traits{Pair: true, Op: op, HeatUnit: m.heatUnit, Localize: m.localize}}
 }
 
 // judgeRail fills one (rail pair, op) check.

@@ -151,9 +151,9 @@ func NCCL(in NCCLInput) []reports.Check {
 	ev := in.evidence(out, parsed)
 	colls := make([]reports.Check, len(in.Collectives))
 	for i, c := range in.Collectives {
-		colls[i] = in.check(NCCLPrefix+string(c), fmt.Sprintf("NCCL %s across %d GPU nodes", c, world), ev)
+		colls[i] = in.check(NCCLPrefix+string(c), fmt.Sprintf("NCCL %s across %d GPU nodes", c, world), ev, string(c))
 	}
-	tr := in.check(NCCLTransportID, fmt.Sprintf("NCCL used RDMA between %d GPU nodes", world), ev)
+	tr := in.check(NCCLTransportID, fmt.Sprintf("NCCL used RDMA between %d GPU nodes", world), ev, "")
 	tv, judged := in.judgeTransport(&tr)
 	all := func(st reports.Status, msg, fix string) {
 		for i := range colls {
@@ -276,9 +276,12 @@ func (in NCCLInput) rank(i int) (NCCLRank, bool) {
 	return NCCLRank{}, false
 }
 
-func (in NCCLInput) check(id, title string, ev []string) reports.Check {
+// check is one of the world's checks; op is its collective ("" for the
+// transport check). A world's failure is localisation evidence when it
+// spans two nodes.
+func (in NCCLInput) check(id, title string, ev []string, op string) reports.Check {
 	return reports.Check{ID: id, Title: title + " (" + strings.Join(in.Nodes, ", ") + ")", Nodes: append([]string(nil), in.Nodes...),
-		Variant: in.Variant, Evidence: append([]string(nil), ev...)}
+		Variant: in.Variant, Evidence: append([]string(nil), ev...), Traits: &reports.Traits{Localize: true, Op: op}}
 }
 
 // ended says the rank's container ended: only then is Exit its status.

@@ -141,6 +141,12 @@ func (w *worldCase) judge(t *testing.T) map[string]reports.Check {
 		if (c.Status == reports.Error || c.Status == reports.NotRun) && c.Reason == "" {
 			t.Errorf("%s is %s without a reason", c.ID, c.Status)
 		}
+		// Every world's check is localisation evidence; a collective's
+		// op is its name (the metrics' op label).
+		if want := (reports.Traits{Localize: true, Op: strings.TrimPrefix(c.ID, NCCLPrefix)}); c.ID == NCCLTransportID && (c.Traits == nil || *c.Traits != reports.Traits{Localize: true}) ||
+			c.ID != NCCLTransportID && (c.Traits == nil || *c.Traits != want) {
+			t.Errorf("%s traits %+v", c.ID, c.Traits)
+		}
 		m[c.ID] = c
 	}
 	return m
