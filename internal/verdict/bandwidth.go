@@ -1,6 +1,7 @@
 package verdict
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strings"
@@ -341,6 +342,11 @@ func demotePasses(cs []reports.Check, reason string) {
 type metric struct {
 	prefix string // the check ids' family
 	what   string // the titles' word
+	// titleHead starts a check's title ("RDMA" unless set); memory, when
+	// set, says where the buffers lived after the metric's word.
+	titleHead, memory string
+	// rails names the rails in the link check's title (what unless set).
+	rails  string
 	unit   string
 	suffix string // measurement names: <op>_<size>_<suffix>
 	// read takes the metric from one size's figures; false: not measured.
@@ -376,6 +382,21 @@ var (
 			return b, nil, err
 		},
 		fix: FixSlow, linkRateNote: true, heatUnit: "Gb/s", localize: true}
+	// gpuDirectMetric is bandwidth from GPU memory on both sides, judged
+	// against the SKU's gpuDirectWrite floor for every op (the SKU has no
+	// GPUDirect read floor, and a read's threshold source says so).
+	gpuDirectMetric = func() metric {
+		m := bandwidthMetric
+		m.prefix, m.titleHead, m.memory, m.rails = GPUDirectPrefix, "GPUDirect RDMA", "GPU memory on both sides", "GPUDirect"
+		m.bound = func(sku *thresholds.SKU, op string) (thresholds.Bound, error, error) {
+			k := *sku
+			k.Write, k.Read = k.GPUDirectWrite, k.GPUDirectWrite
+			k.Read.Source = "the gpuDirectWrite floor (the SKU has no GPUDirect read floor): " + k.Read.Source
+			b, err := k.BandwidthFloor(op)
+			return b, nil, err
+		}
+		return m
+	}()
 	latencyMetric = metric{prefix: LatencyPrefix, what: "latency", unit: reports.UnitMicroseconds, suffix: "lat_avg",
 		read: func(f bw.Figures) (float64, bool) {
 			if f.Latency == nil {
@@ -411,7 +432,11 @@ func (in BWInput) prefix() string { return in.measures().prefix }
 
 func (in BWInput) check(op, rail string) reports.Check {
 	m := in.measures()
-	return reports.Check{ID: in.prefix() + op, Title: fmt.Sprintf("RDMA %s %s %s → %s", op, m.what, in.Client.Node, in.Server.Node),
+	head, what := cmp.Or(m.titleHead, "RDMA"), m.what
+	if m.memory != "" {
+		what += ", " + m.memory + ","
+	}
+	return reports.Check{ID: in.prefix() + op, Title: fmt.Sprintf("%s %s %s %s → %s", head, op, what, in.Client.Node, in.Server.Node),
 		Nodes: []string{in.Client.Node, in.Server.Node}, Variant: in.Variant, Rail: rail, Evidence: in.evidence(),
 		Traits: &reports.Traits{Pair: true, Op: op, HeatUnit: m.heatUnit, Localize: m.localize}}
 }

@@ -26,9 +26,9 @@ const (
 
 // GPUDirect judges one gpudirect pair: the bandwidth verdict (every rail
 // pair × op must be measured at every size, errors typed, exit codes
-// agree: verdict.Bandwidth, not a copy of it) with the SKU's
-// gpuDirectWrite floor and gpudirect/<op> ids, plus what only GPU memory
-// has:
+// agree: verdict.Bandwidth, not a copy of it) with its metric from GPU
+// memory (gpuDirectMetric: the SKU's gpuDirectWrite floor, gpudirect/<op>
+// ids), plus what only GPU memory has:
 //   - a pod without a usable GPU (the probe's no-gpu error, the whole
 //     probe's or a rail's) is not-run with the probe's message: nothing on
 //     the fabric was measured;
@@ -42,18 +42,8 @@ const (
 //     both reasons and the fix;
 //   - a side whose output does not show GPU memory for the rail (host
 //     memory, or no memory record) is never a pass.
-//
-// in.SKU's gpuDirectWrite floor judges every op: the SKU has no separate
-// GPUDirect read floor, and the measurement's threshold source says so.
 func GPUDirect(in BWInput) BWResult {
-	ops := in.Ops
-	rename := func(cs []reports.Check) {
-		for i := range cs {
-			c := &cs[i]
-			c.ID = GPUDirectPrefix + strings.TrimPrefix(c.ID, "bandwidth/")
-			c.Title = "GPUDirect " + strings.Replace(c.Title, "bandwidth", "bandwidth, GPU memory on both sides,", 1)
-		}
-	}
+	in.metric = &gpuDirectMetric
 	var cli, srv bw.ProbeOutput
 	cPerr, cErr := probeout.ParseError(in.Client.Logs, bw.ProbeName, &cli)
 	sPerr, sErr := probeout.ParseError(in.Server.Logs, bw.ProbeName, &srv)
@@ -63,28 +53,15 @@ func GPUDirect(in BWInput) BWResult {
 	}{{in.Client, cPerr}, {in.Server, sPerr}} {
 		if pe.perr != nil && pe.perr.Kind == probeout.KindNoGPU && in.Client.PodErr == nil && in.Server.PodErr == nil {
 			var res BWResult
-			for _, op := range ops {
+			for _, op := range in.Ops {
 				c := in.check(op, "")
 				setOutcome(&c, reports.NotRun, fmt.Sprintf("pod %s on %s has no usable GPU: %s", pe.s.Pod, pe.s.Node, pe.perr.Message), "")
 				res.Checks = append(res.Checks, c)
 			}
-			rename(res.Checks)
 			return res
 		}
 	}
-	if in.SKU != nil {
-		k := *in.SKU
-		k.Write, k.Read = k.GPUDirectWrite, k.GPUDirectWrite
-		k.Read.Source = "the gpuDirectWrite floor (the SKU has no GPUDirect read floor): " + k.Read.Source
-		in.SKU = &k
-	}
 	res := Bandwidth(in)
-	rename(res.Checks)
-	for i := range res.LinkChecks {
-		c := &res.LinkChecks[i]
-		c.ID = GPUDirectPrefix + strings.TrimPrefix(c.ID, "bandwidth/")
-		c.Title = strings.Replace(c.Title, "the bandwidth rails'", "the GPUDirect rails'", 1)
-	}
 	cliRails, srvRails := map[string]bw.RailResult{}, map[string]bw.RailResult{}
 	if cErr == nil {
 		for _, rr := range cli.Rails {

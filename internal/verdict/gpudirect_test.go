@@ -70,9 +70,19 @@ func TestGPUDirectNoGPUIsNotRun(t *testing.T) {
 // The floor is the SKU's gpuDirectWrite (A100: 0.9 × 200 = 180 Gb/s),
 // not the host-memory write floor (180).
 func TestGPUDirectJudgedAgainstTheGPUDirectFloor(t *testing.T) {
-	c := onlyCheck(t, GPUDirect(gdPair(t, []string{"write"}, 185, nil)))
-	if c.ID != "gpudirect/write" || c.Status != reports.Pass || !strings.HasPrefix(c.Title, "GPUDirect RDMA write bandwidth, GPU memory on both sides,") {
+	res := GPUDirect(gdPair(t, []string{"write"}, 185, nil))
+	c := onlyCheck(t, res)
+	if c.ID != "gpudirect/write" || c.Status != reports.Pass || !strings.HasPrefix(c.Title, "GPUDirect RDMA write bandwidth, GPU memory on both sides,") ||
+		c.Traits == nil || *c.Traits != (reports.Traits{Pair: true, Op: "write", HeatUnit: "Gb/s", Localize: true}) {
 		t.Fatalf("%+v", c)
+	}
+	for _, l := range res.LinkChecks {
+		if l.ID != "gpudirect/link" || !strings.HasPrefix(l.Title, "the GPUDirect rails' port counters") || l.Traits == nil || !l.Traits.Link {
+			t.Errorf("link check %s %q %+v", l.ID, l.Title, l.Traits)
+		}
+	}
+	if len(res.LinkChecks) == 0 {
+		t.Error("no link check")
 	}
 	m := c.Measured[len(c.Measured)-1]
 	if m.Threshold == nil || m.Threshold.Value != 180 || !strings.Contains(m.Threshold.Source, "check_ib_bw_gdr 180") {
@@ -92,7 +102,7 @@ func TestGPUDirectJudgedAgainstTheGPUDirectFloor(t *testing.T) {
 		t.Fatalf("%+v", c)
 	}
 	// read has no floor of its own: the gpuDirectWrite floor, said so.
-	res := GPUDirect(gdPair(t, []string{"write", "read"}, 185, nil))
+	res = GPUDirect(gdPair(t, []string{"write", "read"}, 185, nil))
 	for _, c := range res.Checks {
 		m := c.Measured[len(c.Measured)-1]
 		if c.Status != reports.Pass || m.Threshold.Value != 180 {

@@ -1,6 +1,7 @@
 package verdict
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"slices"
@@ -164,7 +165,7 @@ func (in BWInput) confirmBytes(op string, run *bw.Report, rr bw.RailResult) (sho
 // any), on both sides, against the SKU's allowances (the counter table's
 // defaults where the SKU sets none).
 func (in BWInput) linkCheck(label string, rr bw.RailResult, ok bool) reports.Check {
-	c := reports.Check{ID: in.prefix() + "link", Title: fmt.Sprintf("the %s rails' port counters stayed clean %s → %s", in.measures().what, in.Client.Node, in.Server.Node),
+	c := reports.Check{ID: in.prefix() + "link", Title: fmt.Sprintf("the %s rails' port counters stayed clean %s → %s", cmp.Or(in.measures().rails, in.measures().what), in.Client.Node, in.Server.Node),
 		Nodes: []string{in.Client.Node, in.Server.Node}, Variant: in.Variant, Rail: label, Evidence: in.evidence(),
 		Traits: &reports.Traits{Pair: true, Link: true, Localize: in.measures().localize}}
 	allow, allowSrc := in.SKU.CounterAllowances()
