@@ -14,39 +14,21 @@ import (
 	"github.com/rdmasuite/rdmasuite/reports"
 )
 
-// pairedDecl declares one paired feature: the Go test it is registered in,
-// its suite label, title, check and assessment. The same table registers
-// the features (pairedFeatures) and predicts which of them the run
-// selected, so that they share one pod pair per node pair (pairedPlan).
-type pairedDecl struct {
-	test, suite, title, check, assess string
-	do                                func(context.Context, runner.Variant) []reports.Check
-}
-
-var pairedDecls = map[string]pairedDecl{
-	runner.PairedBandwidth: {"TestBandwidth", "rdma", "RDMA bandwidth between paired pods", "bandwidth",
-		"every rail of every node reaches its SKU's floor for every op, at the largest requested size",
-		func(ctx context.Context, v runner.Variant) []reports.Check { return run.Bandwidth(ctx, v) }},
-	runner.PairedLatency: {"TestLatency", "latency", "RDMA latency between paired pods", "latency",
-		"every rail of every node stays under its SKU's latency ceiling for every op",
-		func(ctx context.Context, v runner.Variant) []reports.Check { return run.Latency(ctx, v) }},
-	runner.PairedMsgRate: {"TestMsgRate", "msgrate", "RDMA message rate between paired pods", "msgrate",
-		"every rail of every node reaches its SKU's small-message write rate",
-		func(ctx context.Context, v runner.Variant) []reports.Check { return run.MsgRate(ctx, v) }},
-	runner.PairedGPUDirect: {"TestGPUDirect", "gpu", "GPUDirect RDMA between paired GPU pods", "gpudirect",
-		"every rail of every GPU node reaches its SKU's gpuDirectWrite floor from GPU memory, at the largest requested size",
-		func(ctx context.Context, v runner.Variant) []reports.Check { return run.GPUDirect(ctx, v) }},
-}
-
 // featureName is a variant feature's name (variantFeatures').
 func featureName(title string, v runner.Variant) string {
 	return fmt.Sprintf("%s (%s, %s)", title, v.Name, v.Resource)
 }
 
-// pairedFeatures registers a paired feature for every variant.
+// pairedFeatures declares a paired feature, as its definition
+// (runner.PairedSpec) says, for every variant.
 func pairedFeatures(name string) []features.Feature {
-	d := pairedDecls[name]
-	return variantFeatures(d.suite, d.title, d.check, d.assess, d.do)
+	d, err := runner.PairedSpecOf(name)
+	if err != nil {
+		panic(err) // a suite file names a feature the registry lacks
+	}
+	return variantFeatures(d.Suite, d.Title, d.Name, d.Assess, func(ctx context.Context, v runner.Variant) []reports.Check {
+		return run.Paired(ctx, v, d.Name)
+	})
 }
 
 // pairedPlan predicts, per variant, which paired features this run will
@@ -58,12 +40,11 @@ func pairedPlan(cfg *envconf.Config, variants []runner.Variant) map[string][]str
 		Run: lifecycle.FlagValue(flag.CommandLine, "test.run"), Skip: lifecycle.FlagValue(flag.CommandLine, "test.skip")}
 	plan := map[string][]string{}
 	for _, v := range variants {
-		for _, name := range runner.PairedFeatures {
-			d := pairedDecls[name]
-			x := selection.Feature{Test: d.test, Name: featureName(d.title, v), Assess: d.assess,
-				Labels: map[string]string{"suite": d.suite, "check": d.check, "variant": v.Name}}
+		for _, d := range runner.PairedSpecs() {
+			x := selection.Feature{Test: d.Test, Name: featureName(d.Title, v), Assess: d.Assess,
+				Labels: map[string]string{"suite": d.Suite, "check": d.Name, "variant": v.Name}}
 			if f.Selects(x) {
-				plan[v.Label] = append(plan[v.Label], name)
+				plan[v.Label] = append(plan[v.Label], d.Name)
 			}
 		}
 		// Memlock rides in the paired session's node pods when both run

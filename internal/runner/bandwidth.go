@@ -22,17 +22,6 @@ import (
 // BWPort is the TCP port of the bandwidth probe's out-of-band exchange.
 const BWPort = 18515
 
-// Bandwidth measures every selected node of the variant: paired pods (ring
-// or all pairs, plus same-node pairs with Loopback), every rail of every
-// pod, every op and size. Every selected node ends with rows: measured
-// rails, a failing row when it does not advertise the resource, and a
-// bandwidth/ports row comparing the rails its pods saw with the SKU; with
-// the hostdev variant also a bandwidth/isolation row saying whether its
-// pods saw only their own RDMA device.
-func (r *Runner) Bandwidth(ctx context.Context, v Variant) []reports.Check {
-	return r.Paired(ctx, v, PairedBandwidth)
-}
-
 // pairedNodes selects the variant's nodes for a pair feature whose checks
 // are ids (one per op): a not-advertising row per id for each node without
 // the resource, and the pairing rounds of those with it. done: the rows

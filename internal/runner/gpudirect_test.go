@@ -29,7 +29,7 @@ func TestGPUDirectNodesAndPods(t *testing.T) {
 	cfg := testConfig(t)
 	cfg.GPUDirectOps = []string{"write", "read"}
 	r := New(kube, cfg, "t-gd")
-	cs := r.GPUDirect(context.Background(), r.Cfg.VariantList()[0])
+	cs := r.Paired(context.Background(), r.Cfg.VariantList()[0], PairedGPUDirect)
 	rows := byNode(cs)
 	if len(rows["cpu-c"]) != 2 || len(rows["gpu-d"]) != 2 {
 		t.Fatalf("one row per op for each node: %+v", rows)
@@ -87,7 +87,7 @@ func TestGPUDirectOneGPUNode(t *testing.T) {
 		return false, nil, nil
 	})
 	r := New(kube, testConfig(t), "t-gd1")
-	rows := byNode(r.GPUDirect(context.Background(), r.Cfg.VariantList()[0]))
+	rows := byNode(r.Paired(context.Background(), r.Cfg.VariantList()[0], PairedGPUDirect))
 	if len(rows["gpu-a"]) != 1 || len(rows["cpu-b"]) != 1 || created != 0 {
 		t.Fatalf("one row per node, no pods (created %d): %+v", created, rows)
 	}
@@ -101,7 +101,14 @@ func TestGPUDirectOneGPUNode(t *testing.T) {
 
 // The bandwidth feature's pods stay as they were: host memory, no GPU.
 func TestBandwidthPodsUseHostMemory(t *testing.T) {
-	m := gpuMemory(testConfig(t).ncclSettings())
+	gpuMemory := func(c Config) bwMemory {
+		s, err := PairedSpecOf(PairedGPUDirect)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s.Memory(c)
+	}
+	m := gpuMemory(testConfig(t))
 	if strings.Join(m.args(), " ") != "--mem cuda:auto" || m.gpus != 1 || m.prefix != "gd" {
 		t.Fatalf("%+v", m)
 	}
@@ -116,7 +123,7 @@ func TestBandwidthPodsUseHostMemory(t *testing.T) {
 	cfg := testConfig(t)
 	cfg.GPUs = 4
 	r = New(fake.NewClientset(), cfg, "t-gpus")
-	if s := gpuMemory(cfg.ncclSettings()).spec(r.Spec(r.Cfg.VariantList()[0], "p", "n", nil, true)); s.Resources[GPUResource] != 4 {
+	if s := gpuMemory(cfg).spec(r.Spec(r.Cfg.VariantList()[0], "p", "n", nil, true)); s.Resources[GPUResource] != 4 {
 		t.Fatalf("--gpus wins when higher: %v", s.Resources)
 	}
 }

@@ -97,8 +97,8 @@ func TestPairPodsStartTogetherAndTheAddressIsHandedOver(t *testing.T) {
 	var lines []string
 	r.Progress = func(l string) { lines = append(lines, l) }
 	v := r.Cfg.VariantList()[0]
-	bwChecks := r.Bandwidth(context.Background(), v)
-	r.Latency(context.Background(), v)
+	bwChecks := r.Paired(context.Background(), v, PairedBandwidth)
+	r.Paired(context.Background(), v, PairedLatency)
 
 	pods := created()
 	if len(pods) != 4 || att.created != 2 {
@@ -165,7 +165,7 @@ func TestFailedHandOverFailsThePairNamingIt(t *testing.T) {
 	r := New(kube, cfg, "t-refused")
 	r.Attach = &fakeAttach{kube: kube, err: errors.New("pods \"x\" is forbidden: cannot attach")}
 	start := time.Now()
-	cs := r.Bandwidth(context.Background(), r.Cfg.VariantList()[0])
+	cs := r.Paired(context.Background(), r.Cfg.VariantList()[0], PairedBandwidth)
 	if took := time.Since(start); took > 10*time.Second {
 		t.Errorf("took %s: the failed hand-over did not end the client's wait", took)
 	}
@@ -198,7 +198,7 @@ func TestNoAttachRightStartsClientsAfterServers(t *testing.T) {
 	r.Attach = att
 	var lines []string
 	r.Progress = func(l string) { lines = append(lines, l) }
-	r.Bandwidth(context.Background(), r.Cfg.VariantList()[0])
+	r.Paired(context.Background(), r.Cfg.VariantList()[0], PairedBandwidth)
 	if att.sent != nil {
 		t.Errorf("attached without the right: %v", att.sent)
 	}

@@ -25,7 +25,7 @@ func TestLatencyNodesAndPods(t *testing.T) {
 		return false, nil, nil
 	})
 	r := New(kube, testConfig(t), "t-lat")
-	cs := r.Latency(context.Background(), r.Cfg.VariantList()[0])
+	cs := r.Paired(context.Background(), r.Cfg.VariantList()[0], PairedLatency)
 	rows := byNode(cs)
 	if len(rows["c"]) != 3 || rows["c"][2].ID != "latency/send" {
 		t.Fatalf("node c: one row per op of --lat-ops (write, read, send): %+v", rows["c"])
@@ -44,7 +44,7 @@ func TestLatencyNodesAndPods(t *testing.T) {
 		}
 	}
 	one := New(fake.NewClientset(testNode("a", 8)), testConfig(t), "t-lat1")
-	for _, c := range one.Latency(context.Background(), one.Cfg.VariantList()[0]) {
+	for _, c := range one.Paired(context.Background(), one.Cfg.VariantList()[0], PairedLatency) {
 		if c.Status != reports.NotRun {
 			t.Errorf("one node: %+v", c)
 		}
@@ -62,7 +62,7 @@ func TestMsgRateNodesAndPods(t *testing.T) {
 		return false, nil, nil
 	})
 	r := New(kube, testConfig(t), "t-mps")
-	cs := r.MsgRate(context.Background(), r.Cfg.VariantList()[0])
+	cs := r.Paired(context.Background(), r.Cfg.VariantList()[0], PairedMsgRate)
 	rows := byNode(cs)
 	if len(rows["c"]) != 1 || rows["c"][0].ID != "msgrate/write" || rows["c"][0].Status != reports.Fail {
 		t.Fatalf("node c: %+v", rows["c"])

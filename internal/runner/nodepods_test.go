@@ -201,8 +201,8 @@ func TestNodePodsServeEveryRoundOfAVariant(t *testing.T) {
 	var lines []string
 	r.Progress = func(l string) { lines = append(lines, l) }
 	v := r.Cfg.VariantList()[0]
-	bwChecks := r.Bandwidth(context.Background(), v)
-	latChecks := r.Latency(context.Background(), v)
+	bwChecks := r.Paired(context.Background(), v, PairedBandwidth)
+	latChecks := r.Paired(context.Background(), v, PairedLatency)
 
 	pods := created()
 	if len(pods) != 6 || ex.created != 6 {
@@ -285,7 +285,7 @@ func TestNodePodThatDidNotStartFailsOnlyItsPairs(t *testing.T) {
 	r.Exec = ex
 	var lines []string
 	r.Progress = func(l string) { lines = append(lines, l) }
-	cs := r.Bandwidth(context.Background(), r.Cfg.VariantList()[0])
+	cs := r.Paired(context.Background(), r.Cfg.VariantList()[0], PairedBandwidth)
 	if all := strings.Join(lines, "\n"); !strings.Contains(all, "node pods [shared-dev]: 3 of 4 running after ") || !strings.Contains(all, "not started on c (their pairs fail with the reason)") {
 		t.Errorf("no line names the node whose pod did not start: %q", lines)
 	}
@@ -335,7 +335,7 @@ func TestServerRunThatDidNotEndRetiresItsPod(t *testing.T) {
 	cfg.PairedPlan = map[string][]string{VariantSharedDev: {PairedBandwidth}}
 	r := New(kube, cfg, "t-nodepod-hang")
 	r.Exec = &fakeExec{kube: kube, out: "x\n", exit: 0, hang: "-n-a"}
-	cs := r.Bandwidth(context.Background(), r.Cfg.VariantList()[0])
+	cs := r.Paired(context.Background(), r.Cfg.VariantList()[0], PairedBandwidth)
 	cut, retired := 0, 0
 	for _, c := range cs {
 		if c.Status == reports.Pass {
@@ -384,7 +384,7 @@ func fallsBackToPairPods(t *testing.T, off bool, grants []string, why string) {
 	r.Attach = &fakeAttach{kube: kube}
 	var lines []string
 	r.Progress = func(l string) { lines = append(lines, l) }
-	r.Bandwidth(context.Background(), r.Cfg.VariantList()[0])
+	r.Paired(context.Background(), r.Cfg.VariantList()[0], PairedBandwidth)
 	if len(ex.commands()) != 0 {
 		t.Errorf("exec'd without the right: %q", ex.commands())
 	}
@@ -482,7 +482,7 @@ func TestMeasuredPairPassesInNodePodsAndACutStreamDoesNot(t *testing.T) {
 		r := New(kube, cfg, "t-nodepod-pass")
 		cli, srv := passingPair(t, cfg.BWOps, cfg.BWSizes, 8, 200, 196)
 		r.Exec = &fakeExec{kube: kube, out: cli, srvOut: srv, dropEnd: cut}
-		cs := r.Bandwidth(context.Background(), r.Cfg.VariantList()[0])
+		cs := r.Paired(context.Background(), r.Cfg.VariantList()[0], PairedBandwidth)
 		passed, ops := 0, 0
 		for _, c := range cs {
 			if c.ID != "bandwidth/write" && c.ID != "bandwidth/read" {
@@ -530,7 +530,7 @@ func TestMemlockRidesInTheNodePods(t *testing.T) {
 	r.Exec = ex
 	r.Attach = &fakeAttach{kube: kube}
 	v := r.Cfg.VariantList()[0]
-	r.Bandwidth(context.Background(), v)
+	r.Paired(context.Background(), v, PairedBandwidth)
 	nodePods := len(created())
 	mrExecs := 0
 	for _, c := range ex.commands() {

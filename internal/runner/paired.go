@@ -19,50 +19,25 @@ import (
 	"github.com/rdmasuite/rdmasuite/workloads/probeout"
 )
 
-// The paired features: each measures between a server pod and a client pod
-// per node pair. Selected together, they share those pods (one server and
-// one client pod per node pair and variant run every selected feature in
-// turn, rdmaprobe bw … --then …): a pod start often costs more than the
-// measurement, so starts per pair are the suite's overhead on a cluster of
-// any size.
-const (
-	PairedBandwidth = "bandwidth"
-	PairedLatency   = "latency"
-	PairedMsgRate   = "msgrate"
-	PairedGPUDirect = "gpudirect"
-)
-
-// PairedFeatures lists the paired features in the order a shared pod runs
-// them.
-var PairedFeatures = []string{PairedBandwidth, PairedLatency, PairedMsgRate, PairedGPUDirect}
-
-// pairedFeature is what one paired feature puts into a pair's pods, and
-// how its checks are judged.
+// pairedFeature is a paired feature as this run runs it: its definition
+// and what the run's flags make of it.
 type pairedFeature struct {
+	spec  PairedSpec
 	name  string
 	ids   []string // its check ids, one per op
 	ops   []string
 	sizes []int
 	mem   bwMemory
-	judge func(verdict.BWInput) verdict.BWResult
 }
 
 func (r *Runner) pairedFeature(name string) pairedFeature {
-	f := pairedFeature{name: name}
-	prefix := ""
-	switch name {
-	case PairedLatency:
-		prefix, f.ops, f.sizes, f.mem, f.judge = verdict.LatencyPrefix, r.Cfg.LatOps, r.Cfg.LatSizes, latencyMemory, verdict.Latency
-	case PairedMsgRate:
-		prefix, f.ops, f.sizes, f.mem, f.judge = verdict.MsgRatePrefix, []string{"write"}, r.Cfg.MsgRateSizes, msgRateMemory, verdict.MsgRate
-	case PairedGPUDirect:
-		cfg := r.Cfg.ncclSettings()
-		prefix, f.ops, f.sizes, f.mem, f.judge = verdict.GPUDirectPrefix, cfg.GPUDirectOps, r.Cfg.BWSizes, gpuMemory(cfg), verdict.GPUDirect
-	default:
-		prefix, f.ops, f.sizes, f.mem, f.judge = "bandwidth/", r.Cfg.BWOps, r.Cfg.BWSizes, hostMemory, verdict.Bandwidth
+	spec, err := PairedSpecOf(name)
+	if err != nil {
+		panic(err) // the plan holds names of pairedSpecs only
 	}
+	f := pairedFeature{spec: spec, name: name, ops: spec.Ops(r.Cfg), sizes: spec.Sizes(r.Cfg), mem: spec.Memory(r.Cfg)}
 	for _, op := range f.ops {
-		f.ids = append(f.ids, prefix+op)
+		f.ids = append(f.ids, name+"/"+op)
 	}
 	return f
 }
@@ -71,8 +46,8 @@ func (r *Runner) pairedFeature(name string) pairedFeature {
 // feature's selection (with its same-node pairs under --loopback) for the
 // host-memory features, GPU nodes only for gpudirect.
 func (r *Runner) pairedNodesOf(ctx context.Context, v Variant, f pairedFeature) (with []corev1.Node, rounds [][]pairing.Pair, rows []reports.Check, done bool) {
-	if f.name != PairedGPUDirect {
-		return r.pairedNodes(ctx, v, f.ids, f.name == PairedBandwidth && r.Cfg.Loopback)
+	if !f.spec.GPUNodes {
+		return r.pairedNodes(ctx, v, f.ids, f.spec.NodeRows && r.Cfg.Loopback)
 	}
 	usable, rows, done := r.gpuNodes(ctx, v, f.ids)
 	if done {
@@ -118,8 +93,13 @@ func (r *Runner) memlockRides(v Variant) bool {
 	return slices.Contains(r.Cfg.PairedPlan[v.Label], MemlockRider)
 }
 
-// Paired returns the checks of paired feature name for the variant. When
-// the run selected name together with other paired features
+// Paired returns the checks of paired feature name (a PairedSpec) for the
+// variant: its pairs (--pairing among its nodes, every rail, every op and
+// size), and every selected node ends with rows: a failing row when it
+// does not advertise the resource, not-run when no pair can be formed;
+// the NodeRows feature adds same-node pairs under --loopback and a
+// per-node bandwidth/ports row (with hostdev a bandwidth/isolation row).
+// When the run selected name together with other paired features
 // (Cfg.PairedPlan), the first of them to ask runs all of them in one
 // server/client pod pair per node pair; otherwise name runs in pods of
 // its own.
@@ -167,7 +147,7 @@ type sharedPair struct {
 // on a subset of the nodes, come in groups of their own after the shared
 // ones, so no group holds two pairs that the features' own rounds kept
 // apart). Same-node pairs are the last group.
-func pairGroups(order []string, rounds map[string][][]pairing.Pair, loopback []string) [][]sharedPair {
+func pairGroups(order []string, rounds map[string][][]pairing.Pair, loopFeature string, loopback []string) [][]sharedPair {
 	var groups [][]sharedPair
 	where := map[pairing.Pair][2]int{}
 	for _, name := range order {
@@ -196,7 +176,7 @@ func pairGroups(order []string, rounds map[string][][]pairing.Pair, loopback []s
 	if len(loopback) > 0 {
 		var g []sharedPair
 		for _, n := range loopback {
-			g = append(g, sharedPair{p: pairing.Pair{Server: n, Client: n}, feats: []string{PairedBandwidth}, loopback: true})
+			g = append(g, sharedPair{p: pairing.Pair{Server: n, Client: n}, feats: []string{loopFeature}, loopback: true})
 		}
 		groups = append(groups, g)
 	}
@@ -235,11 +215,11 @@ func groupCounts(groups [][]sharedPair) (pairs, separate int, riding []string) {
 
 // runPaired runs the features of plan for the variant and returns each
 // one's checks: its own rows (nodes without the resource, no pair), every
-// pair's judged checks, and for bandwidth the same-node pairs and the
-// per-node ports/isolation rows.
+// pair's judged checks, and for the feature that owns the node rows
+// (NodeRows) the same-node pairs and the per-node ports/isolation rows.
 func (r *Runner) runPaired(ctx context.Context, v Variant, plan []string) map[string][]reports.Check {
 	sch := r.schedulePaired(ctx, v, plan)
-	feats, out, byName, groups, bwNodes := sch.feats, sch.rows, sch.byName, sch.groups, sch.bwNodes
+	feats, out, byName, groups := sch.feats, sch.rows, sch.byName, sch.groups
 	var mode handoffMode
 	if len(groups) > 0 {
 		mode = r.pairStartMode(ctx)
@@ -292,8 +272,8 @@ func (r *Runner) runPaired(ctx context.Context, v Variant, plan []string) map[st
 			per[i] = map[string][]reports.Check{}
 			var all []reports.Check
 			for _, run := range runs {
-				res := run.feature.judge(*run.in)
-				if run.feature.name == PairedBandwidth {
+				res := run.feature.spec.Judge(*run.in)
+				if run.feature.spec.NodeRows {
 					seen.record(sp.p, res)
 				}
 				// The op checks, then the link checks of the same rail
@@ -316,8 +296,8 @@ func (r *Runner) runPaired(ctx context.Context, v Variant, plan []string) map[st
 			}
 		}
 	}
-	for _, n := range bwNodes {
-		out[PairedBandwidth] = append(out[PairedBandwidth], r.nodeRows(v, n, &seen)...)
+	for _, n := range sch.rowNodes {
+		out[sch.rowFeature] = append(out[sch.rowFeature], r.nodeRows(v, n, &seen)...)
 	}
 	return out
 }
@@ -476,21 +456,7 @@ func (r *Runner) clientRunArgs(v Variant, run pairRun) []string {
 	if r.Cfg.RailParallel {
 		a = append(a, "--rail-parallel")
 	}
-	switch {
-	case m.latency:
-		// One operation at a time on one QP (--latency sets depth and
-		// moderation), perftest's iteration count.
-		a = append(a, "--iters", strconv.Itoa(r.Cfg.LatIters))
-	case m.msgrate:
-		// perftest's message-rate run: tx depth 128, a completion every
-		// 100 posts (the probe's defaults), iteration mode.
-		a = append(a, "--qps", strconv.Itoa(r.Cfg.MsgRateQPs), "--iters", strconv.Itoa(r.Cfg.MsgRateIters))
-	case r.Cfg.BWIters > 0:
-		a = append(a, "--qps", strconv.Itoa(r.Cfg.BWQPs), "--iters", strconv.Itoa(r.Cfg.BWIters))
-	default:
-		a = append(a, "--qps", strconv.Itoa(r.Cfg.BWQPs), "--duration", r.Cfg.BWDuration.String())
-	}
-	return a
+	return append(a, run.feature.spec.RunArgs(r.Cfg)...)
 }
 
 // runSide is what one side of a pair left: its output, exit status, and
@@ -550,13 +516,16 @@ func splitSide(logs string, podExit int32, podErr error, names []string) []runSi
 // pairedSchedule is what a variant's paired features will run: each
 // feature's own rows (nodes without the resource, no pair), the node
 // pairs grouped into rounds that share pods, and the nodes whose
-// ports/isolation rows bandwidth owes. Reads the API only.
+// ports/isolation rows the NodeRows feature owes. Reads the API only.
 type pairedSchedule struct {
-	feats   map[string]pairedFeature
-	rows    map[string][]reports.Check
-	byName  map[string]corev1.Node
-	groups  [][]sharedPair
-	bwNodes []corev1.Node
+	feats  map[string]pairedFeature
+	rows   map[string][]reports.Check
+	byName map[string]corev1.Node
+	groups [][]sharedPair
+	// rowNodes are the nodes the NodeRows feature (rowFeature) gives
+	// their per-node rows.
+	rowNodes   []corev1.Node
+	rowFeature string
 }
 
 func (r *Runner) schedulePaired(ctx context.Context, v Variant, plan []string) pairedSchedule {
@@ -565,7 +534,8 @@ func (r *Runner) schedulePaired(ctx context.Context, v Variant, plan []string) p
 	rounds := map[string][][]pairing.Pair{}
 	byName := map[string]corev1.Node{}
 	var order, loopback []string
-	var bwNodes []corev1.Node
+	var rowNodes []corev1.Node
+	rowFeature := ""
 	for _, name := range plan {
 		f := r.pairedFeature(name)
 		feats[name] = f
@@ -574,11 +544,12 @@ func (r *Runner) schedulePaired(ctx context.Context, v Variant, plan []string) p
 		for _, n := range with {
 			byName[n.Name] = n
 		}
-		if name == PairedBandwidth {
+		if f.spec.NodeRows {
 			// The ports and isolation rows are every node's, measured
 			// or not; a feature whose nodes could not be listed has none.
+			rowFeature = name
 			if !done {
-				bwNodes = with
+				rowNodes = with
 				if r.Cfg.Loopback {
 					loopback = nodeNames(with)
 				}
@@ -590,8 +561,8 @@ func (r *Runner) schedulePaired(ctx context.Context, v Variant, plan []string) p
 		rounds[name] = rs
 		order = append(order, name)
 	}
-	groups := pairGroups(order, rounds, loopback)
-	return pairedSchedule{feats: feats, rows: out, byName: byName, groups: groups, bwNodes: bwNodes}
+	groups := pairGroups(order, rounds, rowFeature, loopback)
+	return pairedSchedule{feats: feats, rows: out, byName: byName, groups: groups, rowNodes: rowNodes, rowFeature: rowFeature}
 }
 
 // typicalPodStart is the plan's allowance for starting a pod pair (image
@@ -686,8 +657,7 @@ func (r *Runner) railsText(lo, hi int) string {
 
 // pairEstimate is one pair's measurement time from the flags: per feature,
 // rails (railsInSequence, as the client's pod budget counts them) ×
-// ops × sizes × the time per measurement (--bw-duration, or about a second
-// for an iteration count), plus a second of setup per rail and op; and
+// ops × sizes × the feature's time per measurement (PerMeasurement), plus a second of setup per rail and op; and
 // the rails it measures one after another (for the plan line).
 func (r *Runner) pairEstimate(sch pairedSchedule, sp sharedPair) (time.Duration, int) {
 	sku, _ := r.Cfg.Thresholds.ForNode(sp.p.Client, sch.byName[sp.p.Client].Labels, r.Cfg.SKU)
@@ -695,10 +665,7 @@ func (r *Runner) pairEstimate(sch pairedSchedule, sp sharedPair) (time.Duration,
 	var d time.Duration
 	for _, name := range sp.feats {
 		f := sch.feats[name]
-		per := time.Second
-		if name == PairedBandwidth && r.Cfg.BWIters == 0 && r.Cfg.BWDuration > 0 {
-			per = r.Cfg.BWDuration
-		}
+		per := f.spec.PerMeasurement(r.Cfg)
 		d += time.Duration(rails*len(f.ops)) * (time.Duration(len(f.sizes))*per + time.Second)
 	}
 	return d, rails

@@ -79,9 +79,9 @@ func TestPairedFeaturesShareOnePodPairPerNodePair(t *testing.T) {
 	r.Progress = func(l string) { lines = append(lines, l) }
 	v := r.Cfg.VariantList()[0]
 	got := map[string][]reports.Check{
-		"bandwidth": r.Bandwidth(context.Background(), v),
-		"latency":   r.Latency(context.Background(), v),
-		"msgrate":   r.MsgRate(context.Background(), v),
+		"bandwidth": r.Paired(context.Background(), v, PairedBandwidth),
+		"latency":   r.Paired(context.Background(), v, PairedLatency),
+		"msgrate":   r.Paired(context.Background(), v, PairedMsgRate),
 	}
 	pods := created()
 	if len(pods) != 4 {
@@ -142,7 +142,7 @@ func TestPairedFeatureNotInThePlanRunsAlone(t *testing.T) {
 	cfg := testConfig(t)
 	cfg.PairedPlan = map[string][]string{VariantSharedDev: {PairedBandwidth}}
 	r := New(kube, cfg, "t-alone")
-	r.Latency(context.Background(), r.Cfg.VariantList()[0])
+	r.Paired(context.Background(), r.Cfg.VariantList()[0], PairedLatency)
 	for _, p := range created() {
 		if args := strings.Join(p.Spec.Containers[0].Args, " "); !strings.HasPrefix(p.Name, "lat-") || strings.Contains(args, "--then") || strings.Contains(args, "--run-name") {
 			t.Errorf("pod %s: %s", p.Name, args)
@@ -157,7 +157,7 @@ func TestPairGroupsMergeSharedPairsAndKeepOthersApart(t *testing.T) {
 		PairedBandwidth: {{ab, bc}, {ba, cb}},
 		PairedLatency:   {{ab, bc}, {ba, cb}},
 		PairedGPUDirect: {{ab}, {ba, pairing.Pair{Server: "a", Client: "c"}}},
-	}, []string{"a"})
+	}, PairedBandwidth, []string{"a"})
 	if len(groups) != 4 {
 		t.Fatalf("groups: %+v", groups)
 	}
@@ -237,7 +237,7 @@ func TestStopDuringSharedPairsNamesTheRidingFeatures(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		r.Bandwidth(context.Background(), r.Cfg.VariantList()[0])
+		r.Paired(context.Background(), r.Cfg.VariantList()[0], PairedBandwidth)
 	}()
 	<-started
 	if n := r.RecordUnfinished("interrupt"); n != 2 {

@@ -50,7 +50,7 @@ func TestNodesWithoutTheResourceGetFailingRows(t *testing.T) {
 	r := New(kube, testConfig(t), "t1")
 	v := r.Cfg.VariantList()[0]
 	for name, cs := range map[string][]reports.Check{
-		"bandwidth": r.Bandwidth(context.Background(), v),
+		"bandwidth": r.Paired(context.Background(), v, PairedBandwidth),
 		"memlock":   r.Memlock(context.Background(), Variant{Name: v.Name, Resource: v.Resource}),
 	} {
 		perNode := map[string][]reports.Check{}

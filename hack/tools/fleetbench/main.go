@@ -329,7 +329,7 @@ func measure(kubeconfig string, s scenario, set *thresholds.Set, conc int, sched
 	runtime.ReadMemStats(&ms0)
 	peak := sampleHeap()
 	start, cpu0 := time.Now(), cpuTime()
-	checks := r.Bandwidth(ctx, v)
+	checks := r.Paired(ctx, v, runner.PairedBandwidth)
 	rec.finish()
 	var ms1 runtime.MemStats
 	runtime.ReadMemStats(&ms1)

@@ -1,0 +1,103 @@
+package runner
+
+import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/rdmasuite/rdmasuite/internal/verdict"
+)
+
+// Every entry is complete, named once, and its verdict's checks belong to
+// its family: the report, the plan and the selection all read Name.
+func TestPairedSpecsAreComplete(t *testing.T) {
+	cfg := testConfig(t)
+	seen := map[string]bool{}
+	nodeRows := 0
+	for _, s := range PairedSpecs() {
+		if s.Name == "" || s.Test == "" || s.Suite == "" || s.Title == "" || s.Assess == "" || s.Memory == nil || s.Ops == nil ||
+			s.Sizes == nil || s.RunArgs == nil || s.PerMeasurement == nil || s.Judge == nil {
+			t.Errorf("%q: incomplete entry %+v", s.Name, s)
+			continue
+		}
+		if seen[s.Name] || seen[s.Test] {
+			t.Errorf("%s / %s defined twice", s.Name, s.Test)
+		}
+		seen[s.Name], seen[s.Test] = true, true
+		if s.NodeRows {
+			nodeRows++
+		}
+		ops := s.Ops(cfg.ncclSettings())
+		if len(ops) == 0 || len(s.Sizes(cfg)) == 0 || s.PerMeasurement(cfg) <= 0 {
+			t.Errorf("%s measures nothing with the defaults: ops %v sizes %v", s.Name, ops, s.Sizes(cfg))
+		}
+		// A pair that left no output: every op is a check of the family,
+		// and none passes.
+		res := s.Judge(verdict.BWInput{Variant: "shared-dev", Ops: ops, Sizes: s.Sizes(cfg)})
+		if len(res.Checks) != len(ops) {
+			t.Errorf("%s: %d checks for ops %v", s.Name, len(res.Checks), ops)
+		}
+		for _, c := range append(res.Checks, res.LinkChecks...) {
+			if !strings.HasPrefix(c.ID, s.Name+"/") || c.Status == "pass" {
+				t.Errorf("%s judged an empty pair as %s %s", s.Name, c.ID, c.Status)
+			}
+		}
+	}
+	if nodeRows != 1 {
+		t.Errorf("%d features own the node rows, want exactly 1", nodeRows)
+	}
+	if _, err := PairedSpecOf("atomic"); err == nil || !strings.Contains(err.Error(), "bandwidth") {
+		t.Errorf("an unknown feature: %v", err)
+	}
+}
+
+// The suite declares each entry in the Go test the entry names (the run's
+// plan predicts -run and -skip from Test), and declares nothing else as
+// a paired feature.
+func TestSuitesDeclareEachPairedSpecInItsTest(t *testing.T) {
+	fset := token.NewFileSet()
+	files, err := filepath.Glob("../../suites/*_test.go")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("suites: %v %v", files, err)
+	}
+	declared := map[string]string{} // Go test → paired feature constant
+	for _, f := range files {
+		file, err := parser.ParseFile(fset, f, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range file.Decls {
+			fn, ok := d.(*ast.FuncDecl)
+			if !ok || !strings.HasPrefix(fn.Name.Name, "Test") {
+				continue
+			}
+			ast.Inspect(fn, func(n ast.Node) bool {
+				call, ok := n.(*ast.CallExpr)
+				if id, isID := func() (*ast.Ident, bool) {
+					if !ok {
+						return nil, false
+					}
+					i, ok := call.Fun.(*ast.Ident)
+					return i, ok
+				}(); isID && id.Name == "pairedFeatures" && len(call.Args) == 1 {
+					if sel, ok := call.Args[0].(*ast.SelectorExpr); ok {
+						declared[fn.Name.Name] = sel.Sel.Name
+					}
+				}
+				return true
+			})
+		}
+	}
+	for _, s := range PairedSpecs() {
+		if declared[s.Test] == "" {
+			t.Errorf("no Go test %s in suites declares pairedFeatures(runner.…) for %s", s.Test, s.Name)
+		}
+		delete(declared, s.Test)
+	}
+	for test, c := range declared {
+		t.Errorf("%s declares paired feature %s, which no registry entry names in Test", test, c)
+	}
+}
