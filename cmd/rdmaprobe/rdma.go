@@ -140,6 +140,8 @@ func parseBWFlags(name string, args []string) (*bwFlags, *flag.FlagSet, error) {
 	fs.BoolVar(&f.bidir, "bidirectional", false, "both sides send (perftest -b)")
 	fs.BoolVar(&f.params.Latency, "latency", false, "measure latency as perftest does instead of bandwidth: write is ib_write_lat's ping-pong (half the round trip), "+
 		"send is ib_send_lat's (SENDs into posted receives, half the round trip), read is ib_read_lat (one READ at a time); one QP, tx depth and cq-mod 1, default size 2 B and 1000 iterations (perftest's)")
+	fs.IntVar(&f.params.LoadSize, "load-size", 0, "client, with --latency: measure each op's latency twice on every rail pair, alone and then while a WRITE stream of this many bytes "+
+		"runs between the same rails on QPs of its own (latency under load); the loaded run carries the baseline and the stream")
 	fs.BoolVar(&f.portCounters, "port-counters", true, "read each rail's port counters (sysfs counters/ and hw_counters/) right before and after every size, on both sides, and report the deltas")
 	fs.StringVar(&f.countersRoot, "counters-root", "", "a host root mounted in the pod (its /sys under ROOT/sys): read a port's counters there when the pod's own sysfs has none (a pod's view of a device in shared RDMA netns mode lacks counters/ and hw_counters/)")
 	fs.BoolVar(&f.table, "table", false, "also print a perftest-like table per rail and op on stderr")

@@ -37,6 +37,9 @@ type ClientConfig struct {
 	// OnReport, if set, sees each op's report as it completes (tables).
 	OnReport func(local Rail, peer *Rail, rep Report)
 	Logf     func(format string, args ...any)
+	// measuring, if set, is called right before each size's measurement
+	// (the load stream says it is running).
+	measuring func()
 }
 
 // Requested is what the config asks for.
@@ -286,7 +289,11 @@ func runPair(ctx context.Context, cfg ClientConfig, pr pair) RailResult {
 			rr.Runs = append(rr.Runs, Report{Role: "client", Params: p, Device: railDevice(pr.local), Results: []SizeResult{}})
 			continue
 		}
-		rep, err := session(ctx, cfg, pr.local, *pr.peer, p)
+		measure := session
+		if p.LoadSize > 0 {
+			measure = underLoad
+		}
+		rep, err := measure(ctx, cfg, pr.local, *pr.peer, p)
 		if err != nil {
 			rep.Error = Classify(err)
 		}
@@ -363,6 +370,9 @@ func session(ctx context.Context, cfg ClientConfig, local, peer Rail, p Params) 
 			return rep, fmt.Errorf("size %d: %w", size, err)
 		}
 		br := openBracket(cfg.Counters, local)
+		if cfg.measuring != nil {
+			cfg.measuring()
+		}
 		f, err := Measure(res, p, size, cfg.Clock)
 		counters, countersErr := br.close()
 		if err != nil {

@@ -48,6 +48,12 @@ type Params struct {
 	// posted receives), read is ib_read_lat's one READ at a time. One QP,
 	// tx depth 1, cq-mod 1, iteration mode.
 	Latency bool `json:"latency,omitempty"`
+	// LoadSize, with Latency, measures each op twice on the rail pair:
+	// alone (the baseline), then while a WRITE stream of LoadSize-byte
+	// messages runs between the same two rails on QPs of its own (latency
+	// under load, as operators measure tail latency on a congested
+	// fabric). 0: once, alone.
+	LoadSize int `json:"loadSize,omitempty"`
 	// QPTimeout is the QPs' local ACK timeout exponent: a requester
 	// resends what the responder has not acknowledged within 4.096 µs ×
 	// 2^QPTimeout (IBTA; perftest's -u, default 14 ≈ 67 ms). 0 (an older
@@ -138,6 +144,10 @@ func (p Params) Validate() error {
 		return fmt.Errorf("latency: one operation at a time on one QP (qps 1, tx depth 1, cq-mod 1), got qps %d, tx depth %d, cq-mod %d", p.QPs, p.TxDepth, p.CQMod)
 	case p.Latency && (p.Duration > 0 || p.Bidirectional):
 		return fmt.Errorf("latency: iteration mode, one direction (perftest's t_typical and percentiles need every sample)")
+	case p.LoadSize != 0 && !p.Latency:
+		return fmt.Errorf("load size %d: latency under load needs --latency (the stream is the load, the latency is the measurement)", p.LoadSize)
+	case p.LoadSize < 0 || p.LoadSize > 1<<30:
+		return fmt.Errorf("load size %d: want 1 B .. 1 GiB (0: no load)", p.LoadSize)
 	case p.Latency && p.Iters < lat.Tail+2:
 		return fmt.Errorf("latency: %d iterations: want at least %d (perftest drops the %d largest samples)", p.Iters, lat.Tail+2, lat.Tail)
 	}

@@ -101,6 +101,11 @@ type Report struct {
 	// the op broke (retransmissions, sequence errors). Client side only.
 	FailedSize     int           `json:"failedSize,omitempty"`
 	FailedCounters *SizeCounters `json:"failedCounters,omitempty"`
+	// Baseline and Load belong to a latency run measured under load
+	// (Params.LoadSize): the same op's latency measured alone on the same
+	// rail pair just before, and the stream that ran meanwhile.
+	Baseline *Report     `json:"baseline,omitempty"`
+	Load     *LoadStream `json:"load,omitempty"`
 }
 
 // message is one line of the out-of-band protocol. A connection's first

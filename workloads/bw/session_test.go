@@ -26,6 +26,7 @@ type fakeRes struct {
 	connected []QPInfo
 	closed    bool
 	pongs     []bool // PingPong calls: true from the client side
+	pongDelay time.Duration
 }
 
 func (r *fakeRes) Local() []QPInfo {
@@ -42,6 +43,9 @@ func (r *fakeRes) PingPong(p Params, _ int, client bool) ([]time.Duration, error
 	r.mu.Lock()
 	r.pongs = append(r.pongs, client)
 	r.mu.Unlock()
+	if client && p.LoadSize > 0 {
+		time.Sleep(r.pongDelay)
+	}
 	out := make([]time.Duration, p.Iters)
 	for i := range out {
 		out[i] = time.Duration(i) * 10 * time.Microsecond
@@ -66,6 +70,8 @@ type fakeSide struct {
 	renews        bool
 	leaveInFlight int
 	renewing      []*renewingRes
+	// pongDelay slows every ping-pong run under load (Params.LoadSize).
+	pongDelay time.Duration
 }
 
 // renewingRes is a fakeRes whose loops stop with work in flight (a
@@ -105,7 +111,7 @@ func (s *fakeSide) open(r Rail, p Params) (Resources, error) {
 			return nil, err
 		}
 	}
-	res := &fakeRes{n: p.QPs, dev: r.Device}
+	res := &fakeRes{n: p.QPs, dev: r.Device, pongDelay: s.pongDelay}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.failOp == "" || s.failOp == p.Op {

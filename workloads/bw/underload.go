@@ -1,0 +1,113 @@
+package bw
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+)
+
+// LoadStream is the WRITE stream a latency run was measured under: the
+// stream's own report (its bandwidth, from the client's side) and whether
+// it covered the whole latency run.
+type LoadStream struct {
+	Report Report `json:"report"`
+	// Covered: the stream was measuring before the latency run started
+	// and still measuring when it ended. A latency run the stream did not
+	// cover was partly measured alone, and is no measurement under load.
+	Covered bool `json:"covered"`
+	// Why says what went wrong when the stream failed or did not cover.
+	Why string `json:"why,omitempty"`
+}
+
+// Stream length: long enough to outlast the latency run under load (which
+// is slower than alone, by the very effect being measured), short enough
+// not to dominate a pair's time. Variables for the tests' fake clocks.
+var (
+	loadStreamPerAlone time.Duration = 4
+	loadStreamMin                    = 3 * time.Second
+	loadStreamMax                    = 2 * time.Minute
+)
+
+// loadStreamParams is the stream beside a latency run of p that took
+// alone without load: bandwidth defaults (perftest's ib_write_bw), one
+// size, duration mode, the run's QP timeout.
+func loadStreamParams(p Params, alone time.Duration) Params {
+	s := Defaults()
+	s.Op, s.Sizes, s.QPTimeout = OpWrite, []int{p.LoadSize}, p.QPTimeout
+	s.Duration = min(max(loadStreamPerAlone*alone+2*time.Second, loadStreamMin), loadStreamMax)
+	return s
+}
+
+// underLoad measures op's latency on a rail pair twice: alone, then
+// while a WRITE stream runs between the same rails in a session of its
+// own. The loaded run is the result; the baseline and the stream ride in
+// it. An error anywhere is the run's error: a latency run that was not
+// under load, or has no baseline, cannot be judged as latency under load.
+func underLoad(ctx context.Context, cfg ClientConfig, local, peer Rail, p Params) (Report, error) {
+	alone := p
+	alone.LoadSize = 0
+	start := time.Now()
+	base, err := session(ctx, cfg, local, peer, alone)
+	if err != nil {
+		base.Error = Classify(err)
+		rep := Report{Role: "client", Params: p, Device: base.Device, Peer: cfg.Addr, Results: []SizeResult{}, Baseline: &base}
+		return rep, fmt.Errorf("the baseline (the latency alone): %w", err)
+	}
+	sp := loadStreamParams(p, time.Since(start))
+	scfg := cfg
+	measuring := make(chan struct{})
+	var once sync.Once
+	scfg.measuring, scfg.OnReport = func() { once.Do(func() { close(measuring) }) }, nil
+	var stream Report
+	var streamErr error
+	var streamEnd time.Time
+	ended := make(chan struct{})
+	go func() {
+		defer close(ended)
+		stream, streamErr = session(ctx, scfg, local, peer, sp)
+		streamEnd = time.Now()
+	}()
+	select {
+	case <-measuring:
+	case <-ended:
+		if streamErr == nil {
+			streamErr = errors.New("the stream ended before it measured")
+		}
+		stream.Error = Classify(streamErr)
+		rep := Report{Role: "client", Params: p, Device: base.Device, Peer: cfg.Addr, Results: []SizeResult{}, Baseline: &base,
+			Load: &LoadStream{Report: stream, Why: streamErr.Error()}}
+		return rep, fmt.Errorf("the load stream (write %s): %w", sizeText(p.LoadSize), streamErr)
+	}
+	rep, err := session(ctx, cfg, local, peer, p)
+	latencyEnd := time.Now()
+	<-ended
+	rep.Baseline = &base
+	load := &LoadStream{Report: stream}
+	switch {
+	case streamErr != nil:
+		stream.Error = Classify(streamErr)
+		load.Report, load.Why = stream, streamErr.Error()
+		if err == nil {
+			err = fmt.Errorf("the load stream (write %s): %w", sizeText(p.LoadSize), streamErr)
+		}
+	case streamEnd.Before(latencyEnd):
+		load.Why = fmt.Sprintf("the stream (%s) ended %s before the latency run did: part of the run was measured alone",
+			sp.Duration, latencyEnd.Sub(streamEnd).Round(time.Millisecond))
+	default:
+		load.Covered = true
+	}
+	rep.Load = load
+	return rep, err
+}
+
+func sizeText(n int) string {
+	switch {
+	case n >= 1<<20 && n%(1<<20) == 0:
+		return fmt.Sprintf("%d MiB", n>>20)
+	case n >= 1<<10 && n%(1<<10) == 0:
+		return fmt.Sprintf("%d KiB", n>>10)
+	}
+	return fmt.Sprintf("%d B", n)
+}
