@@ -246,16 +246,21 @@ func setsText(sets [][]bw.Rail) string {
 	return strings.Join(parts, " and ")
 }
 
-// clientBudget bounds the client pod: pod start plus, per expected rail
-// (rails run in sequence unless RailParallel), ops × sizes × (measurement
-// time + 30 s of setup slack).
-func (r *Runner) clientBudget(sku *thresholds.SKU, ops int) time.Duration {
+// clientBudget bounds feature f's client run: pod start plus, per
+// expected rail (rails run in sequence unless RailParallel), ops × sizes ×
+// (measurement time + 30 s of setup slack). Sizes are the feature's or
+// --bw-sizes', and the measurement time --bw-duration or the feature's
+// own estimate, whichever is larger: a bound that only grows with what a
+// feature adds (latency under load runs a stream beside its baseline).
+func (r *Runner) clientBudget(sku *thresholds.SKU, f pairedFeature) time.Duration {
 	rails := r.railsInSequence(sku)
 	per := r.Cfg.BWDuration
 	if r.Cfg.BWIters > 0 {
 		per = 0
 	}
-	return r.Cfg.PodTimeout + time.Duration(rails*ops*len(r.Cfg.BWSizes))*(per+30*time.Second)
+	per = max(per, f.spec.PerMeasurement(r.Cfg))
+	sizes := max(len(r.Cfg.BWSizes), len(f.sizes))
+	return r.Cfg.PodTimeout + time.Duration(rails*len(f.ops)*sizes)*(per+30*time.Second)
 }
 
 // railsInSequence is how many rail pairs a client measures one after

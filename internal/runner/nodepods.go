@@ -248,7 +248,7 @@ func (r *Runner) holdFor(sch pairedSchedule, memlock bool) time.Duration {
 			sku, _ := r.Cfg.Thresholds.ForNode(sp.p.Client, sch.byName[sp.p.Client].Labels, r.Cfg.SKU)
 			var d time.Duration
 			for _, name := range sp.feats {
-				d += r.clientBudget(sku, len(sch.feats[name].ops))
+				d += r.clientBudget(sku, sch.feats[name])
 			}
 			longest = max(longest, d)
 		}

@@ -364,7 +364,7 @@ func (r *Runner) pairCommands(v Variant, p pairing.Pair, runs []pairRun, framed 
 			ca = append(ca, host)
 			args = append(args, ca...)
 			run.in.Client.Command = "rdmaprobe bw client " + strings.Join(ca, " ")
-			budget += r.clientBudget(run.in.SKU, len(run.in.Ops)) - r.Cfg.PodTimeout
+			budget += r.clientBudget(run.in.SKU, run.feature) - r.Cfg.PodTimeout
 		}
 		return args, budget
 	}
