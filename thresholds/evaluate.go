@@ -80,6 +80,19 @@ func (k *SKU) MsgRateFloor(op string) (Bound, error) {
 	return Bound{Op: ">=", Value: *v.Value, Source: k.label() + ": " + v.Source}, nil
 }
 
+// LoadLatencyFactor is how many times its unloaded typical and p99 a
+// rail pair's latency may reach while the pair carries a write stream;
+// an error names the missing field and why no built-in SKU has one.
+func (k *SKU) LoadLatencyFactor() (Bound, error) {
+	v := k.LatencyUnderLoadFactor
+	if v.Value == nil {
+		return Bound{}, k.missingOptional("latencyUnderLoadFactor", "it is a site setting, not a hardware figure: how much a "+
+			"congested fabric may slow a flow depends on its congestion control (ECN/DCQCN, PFC, adaptive routing) and buffers, and "+
+			"no public reference bounds it; set it from your fabric's target or a known-good run in a thresholds overlay to judge latency under load")
+	}
+	return Bound{Op: "<=", Value: *v.Value, Source: k.label() + ": " + v.Source}, nil
+}
+
 // MinMemlock is the smallest registration that must succeed in a pod.
 func (k *SKU) MinMemlock() Bound {
 	return Bound{Op: ">=", Value: *k.MinMemlockBytes.Value, Source: k.label() + ": " + k.MinMemlockBytes.Source}

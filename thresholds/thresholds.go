@@ -66,6 +66,11 @@ type SKU struct {
 	// Message-rate floor in Mpps (optional, as the latency ceilings):
 	// small writes over several QPs, perftest's MsgRate of one process.
 	WriteMsgRateMpps Value `yaml:"writeMsgRateMpps"`
+	// LatencyUnderLoadFactor bounds latency under load (optional, a site
+	// setting: no public reference bounds it for a fabric): a rail pair's
+	// typical and p99 latency while the same pair carries a write stream
+	// may be at most this many times the same figures measured alone.
+	LatencyUnderLoadFactor Value `yaml:"latencyUnderLoadFactor"`
 	// PortCounters bounds how far a port counter may rise during one
 	// measurement on one side (optional: without it the counter table's
 	// defaults apply, 0 for every error counter; workloads/portcounters).
@@ -438,6 +443,9 @@ func (k *SKU) optionalBounds() []optionalBound {
 		// From an emulated (Soft-RoCE) node's thousands of messages per second to
 		// well past any adapter's headline rate.
 		{"writeMsgRateMpps", k.WriteMsgRateMpps, 1e-6, 1e4},
+		// At least 1 (a load cannot make latency better); far above any
+		// emulated node's contention.
+		{"latencyUnderLoadFactor", k.LatencyUnderLoadFactor, 1, 1e6},
 	}
 }
 

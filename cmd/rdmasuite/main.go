@@ -363,6 +363,9 @@ func runThresholds(args []string, stdout io.Writer) error {
 		if b, err := k.MsgRateFloor("write"); err == nil {
 			opt += fmt.Sprintf("  write msgrate ≥ %g Mpps", b.Value)
 		}
+		if b, err := k.LoadLatencyFactor(); err == nil {
+			opt += fmt.Sprintf("  latency under load ≤ %g × alone", b.Value)
+		}
 		fmt.Fprintf(stdout, "%-18s link %4g Gb/s × %g ports  write ≥ %g Gb/s  read ≥ %g Gb/s  memlock ≥ %.0f B  NFS stall ≤ %g s%s%s\n",
 			k.Name, *k.LinkRateGbps.Value, *k.PortsPerNode.Value, w.Value, r.Value, *k.MinMemlockBytes.Value, *k.MaxNFSStallSec.Value, opt, from)
 	}

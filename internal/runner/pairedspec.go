@@ -20,6 +20,9 @@ const (
 	PairedLatency   = "latency"
 	PairedMsgRate   = "msgrate"
 	PairedGPUDirect = "gpudirect"
+	// PairedLatencyLoad is latency under load: write latency on a rail
+	// pair while the same pair carries a write stream.
+	PairedLatencyLoad = "latency-load"
 )
 
 // PairedSpec defines one paired feature, in one place: how the suite
@@ -86,6 +89,20 @@ var pairedSpecs = []PairedSpec{
 		},
 		PerMeasurement: func(Config) time.Duration { return time.Second },
 		Judge:          verdict.MsgRate},
+	{Name: PairedLatencyLoad, Test: "TestLatencyUnderLoad", Suite: "latency", Title: "RDMA latency under a write stream between paired pods",
+		Assess: "every rail of every node keeps its typical and p99 write latency within the SKU's factor of the same figures alone while the pair carries a write stream",
+		// ib_write_lat while ib_write_bw runs between the same rails, as
+		// operators measure tail latency on a congested fabric: the probe
+		// measures alone, then under a stream of the bandwidth feature's
+		// largest size (--load-size), and reports both.
+		Memory: func(Config) bwMemory { return bwMemory{prefix: "ll", latency: true} },
+		Ops:    func(Config) []string { return []string{"write"} }, Sizes: func(c Config) []int { return c.LatSizes },
+		RunArgs: func(c Config) []string {
+			return []string{"--iters", strconv.Itoa(c.LatIters), "--load-size", strconv.Itoa(slices.Max(c.BWSizes))}
+		},
+		// Alone, then under a stream of at least 5 s.
+		PerMeasurement: func(Config) time.Duration { return 7 * time.Second },
+		Judge:          verdict.LatencyUnderLoad},
 	{Name: PairedGPUDirect, Test: "TestGPUDirect", Suite: "gpu", Title: "GPUDirect RDMA between paired GPU pods",
 		Assess: "every rail of every GPU node reaches its SKU's gpuDirectWrite floor from GPU memory, at the largest requested size",
 		// The bandwidth run from GPU memory on both sides: --mem cuda:auto

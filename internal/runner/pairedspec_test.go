@@ -7,6 +7,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/rdmasuite/rdmasuite/internal/verdict"
 )
@@ -99,5 +102,30 @@ func TestSuitesDeclareEachPairedSpecInItsTest(t *testing.T) {
 	}
 	for test, c := range declared {
 		t.Errorf("%s declares paired feature %s, which no registry entry names in Test", test, c)
+	}
+}
+
+// Latency under load is the latency probe with a stream of the bandwidth
+// feature's largest size beside it, on write only, judged by its verdict.
+func TestLatencyLoadRunsTheLatencyProbeUnderAStream(t *testing.T) {
+	s, err := PairedSpecOf(PairedLatencyLoad)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := testConfig(t)
+	cfg.BWSizes = []int{1 << 20, 65536}
+	if got := strings.Join(s.RunArgs(cfg), " "); got != "--iters 1000 --load-size 1048576" {
+		t.Errorf("client flags %q", got)
+	}
+	if got := strings.Join(s.Memory(cfg).args(), " "); got != "--latency" {
+		t.Errorf("both sides' flags %q", got)
+	}
+	if ops := s.Ops(cfg); strings.Join(ops, ",") != "write" || s.Suite != "latency" || s.GPUNodes || s.NodeRows {
+		t.Errorf("%+v ops %v", s, ops)
+	}
+	r := New(fake.NewClientset(), cfg, "t-ll")
+	f := r.pairedFeature(PairedLatencyLoad)
+	if b := r.clientBudget(nil, f); b < cfg.PodTimeout+37*time.Second {
+		t.Errorf("client budget %s leaves no room for the stream", b)
 	}
 }

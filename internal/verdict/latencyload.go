@@ -1,0 +1,193 @@
+package verdict
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/rdmasuite/rdmasuite/reports"
+	"github.com/rdmasuite/rdmasuite/thresholds"
+	"github.com/rdmasuite/rdmasuite/workloads/bw"
+	"github.com/rdmasuite/rdmasuite/workloads/probeout"
+)
+
+// LatencyLoadPrefix is the latency-under-load checks' family:
+// latency-load/write, …
+const LatencyLoadPrefix = "latency-load/"
+
+// FixLatencyUnderLoad is the fix named when latency under a stream grew
+// past its factor: the fabric does not keep a small flow's latency while
+// a large one fills the same path.
+const FixLatencyUnderLoad = "a bulk flow on the same rail pair delays small messages: on RoCE check that ECN marking " +
+	"(DCQCN: the switch's ECN thresholds and the NIC's roce_np/roce_rp enable) and PFC on the RDMA priority are set on both nodes " +
+	"and every switch hop, and that the traffic class (DSCP/trust) puts RDMA in the lossless queue; on InfiniBand check congestion " +
+	"control and adaptive routing on the switches; compare ib_write_lat between the same nodes while ib_write_bw runs between them"
+
+// errJudgedAgainstAlone is the latency-under-load metric's bound: there
+// is none per SKU, the run's own unloaded figure is (judgeUnderLoad).
+var errJudgedAgainstAlone = errors.New("judged against the same rail pair's latency alone")
+
+// latencyLoadMetric is latency measured while the rail pair carries a
+// write stream: every check of the latency verdict (each rail and op
+// measured, errors typed, impossible figures refused), then typical and
+// p99 against the unloaded figures.
+var latencyLoadMetric = func() metric {
+	m := latencyMetric
+	m.prefix, m.what, m.fix = LatencyLoadPrefix, "latency under a write stream", FixLatencyUnderLoad
+	m.bound = func(*thresholds.SKU, string) (thresholds.Bound, error, error) {
+		return thresholds.Bound{}, errJudgedAgainstAlone, nil
+	}
+	return m
+}()
+
+// LatencyUnderLoad judges one pair's latency under load. The probe
+// measured each op twice per rail pair (rdmaprobe bw --latency
+// --load-size): alone, then while a WRITE stream ran between the same
+// rails; the loaded run is the measurement, and its typical and p99 at the
+// judged size must stay within the SKU's latencyUnderLoadFactor times the
+// same figures alone. Not a pass: a run the stream did not cover, a
+// stream that measured nothing or an impossible figure, a baseline that
+// failed or is missing. Without a factor the check is not-run, its values
+// kept.
+func LatencyUnderLoad(in BWInput) BWResult {
+	in.metric = &latencyLoadMetric
+	res := Bandwidth(in)
+	var cli bw.ProbeOutput
+	if _, err := probeout.ParseError(in.Client.Logs, bw.ProbeName, &cli); err != nil {
+		return res // Bandwidth judged the unreadable output already
+	}
+	runs := map[string]bw.RailResult{}
+	for _, rr := range cli.Rails {
+		if _, dup := runs[railLabel(rr.Local, rr.Peer)]; !dup {
+			runs[railLabel(rr.Local, rr.Peer)] = rr
+		}
+	}
+	for i := range res.Checks {
+		c := &res.Checks[i]
+		if c.Status != reports.NotRun || c.Reason != errJudgedAgainstAlone.Error() {
+			continue // failed, errored or never measured: that verdict stands
+		}
+		op := strings.TrimPrefix(c.ID, LatencyLoadPrefix)
+		rr := runs[c.Rail]
+		var run *bw.Report
+		for k := range rr.Runs {
+			if string(rr.Runs[k].Params.Op) == op {
+				run = &rr.Runs[k]
+				break
+			}
+		}
+		in.judgeUnderLoad(c, op, rr, run)
+	}
+	return res
+}
+
+// judgeUnderLoad judges one measured (rail pair, op) check of a loaded
+// run against its baseline, once the latency verdict found nothing wrong.
+func (in BWInput) judgeUnderLoad(c *reports.Check, op string, rr bw.RailResult, run *bw.Report) {
+	size := slices.Max(in.Sizes)
+	at := func(r *bw.Report) (bw.Figures, bool) {
+		for _, sr := range r.Results {
+			if sr.Local.Bytes == size {
+				return sr.Local, true
+			}
+		}
+		return bw.Figures{}, false
+	}
+	if run == nil {
+		setOutcome(c, reports.Error, fmt.Sprintf("no %s run on %s in the client's output to compare with its baseline", op, c.Rail), "")
+		return
+	}
+	loaded, _ := at(run)
+	port := rr.Local.Name()
+	// The stream first: without it nothing was under load.
+	load := run.Load
+	if load == nil {
+		setOutcome(c, reports.Error, "the client's output does not say a stream ran beside this run (a probe without --load-size?): "+
+			"not a measurement under load", FixUsage)
+		return
+	}
+	var stream bw.Figures
+	ok := len(load.Report.Results) > 0
+	streamSize := load.Report.Params.MaxSize()
+	if ok {
+		stream = load.Report.Results[0].Local
+		streamSize = stream.Bytes
+	}
+	streamName := fmt.Sprintf("load_%s_%s_avg", load.Report.Params.Op, SizeName(streamSize))
+	rate, _ := lineRateOf(rr.Local, rr.Peer, in.Client.Node == in.Server.Node)
+	switch {
+	case !ok:
+		setOutcome(c, reports.Error, "the write stream beside it measured nothing ("+orDash(load.Why)+"): not a measurement under load", "")
+		return
+	case len(figureFaults(stream, &bandwidthMetric, rate)) > 0:
+		setOutcome(c, reports.Error, "the write stream beside it printed figures that cannot be true: "+
+			strings.Join(figureFaults(stream, &bandwidthMetric, rate), "; ")+": not a measurement under load", FixImpossible)
+		return
+	}
+	c.Measured = append(c.Measured, reports.Measurement{Name: streamName, Node: in.Client.Node, Port: port, Value: stream.AvgGbps, Unit: "Gb/s"})
+	if !load.Covered {
+		setOutcome(c, reports.Error, "not measured under load throughout: "+orDash(load.Why), "")
+		return
+	}
+	// Then the baseline: the same op alone on the same rail pair.
+	b := run.Baseline
+	var alone bw.Figures
+	if b != nil {
+		alone, ok = at(b)
+	}
+	switch {
+	case b == nil:
+		setOutcome(c, reports.Error, "the client's output has no baseline (the latency alone) for this run: nothing to compare with", "")
+		return
+	case b.Error != nil:
+		setOutcome(c, reports.Error, "the baseline (the latency alone) failed: "+b.Error.Message, "")
+		return
+	case !ok || alone.Latency == nil:
+		setOutcome(c, reports.Error, fmt.Sprintf("the baseline (the latency alone) has no %s latency at %s", op, SizeName(size)), "")
+		return
+	case len(figureFaults(alone, &latencyMetric, rate)) > 0:
+		setOutcome(c, reports.Error, "the baseline (the latency alone) printed figures that cannot be true: "+
+			strings.Join(figureFaults(alone, &latencyMetric, rate), "; "), FixImpossible)
+		return
+	case loaded.Latency == nil:
+		setOutcome(c, reports.Error, fmt.Sprintf("the loaded run has no latency summary at %s", SizeName(size)), "")
+		return
+	}
+	factor, err := in.SKU.LoadLatencyFactor()
+	// Loaded typical and p99 against factor × the same figures alone;
+	// the alone figures are recorded beside them.
+	var misses []string
+	for _, x := range []struct {
+		what            string
+		loaded, aloneAt float64
+	}{{"typical", loaded.Latency.Typical, alone.Latency.Typical}, {"p99", loaded.Latency.P99, alone.Latency.P99}} {
+		name := fmt.Sprintf("%s_%s_lat_%s", op, SizeName(size), x.what)
+		c.Measured = append(c.Measured, reports.Measurement{Name: name + "_alone", Node: in.Client.Node, Port: port, Value: x.aloneAt, Unit: reports.UnitMicroseconds})
+		if err != nil {
+			continue
+		}
+		bound := reports.Threshold{Op: "<=", Value: factor.Value * x.aloneAt,
+			Source: fmt.Sprintf("%g × its %s alone (%g µs, the same rail pair just before, same run); %s", factor.Value, x.what, x.aloneAt, factor.Source)}
+		for k := range c.Measured {
+			if c.Measured[k].Name == name {
+				c.Measured[k].Threshold = &bound
+			}
+		}
+		if x.loaded > bound.Value {
+			misses = append(misses, fmt.Sprintf("%s %g µs is %.3g × its %g µs alone (bound %g ×)", x.what, x.loaded, x.loaded/x.aloneAt, x.aloneAt, factor.Value))
+		}
+	}
+	ev := fmt.Sprintf("%s on %s under a %s %s stream at %.4g Gb/s (%s): typical %g µs (alone %g), p99 %g µs (alone %g)",
+		op, c.Rail, load.Report.Params.Op, SizeName(streamSize), stream.AvgGbps, load.Report.Params.Duration, loaded.Latency.Typical,
+		alone.Latency.Typical, loaded.Latency.P99, alone.Latency.P99)
+	c.Evidence = append(c.Evidence, ev)
+	switch {
+	case err != nil:
+		setOutcome(c, reports.NotRun, err.Error(), "")
+	case len(misses) > 0:
+		setOutcome(c, reports.Fail, fmt.Sprintf("under a %s stream on the same rail pair, %s", SizeName(streamSize), strings.Join(misses, "; ")), FixLatencyUnderLoad)
+	default:
+		c.Status, c.Reason = reports.Pass, ""
+	}
+}
