@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"sync"
 	"time"
+
+	"github.com/rdmasuite/rdmasuite/workloads/units"
 )
 
 // LoadStream is the WRITE stream a latency run was measured under: the
@@ -78,7 +80,7 @@ func underLoad(ctx context.Context, cfg ClientConfig, local, peer Rail, p Params
 		stream.Error = Classify(streamErr)
 		rep := Report{Role: "client", Params: p, Device: base.Device, Peer: cfg.Addr, Results: []SizeResult{}, Baseline: &base,
 			Load: &LoadStream{Report: stream, Why: streamErr.Error()}}
-		return rep, fmt.Errorf("the load stream (write %s): %w", sizeText(p.LoadSize), streamErr)
+		return rep, fmt.Errorf("the load stream (write %s): %w", units.Bytes(int64(p.LoadSize)), streamErr)
 	}
 	rep, err := session(ctx, cfg, local, peer, p)
 	latencyEnd := time.Now()
@@ -90,7 +92,7 @@ func underLoad(ctx context.Context, cfg ClientConfig, local, peer Rail, p Params
 		stream.Error = Classify(streamErr)
 		load.Report, load.Why = stream, streamErr.Error()
 		if err == nil {
-			err = fmt.Errorf("the load stream (write %s): %w", sizeText(p.LoadSize), streamErr)
+			err = fmt.Errorf("the load stream (write %s): %w", units.Bytes(int64(p.LoadSize)), streamErr)
 		}
 	case streamEnd.Before(latencyEnd):
 		load.Why = fmt.Sprintf("the stream (%s) ended %s before the latency run did: part of the run was measured alone",
@@ -100,14 +102,4 @@ func underLoad(ctx context.Context, cfg ClientConfig, local, peer Rail, p Params
 	}
 	rep.Load = load
 	return rep, err
-}
-
-func sizeText(n int) string {
-	switch {
-	case n >= 1<<20 && n%(1<<20) == 0:
-		return fmt.Sprintf("%d MiB", n>>20)
-	case n >= 1<<10 && n%(1<<10) == 0:
-		return fmt.Sprintf("%d KiB", n>>10)
-	}
-	return fmt.Sprintf("%d B", n)
 }
