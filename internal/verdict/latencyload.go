@@ -83,86 +83,99 @@ func LatencyUnderLoad(in BWInput) BWResult {
 }
 
 // judgeUnderLoad judges one measured (rail pair, op) check of a loaded
-// run against its baseline, once the latency verdict found nothing wrong.
+// run against its baseline, once the latency verdict found nothing wrong:
+// the stream must have covered the run, the baseline must be a valid
+// measurement, then typical and p99 are compared.
 func (in BWInput) judgeUnderLoad(c *reports.Check, op string, rr bw.RailResult, run *bw.Report) {
-	size := slices.Max(in.Sizes)
-	at := func(r *bw.Report) (bw.Figures, bool) {
-		for _, sr := range r.Results {
-			if sr.Local.Bytes == size {
-				return sr.Local, true
-			}
-		}
-		return bw.Figures{}, false
-	}
 	if run == nil {
 		setOutcome(c, reports.Error, fmt.Sprintf("no %s run on %s in the client's output to compare with its baseline", op, c.Rail), "")
 		return
 	}
-	loaded, _ := at(run)
-	port := rr.Local.Name()
-	// The stream first: without it nothing was under load.
-	load := run.Load
-	if load == nil {
-		setOutcome(c, reports.Error, "the client's output does not say a stream ran beside this run (a probe without --load-size?): "+
-			"not a measurement under load", FixUsage)
-		return
-	}
-	var stream bw.Figures
-	ok := len(load.Report.Results) > 0
-	streamSize := load.Report.Params.MaxSize()
-	if ok {
-		stream = load.Report.Results[0].Local
-		streamSize = stream.Bytes
-	}
-	streamName := fmt.Sprintf("load_%s_%s_avg", load.Report.Params.Op, SizeName(streamSize))
 	rate, _ := lineRateOf(rr.Local, rr.Peer, in.Client.Node == in.Server.Node)
-	switch {
-	case !ok:
-		setOutcome(c, reports.Error, "the write stream beside it measured nothing ("+orDash(load.Why)+"): not a measurement under load", "")
-		return
-	case len(figureFaults(stream, &bandwidthMetric, rate)) > 0:
-		setOutcome(c, reports.Error, "the write stream beside it printed figures that cannot be true: "+
-			strings.Join(figureFaults(stream, &bandwidthMetric, rate), "; ")+": not a measurement under load", FixImpossible)
-		return
+	stream, msg, fix := in.loadStream(c, rr.Local.Name(), run.Load, rate)
+	if msg == "" {
+		var alone bw.Figures
+		alone, msg, fix = in.aloneFigures(op, run, rate)
+		if msg == "" {
+			in.compareWithAlone(c, op, rr.Local.Name(), run, alone, stream)
+			return
+		}
 	}
-	c.Measured = append(c.Measured, reports.Measurement{Name: streamName, Node: in.Client.Node, Port: port, Value: stream.AvgGbps, Unit: "Gb/s"})
+	setOutcome(c, reports.Error, msg, fix)
+}
+
+// judgedFigures are r's figures at the judged size (the largest).
+func (in BWInput) judgedFigures(r *bw.Report) (bw.Figures, bool) {
+	size := slices.Max(in.Sizes)
+	for _, sr := range r.Results {
+		if sr.Local.Bytes == size {
+			return sr.Local, true
+		}
+	}
+	return bw.Figures{}, false
+}
+
+// loadStream checks the stream that ran beside a loaded run, records its
+// bandwidth on c, and says why the run is no measurement under load
+// (msg "" when it is one).
+func (in BWInput) loadStream(c *reports.Check, port string, load *bw.LoadStream, rate float64) (stream bw.Figures, msg, fix string) {
+	if load == nil {
+		return stream, "the client's output does not say a stream ran beside this run (a probe without --load-size?): " +
+			"not a measurement under load", FixUsage
+	}
+	if len(load.Report.Results) == 0 {
+		return stream, "the write stream beside it measured nothing (" + orDash(load.Why) + "): not a measurement under load", ""
+	}
+	stream = load.Report.Results[0].Local
+	if faults := figureFaults(stream, &bandwidthMetric, rate); len(faults) > 0 {
+		return stream, "the write stream beside it printed figures that cannot be true: " + strings.Join(faults, "; ") +
+			": not a measurement under load", FixImpossible
+	}
+	c.Measured = append(c.Measured, reports.Measurement{Name: fmt.Sprintf("load_%s_%s_avg", load.Report.Params.Op, SizeName(stream.Bytes)),
+		Node: in.Client.Node, Port: port, Value: stream.AvgGbps, Unit: "Gb/s"})
 	if !load.Covered {
-		setOutcome(c, reports.Error, "not measured under load throughout: "+orDash(load.Why), "")
-		return
+		return stream, "not measured under load throughout: " + orDash(load.Why), ""
 	}
-	// Then the baseline: the same op alone on the same rail pair.
+	return stream, "", ""
+}
+
+// aloneFigures are the baseline's figures (the same op alone on the same
+// rail pair, just before), and why they cannot be compared with (msg ""
+// when they can).
+func (in BWInput) aloneFigures(op string, run *bw.Report, rate float64) (alone bw.Figures, msg, fix string) {
 	b := run.Baseline
-	var alone bw.Figures
-	if b != nil {
-		alone, ok = at(b)
+	if b == nil {
+		return alone, "the client's output has no baseline (the latency alone) for this run: nothing to compare with", ""
 	}
-	switch {
-	case b == nil:
-		setOutcome(c, reports.Error, "the client's output has no baseline (the latency alone) for this run: nothing to compare with", "")
-		return
-	case b.Error != nil:
-		setOutcome(c, reports.Error, "the baseline (the latency alone) failed: "+b.Error.Message, "")
-		return
-	case !ok || alone.Latency == nil:
-		setOutcome(c, reports.Error, fmt.Sprintf("the baseline (the latency alone) has no %s latency at %s", op, SizeName(size)), "")
-		return
-	case len(figureFaults(alone, &latencyMetric, rate)) > 0:
-		setOutcome(c, reports.Error, "the baseline (the latency alone) printed figures that cannot be true: "+
-			strings.Join(figureFaults(alone, &latencyMetric, rate), "; "), FixImpossible)
-		return
-	case loaded.Latency == nil:
-		setOutcome(c, reports.Error, fmt.Sprintf("the loaded run has no latency summary at %s", SizeName(size)), "")
-		return
+	if b.Error != nil {
+		return alone, "the baseline (the latency alone) failed: " + b.Error.Message, ""
 	}
+	alone, ok := in.judgedFigures(b)
+	if !ok || alone.Latency == nil {
+		return alone, fmt.Sprintf("the baseline (the latency alone) has no %s latency at %s", op, SizeName(slices.Max(in.Sizes))), ""
+	}
+	if faults := figureFaults(alone, &latencyMetric, rate); len(faults) > 0 {
+		return alone, "the baseline (the latency alone) printed figures that cannot be true: " + strings.Join(faults, "; "), FixImpossible
+	}
+	if loaded, _ := in.judgedFigures(run); loaded.Latency == nil {
+		return alone, fmt.Sprintf("the loaded run has no latency summary at %s", SizeName(slices.Max(in.Sizes))), ""
+	}
+	return alone, "", ""
+}
+
+// compareWithAlone judges the loaded typical and p99 against the SKU's
+// factor × the same figures alone, records the alone figures and the
+// bounds, and sets the outcome: not-run without a factor.
+func (in BWInput) compareWithAlone(c *reports.Check, op, port string, run *bw.Report, alone, stream bw.Figures) {
+	size := SizeName(slices.Max(in.Sizes))
+	loaded, _ := in.judgedFigures(run)
 	factor, err := in.SKU.LoadLatencyFactor()
-	// Loaded typical and p99 against factor × the same figures alone;
-	// the alone figures are recorded beside them.
 	var misses []string
 	for _, x := range []struct {
 		what            string
 		loaded, aloneAt float64
 	}{{"typical", loaded.Latency.Typical, alone.Latency.Typical}, {"p99", loaded.Latency.P99, alone.Latency.P99}} {
-		name := fmt.Sprintf("%s_%s_lat_%s", op, SizeName(size), x.what)
+		name := fmt.Sprintf("%s_%s_lat_%s", op, size, x.what)
 		c.Measured = append(c.Measured, reports.Measurement{Name: name + "_alone", Node: in.Client.Node, Port: port, Value: x.aloneAt, Unit: reports.UnitMicroseconds})
 		if err != nil {
 			continue
@@ -178,15 +191,15 @@ func (in BWInput) judgeUnderLoad(c *reports.Check, op string, rr bw.RailResult, 
 			misses = append(misses, fmt.Sprintf("%s %g µs is %.3g × its %g µs alone (bound %g ×)", x.what, x.loaded, x.loaded/x.aloneAt, x.aloneAt, factor.Value))
 		}
 	}
-	ev := fmt.Sprintf("%s on %s under a %s %s stream at %.4g Gb/s (%s): typical %g µs (alone %g), p99 %g µs (alone %g)",
-		op, c.Rail, load.Report.Params.Op, SizeName(streamSize), stream.AvgGbps, load.Report.Params.Duration, loaded.Latency.Typical,
-		alone.Latency.Typical, loaded.Latency.P99, alone.Latency.P99)
-	c.Evidence = append(c.Evidence, ev)
+	load := run.Load.Report
+	c.Evidence = append(c.Evidence, fmt.Sprintf("%s on %s under a %s %s stream at %.4g Gb/s (%s): typical %g µs (alone %g), p99 %g µs (alone %g)",
+		op, c.Rail, load.Params.Op, SizeName(stream.Bytes), stream.AvgGbps, load.Params.Duration, loaded.Latency.Typical,
+		alone.Latency.Typical, loaded.Latency.P99, alone.Latency.P99))
 	switch {
 	case err != nil:
 		setOutcome(c, reports.NotRun, err.Error(), "")
 	case len(misses) > 0:
-		setOutcome(c, reports.Fail, fmt.Sprintf("under a %s stream on the same rail pair, %s", SizeName(streamSize), strings.Join(misses, "; ")), FixLatencyUnderLoad)
+		setOutcome(c, reports.Fail, fmt.Sprintf("under a %s stream on the same rail pair, %s", SizeName(stream.Bytes), strings.Join(misses, "; ")), FixLatencyUnderLoad)
 	default:
 		c.Status, c.Reason = reports.Pass, ""
 	}

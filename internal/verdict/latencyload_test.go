@@ -122,9 +122,9 @@ func TestLatencyUnderLoadMissingOrImpossibleIsNeverAPass(t *testing.T) {
 	}{
 		{"no stream record", func(r *bw.Report) { r.Load = nil }, reports.Error, "does not say a stream ran"},
 		{"stream did not cover", func(r *bw.Report) {
-			r.Load.Covered, r.Load.Why = false, "the stream (5s) ended 1.2s before the latency run did"
+			r.Load.Covered, r.Load.Why = false, "the stream's measurement (5s) ended 1.2s before the latency measurement did"
 		}, reports.Error,
-			"not measured under load throughout: the stream (5s) ended"},
+			"not measured under load throughout: the stream's measurement (5s) ended"},
 		{"stream measured nothing", func(r *bw.Report) { r.Load.Report.Results = nil; r.Load.Why = "ibv_reg_mr failed" }, reports.Error, "measured nothing (ibv_reg_mr failed)"},
 		{"stream zero iterations", func(r *bw.Report) { r.Load.Report.Results[0].Local.Iterations = 0 }, reports.Error, "cannot be true"},
 		{"stream above line rate", func(r *bw.Report) { r.Load.Report.Results[0].Local.AvgGbps = 900 }, reports.Error, "cannot be true"},

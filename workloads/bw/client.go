@@ -37,9 +37,10 @@ type ClientConfig struct {
 	// OnReport, if set, sees each op's report as it completes (tables).
 	OnReport func(local Rail, peer *Rail, rep Report)
 	Logf     func(format string, args ...any)
-	// measuring, if set, is called right before each size's measurement
-	// (the load stream says it is running).
-	measuring func()
+	// measuring and measured, if set, are called right before and right
+	// after each size's measurement: latency under load times the
+	// measurements themselves, not their sessions' set-up and wrap-up.
+	measuring, measured func()
 }
 
 // Requested is what the config asks for.
@@ -374,6 +375,9 @@ func session(ctx context.Context, cfg ClientConfig, local, peer Rail, p Params) 
 			cfg.measuring()
 		}
 		f, err := Measure(res, p, size, cfg.Clock)
+		if cfg.measured != nil {
+			cfg.measured()
+		}
 		counters, countersErr := br.close()
 		if err != nil {
 			err = fmt.Errorf("size %d: %w", size, err)

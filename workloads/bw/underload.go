@@ -23,18 +23,19 @@ type LoadStream struct {
 	Why string `json:"why,omitempty"`
 }
 
-// Stream length: long enough to outlast the latency run under load (which
-// is slower than alone, by the very effect being measured), short enough
-// not to dominate a pair's time. Variables for the tests' fake clocks.
+// Stream length: long enough to outlast the latency measurement under
+// load (slower than alone by the very effect being measured: about 5 ×
+// between two Soft-RoCE guests under TCG), short enough not to dominate a
+// pair's time. Variables for the tests' fake clocks.
 var (
-	loadStreamPerAlone time.Duration = 4
+	loadStreamPerAlone time.Duration = 8
 	loadStreamMin                    = 3 * time.Second
 	loadStreamMax                    = 2 * time.Minute
 )
 
-// loadStreamParams is the stream beside a latency run of p that took
-// alone without load: bandwidth defaults (perftest's ib_write_bw), one
-// size, duration mode, the run's QP timeout.
+// loadStreamParams is the stream beside a latency run of p whose
+// measurement took alone without load: bandwidth defaults (perftest's
+// ib_write_bw), one size, duration mode, the run's QP timeout.
 func loadStreamParams(p Params, alone time.Duration) Params {
 	s := Defaults()
 	s.Op, s.Sizes, s.QPTimeout = OpWrite, []int{p.LoadSize}, p.QPTimeout
@@ -42,34 +43,51 @@ func loadStreamParams(p Params, alone time.Duration) Params {
 	return s
 }
 
+// window is when a session's measurement ran (its first size's start,
+// its last size's end), read through the session's hooks.
+type window struct{ start, end time.Time }
+
+func (w *window) hooks(cfg ClientConfig) ClientConfig {
+	cfg.measuring = func() {
+		if w.start.IsZero() {
+			w.start = time.Now()
+		}
+	}
+	cfg.measured = func() { w.end = time.Now() }
+	return cfg
+}
+
 // underLoad measures op's latency on a rail pair twice: alone, then
 // while a WRITE stream runs between the same rails in a session of its
 // own. The loaded run is the result; the baseline and the stream ride in
 // it. An error anywhere is the run's error: a latency run that was not
 // under load, or has no baseline, cannot be judged as latency under load.
+// The stream covered the run when its measurement started before the
+// latency measurement and ended after it.
 func underLoad(ctx context.Context, cfg ClientConfig, local, peer Rail, p Params) (Report, error) {
 	alone := p
 	alone.LoadSize = 0
-	start := time.Now()
-	base, err := session(ctx, cfg, local, peer, alone)
+	var baseWin window
+	base, err := session(ctx, baseWin.hooks(cfg), local, peer, alone)
 	if err != nil {
 		base.Error = Classify(err)
 		rep := Report{Role: "client", Params: p, Device: base.Device, Peer: cfg.Addr, Results: []SizeResult{}, Baseline: &base}
 		return rep, fmt.Errorf("the baseline (the latency alone): %w", err)
 	}
-	sp := loadStreamParams(p, time.Since(start))
-	scfg := cfg
+	sp := loadStreamParams(p, baseWin.end.Sub(baseWin.start))
+	var streamWin window
+	scfg := streamWin.hooks(cfg)
+	scfg.OnReport = nil
 	measuring := make(chan struct{})
 	var once sync.Once
-	scfg.measuring, scfg.OnReport = func() { once.Do(func() { close(measuring) }) }, nil
+	startStream := scfg.measuring
+	scfg.measuring = func() { startStream(); once.Do(func() { close(measuring) }) }
 	var stream Report
 	var streamErr error
-	var streamEnd time.Time
 	ended := make(chan struct{})
 	go func() {
 		defer close(ended)
 		stream, streamErr = session(ctx, scfg, local, peer, sp)
-		streamEnd = time.Now()
 	}()
 	select {
 	case <-measuring:
@@ -82,8 +100,8 @@ func underLoad(ctx context.Context, cfg ClientConfig, local, peer Rail, p Params
 			Load: &LoadStream{Report: stream, Why: streamErr.Error()}}
 		return rep, fmt.Errorf("the load stream (write %s): %w", units.Bytes(int64(p.LoadSize)), streamErr)
 	}
-	rep, err := session(ctx, cfg, local, peer, p)
-	latencyEnd := time.Now()
+	var latWin window
+	rep, err := session(ctx, latWin.hooks(cfg), local, peer, p)
 	<-ended
 	rep.Baseline = &base
 	load := &LoadStream{Report: stream}
@@ -94,9 +112,11 @@ func underLoad(ctx context.Context, cfg ClientConfig, local, peer Rail, p Params
 		if err == nil {
 			err = fmt.Errorf("the load stream (write %s): %w", units.Bytes(int64(p.LoadSize)), streamErr)
 		}
-	case streamEnd.Before(latencyEnd):
-		load.Why = fmt.Sprintf("the stream (%s) ended %s before the latency run did: part of the run was measured alone",
-			sp.Duration, latencyEnd.Sub(streamEnd).Round(time.Millisecond))
+	case latWin.end.IsZero():
+		load.Why = "the latency run measured nothing under the stream"
+	case streamWin.end.Before(latWin.end) || latWin.start.Before(streamWin.start):
+		load.Why = fmt.Sprintf("the stream's measurement (%s) ended %s before the latency measurement did: part of it was measured alone",
+			sp.Duration, latWin.end.Sub(streamWin.end).Round(time.Millisecond))
 	default:
 		load.Covered = true
 	}

@@ -54,7 +54,7 @@ func TestLatencyUnderLoadStreamTooShortIsNotCovered(t *testing.T) {
 	t.Cleanup(func() { loadStreamPerAlone = old })
 	cli, _ := runBoth(t, testRails("mlx5_0"), &fakeSide{}, cfg, &fakeSide{pongDelay: 3 * time.Second})
 	l := cli.out.Rails[0].Runs[0].Load
-	if l == nil || l.Covered || !strings.Contains(l.Why, "ended") || !strings.Contains(l.Why, "before the latency run did") {
+	if l == nil || l.Covered || !strings.Contains(l.Why, "ended") || !strings.Contains(l.Why, "before the latency measurement did") {
 		t.Fatalf("load %+v", l)
 	}
 }
