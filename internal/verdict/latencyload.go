@@ -133,6 +133,9 @@ func (in BWInput) loadStream(c *reports.Check, port string, load *bw.LoadStream,
 	}
 	c.Measured = append(c.Measured, reports.Measurement{Name: fmt.Sprintf("load_%s_%s_avg", load.Report.Params.Op, SizeName(stream.Bytes)),
 		Node: in.Client.Node, Port: port, Value: stream.AvgGbps, Unit: "Gb/s"})
+	if load.Retried != "" {
+		c.Evidence = append(c.Evidence, "the loaded run was measured twice: "+load.Retried)
+	}
 	if !load.Covered {
 		return stream, "not measured under load throughout: " + orDash(load.Why), ""
 	}

@@ -83,6 +83,12 @@ func TestLatencyUnderLoadPassAndFail(t *testing.T) {
 	if m := measurement(c, "load_write_64KiB_avg"); m == nil || m.Value < 89.9 || m.Value > 90.1 || m.Unit != "Gb/s" {
 		t.Errorf("stream: %+v", m)
 	}
+	// A run measured again beside a longer stream says so.
+	cli, srv = loadOut(t, [2]float64{2, 4}, [2]float64{3, 7.5}, func(r *bw.Report) { r.Load.Retried = "the stream's measurement (5s) ended 1s before" })
+	if c := LatencyUnderLoad(loadInput(t, cli, srv, 2)).Checks[0]; c.Status != reports.Pass ||
+		!strings.Contains(strings.Join(c.Evidence, "\n"), "measured twice: the stream's measurement (5s) ended 1s before") {
+		t.Errorf("retried: %s %v", c.Status, c.Evidence)
+	}
 	if c.Traits == nil || *c.Traits != (reports.Traits{Pair: true, Op: "write"}) {
 		t.Errorf("traits %+v", c.Traits)
 	}

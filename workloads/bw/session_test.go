@@ -174,7 +174,10 @@ func runBoth(t *testing.T, srvRails []Rail, srv *fakeSide, cli ClientConfig, cli
 			Clock: fakeClock(time.Microsecond), Timeout: 3 * time.Second, Counters: srv.counters})
 		srvDone <- sideOut{out, perr}
 	}()
-	cli.Addr, cli.Open, cli.Clock, cli.Timeout = ln.Addr().String(), cliSide.open, fakeClock(time.Microsecond), 5*time.Second
+	cli.Addr, cli.Open, cli.Timeout = ln.Addr().String(), cliSide.open, 5*time.Second
+	if cli.Clock == nil {
+		cli.Clock = fakeClock(time.Microsecond)
+	}
 	if cli.Found == nil {
 		cli.Found = cli.Rails
 	}

@@ -45,17 +45,42 @@ func TestLatencyUnderLoadCarriesBaselineAndStream(t *testing.T) {
 	}
 }
 
-// A stream that ended before the latency run did leaves a run that was
-// partly measured alone: the run says so, and is not covered.
-func TestLatencyUnderLoadStreamTooShortIsNotCovered(t *testing.T) {
+// A stream that ended before the latency measurement did is measured
+// again beside a stream long enough for the loaded run it saw; one that
+// cannot be made long enough leaves a run that was partly measured alone,
+// and the run says so.
+func TestLatencyUnderLoadStreamTooShort(t *testing.T) {
 	cfg := latencyUnderLoad(t, 10*time.Millisecond)
 	old := loadStreamPerAlone
 	loadStreamPerAlone = 0
 	t.Cleanup(func() { loadStreamPerAlone = old })
-	cli, _ := runBoth(t, testRails("mlx5_0"), &fakeSide{}, cfg, &fakeSide{pongDelay: 3 * time.Second})
+	// The loaded ping-pong takes 1 s: the first stream (2 s, from a start
+	// of 0 × alone + 2 s) would cover it, so make the first too short by
+	// capping streams at 0.5 s; lifting the cap, the retry covers.
+	oldMax := loadStreamMax
+	loadStreamMax = 500 * time.Millisecond
+	t.Cleanup(func() { loadStreamMax = oldMax })
+	cli, _ := runBoth(t, testRails("mlx5_0"), &fakeSide{}, cfg, &fakeSide{pongDelay: time.Second})
 	l := cli.out.Rails[0].Runs[0].Load
-	if l == nil || l.Covered || !strings.Contains(l.Why, "ended") || !strings.Contains(l.Why, "before the latency measurement did") {
-		t.Fatalf("load %+v", l)
+	if l == nil || l.Covered || !strings.Contains(l.Why, "ended") || !strings.Contains(l.Why, "before the latency measurement") ||
+		!strings.Contains(l.Retried, "measured again beside a 500ms stream") {
+		t.Fatalf("capped: load %+v", l)
+	}
+	loadStreamMax = oldMax
+	// Streams that last as long as they say: the wall clock.
+	cfg.Clock = RealClock()
+	// The first stream 2 s is longer than the 1 s ping-pong: no retry.
+	cli, _ = runBoth(t, testRails("mlx5_0"), &fakeSide{}, cfg, &fakeSide{pongDelay: time.Second})
+	if l := cli.out.Rails[0].Runs[0].Load; l == nil || !l.Covered || l.Retried != "" {
+		t.Fatalf("covered at once: load %+v", l)
+	}
+	// A ping-pong of 2.5 s outlasts the first 2 s stream; the retry's
+	// 1.5 × 2.5 + 2 s covers it.
+	cli, _ = runBoth(t, testRails("mlx5_0"), &fakeSide{}, cfg, &fakeSide{pongDelay: 2500 * time.Millisecond})
+	run := cli.out.Rails[0].Runs[0]
+	if l := run.Load; l == nil || !l.Covered || !strings.Contains(l.Retried, "before the latency measurement") ||
+		run.Baseline == nil || len(run.Results) != 1 {
+		t.Fatalf("retried: %+v", run)
 	}
 }
 
