@@ -405,7 +405,7 @@ hack/guestnode/lossy.sh rxe-node-2 0 1
 # must make the run fail; every other check must pass or stop at CUDA
 # (hack/guest-expect.txt says which is which).
 follow "$guest_results"
-if suite -test.timeout=30m --kubeconfig="$BED_DIR/kubeconfig" --labels suite=rdma,suite=doctor,suite=latency,suite=msgrate,suite=gpu \
+if suite -test.timeout=30m --kubeconfig="$BED_DIR/kubeconfig" --labels suite=rdma,suite=doctor,suite=latency,suite=latency-load,suite=msgrate,suite=gpu \
   --report-dir="$guest_results" "${GUEST_RUN_ARGS[@]}" "${GPU_RUN_ARGS[@]}" >"$results/guest.log" 2>&1; then
   unfollow
   echo "the guest suite passed although rxe-node-2's memlock is 64 KiB and its rail 1 is down: it must fail there"; exit 1

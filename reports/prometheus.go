@@ -30,8 +30,9 @@ const PrometheusContentType = "text/plain; version=0.0.4; charset=utf-8"
 // node is the measuring side: a check's first node, or the measurement's own
 // Node. peer is the check's second node, and a check with more than two
 // nodes (an NCCL world) also has nodes, every node comma-separated. op is
-// the operation the check id names (bandwidth/write: write; nccl/all_reduce:
-// all_reduce) or the measurement name encodes (write_64KiB_avg); size is the
+// the operation the check's traits name (bandwidth/write: write;
+// nccl/all_reduce: all_reduce) or the measurement name encodes
+// (write_64KiB_avg); size is the
 // message size a measurement name encodes (64KiB). A label with no value is
 // left out. Label values are escaped (backslash, double quote, newline) and
 // invalid UTF-8 is replaced. Families and series are sorted, so the output
@@ -165,7 +166,7 @@ func promFamilies(run Run) []*promFamily {
 
 // checkLabels identify a check (as Check.Key does): id, variant, its first
 // node, its second, every node when there are more than two, rail, and the
-// op its id names.
+// op its traits name.
 func checkLabels(c Check) []promLabel {
 	var node, peer, nodes string
 	if len(c.Nodes) > 0 {

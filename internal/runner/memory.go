@@ -9,10 +9,10 @@ import (
 // the probe's --mem with a GPU requested for each pod; --latency for the
 // latency feature's ping-pong.
 type bwMemory struct {
-	prefix  string // pod names: bw-…, gd-…, lat-…
+	prefix  string // pod names: bw-…, gd-…, lat-…, mps-…, ll-…
 	mem     string // the probe's --mem; "" leaves it out (host memory, and probes older than --mem)
 	gpus    int    // nvidia.com/gpu per pod at least (Cfg.GPUs when higher)
-	latency bool   // the probe measures latency (--latency), the latency feature's pairs
+	latency bool   // the probe measures latency (--latency): the latency and latency-under-load pairs
 }
 
 // hostMemory is the bandwidth feature's.

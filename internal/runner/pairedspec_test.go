@@ -120,7 +120,7 @@ func TestLatencyLoadRunsTheLatencyProbeUnderAStream(t *testing.T) {
 	if got := strings.Join(s.Memory(cfg).args(), " "); got != "--latency" {
 		t.Errorf("both sides' flags %q", got)
 	}
-	if ops := s.Ops(cfg); strings.Join(ops, ",") != "write" || s.Suite != "latency" || s.GPUNodes || s.NodeRows {
+	if ops := s.Ops(cfg); strings.Join(ops, ",") != "write" || s.Suite != "latency-load" || s.GPUNodes || s.NodeRows {
 		t.Errorf("%+v ops %v", s, ops)
 	}
 	r := New(fake.NewClientset(), cfg, "t-ll")

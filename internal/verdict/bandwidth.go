@@ -372,6 +372,11 @@ type metric struct {
 	// recorded beside the average. Only for latency: a bandwidth READ run
 	// at one QP and depth 1 carries a latency summary too.
 	latencyStats bool
+	// againstAlone, when set, judges a measured rail instead of a bound
+	// (latency under load: against the same rail pair's figures alone),
+	// inside the verdict, so that what the verdict checks after every
+	// rail (the server's trouble, exit codes) still applies to it.
+	againstAlone func(in BWInput, c *reports.Check, op string, rr bw.RailResult, run *bw.Report)
 }
 
 var (
@@ -604,6 +609,8 @@ func (in BWInput) judgeRail(c *reports.Check, op string, rr bw.RailResult, other
 		setOutcome(c, st, "the client measured this rail but the server reported: "+msg, fix)
 	case len(missing) > 0:
 		setOutcome(c, reports.Fail, fmt.Sprintf("requested size(s) %s not measured on %s, and the probe reported no error for them", strings.Join(missing, ", "), c.Rail), "")
+	case m.againstAlone != nil:
+		m.againstAlone(in, c, op, rr, run)
 	case noBound != nil:
 		// A SKU without a latency ceiling or message-rate floor: measured,
 		// not judged.

@@ -9,7 +9,7 @@ import (
 	"github.com/rdmasuite/rdmasuite/reports"
 	"github.com/rdmasuite/rdmasuite/thresholds"
 	"github.com/rdmasuite/rdmasuite/workloads/bw"
-	"github.com/rdmasuite/rdmasuite/workloads/probeout"
+	"github.com/rdmasuite/rdmasuite/workloads/lat"
 )
 
 // LatencyLoadPrefix is the latency-under-load checks' family:
@@ -24,20 +24,19 @@ const FixLatencyUnderLoad = "a bulk flow on the same rail pair delays small mess
 	"and every switch hop, and that the traffic class (DSCP/trust) puts RDMA in the lossless queue; on InfiniBand check congestion " +
 	"control and adaptive routing on the switches; compare ib_write_lat between the same nodes while ib_write_bw runs between them"
 
-// errJudgedAgainstAlone is the latency-under-load metric's bound: there
-// is none per SKU, the run's own unloaded figure is (judgeUnderLoad).
-var errJudgedAgainstAlone = errors.New("judged against the same rail pair's latency alone")
-
 // latencyLoadMetric is latency measured while the rail pair carries a
 // write stream: every check of the latency verdict (each rail and op
-// measured, errors typed, impossible figures refused), then typical and
-// p99 against the unloaded figures.
+// measured, errors typed, impossible figures refused, the server's
+// trouble and exit codes), with typical and p99 judged against the
+// unloaded figures (judgeUnderLoad) where a latency ceiling would be.
 var latencyLoadMetric = func() metric {
 	m := latencyMetric
-	m.prefix, m.what, m.fix = LatencyLoadPrefix, "latency under a write stream", FixLatencyUnderLoad
+	m.prefix, m.what, m.rails, m.fix = LatencyLoadPrefix, "latency under a write stream", "latency-under-load", FixLatencyUnderLoad
+	// No bound of the SKU's on the average: it is recorded, not judged.
 	m.bound = func(*thresholds.SKU, string) (thresholds.Bound, error, error) {
-		return thresholds.Bound{}, errJudgedAgainstAlone, nil
+		return thresholds.Bound{}, errors.New("judged against the same rail pair's figures alone"), nil
 	}
+	m.againstAlone = BWInput.judgeUnderLoad
 	return m
 }()
 
@@ -52,34 +51,7 @@ var latencyLoadMetric = func() metric {
 // kept.
 func LatencyUnderLoad(in BWInput) BWResult {
 	in.metric = &latencyLoadMetric
-	res := Bandwidth(in)
-	var cli bw.ProbeOutput
-	if _, err := probeout.ParseError(in.Client.Logs, bw.ProbeName, &cli); err != nil {
-		return res // Bandwidth judged the unreadable output already
-	}
-	runs := map[string]bw.RailResult{}
-	for _, rr := range cli.Rails {
-		if _, dup := runs[railLabel(rr.Local, rr.Peer)]; !dup {
-			runs[railLabel(rr.Local, rr.Peer)] = rr
-		}
-	}
-	for i := range res.Checks {
-		c := &res.Checks[i]
-		if c.Status != reports.NotRun || c.Reason != errJudgedAgainstAlone.Error() {
-			continue // failed, errored or never measured: that verdict stands
-		}
-		op := strings.TrimPrefix(c.ID, LatencyLoadPrefix)
-		rr := runs[c.Rail]
-		var run *bw.Report
-		for k := range rr.Runs {
-			if string(rr.Runs[k].Params.Op) == op {
-				run = &rr.Runs[k]
-				break
-			}
-		}
-		in.judgeUnderLoad(c, op, rr, run)
-	}
-	return res
+	return Bandwidth(in)
 }
 
 // judgeUnderLoad judges one measured (rail pair, op) check of a loaded
@@ -160,8 +132,20 @@ func (in BWInput) aloneFigures(op string, run *bw.Report, rate float64) (alone b
 	if faults := figureFaults(alone, &latencyMetric, rate); len(faults) > 0 {
 		return alone, "the baseline (the latency alone) printed figures that cannot be true: " + strings.Join(faults, "; "), FixImpossible
 	}
-	if loaded, _ := in.judgedFigures(run); loaded.Latency == nil {
+	loaded, _ := in.judgedFigures(run)
+	if loaded.Latency == nil {
 		return alone, fmt.Sprintf("the loaded run has no latency summary at %s", SizeName(slices.Max(in.Sizes))), ""
+	}
+	// The figures compared must be latencies at all: positive, typical
+	// not above p99 (a zero would pass any bound, or make one of 0).
+	for _, x := range []struct {
+		what string
+		l    *lat.Summary
+	}{{"alone", alone.Latency}, {"under the stream", loaded.Latency}} {
+		if !(x.l.Typical > 0 && x.l.P99 >= x.l.Typical) {
+			return alone, fmt.Sprintf("figures that cannot be true: the latency %s has typical %g µs and p99 %g µs (both must be above 0, p99 not below typical)",
+				x.what, x.l.Typical, x.l.P99), FixImpossible
+		}
 	}
 	return alone, "", ""
 }

@@ -1,6 +1,7 @@
 package verdict
 
 import (
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -140,6 +141,9 @@ func TestLatencyUnderLoadMissingOrImpossibleIsNeverAPass(t *testing.T) {
 		}, reports.Error, "the baseline (the latency alone) failed: transport retry"},
 		{"baseline without latency", func(r *bw.Report) { r.Baseline.Results[0].Local.Latency = nil }, reports.Error, "has no write latency at 2B"},
 		{"baseline zero iterations", func(r *bw.Report) { r.Baseline.Results[0].Local.Iterations = 0 }, reports.Error, "cannot be true"},
+		{"baseline p99 of 0", func(r *bw.Report) { r.Baseline.Results[0].Local.Latency.P99 = 0 }, reports.Error, "cannot be true"},
+		{"loaded p99 of 0", func(r *bw.Report) { r.Results[0].Local.Latency.P99 = 0 }, reports.Error, "cannot be true"},
+		{"loaded typical of 0", func(r *bw.Report) { r.Results[0].Local.Latency.Typical = 0 }, reports.Error, "cannot be true"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cli, srv := loadOut(t, [2]float64{2, 4}, [2]float64{3, 7.5}, tc.edit)
@@ -158,5 +162,29 @@ func TestLatencyUnderLoadMissingOrImpossibleIsNeverAPass(t *testing.T) {
 	c := LatencyUnderLoad(loadInput(t, cli, srv, 2)).Checks[0]
 	if c.Status == reports.Pass || c.Status == reports.NotRun {
 		t.Fatalf("a loaded run that failed: %s %s%s", c.Status, c.Reason, c.Diagnosis)
+	}
+}
+
+// What the verdict checks after every rail holds for latency under load
+// too: a client exit the output does not explain, a server that did not
+// end or whose output is unreadable is never a pass.
+func TestLatencyUnderLoadPodTroubleIsNeverAPass(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		edit func(in *BWInput)
+	}{
+		{"client exit 1 with a clean output", func(in *BWInput) { in.Client.Exit = 1 }},
+		{"server exit 1 unexplained", func(in *BWInput) { in.Server.Exit = 1 }},
+		{"server did not end", func(in *BWInput) { in.Server.WaitErr = errors.New("the server pod did not end within 1m") }},
+		{"server output unreadable", func(in *BWInput) { in.Server.Logs = "rdmaprobe bw: starting\nSegmentation fault" }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cli, srv := loadOut(t, [2]float64{2, 4}, [2]float64{3, 7.5}, nil)
+			in := loadInput(t, cli, srv, 2)
+			tc.edit(&in)
+			if c := LatencyUnderLoad(in).Checks[0]; c.Status == reports.Pass {
+				t.Fatalf("passed: %+v", c)
+			}
+		})
 	}
 }

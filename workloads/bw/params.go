@@ -144,10 +144,10 @@ func (p Params) Validate() error {
 		return fmt.Errorf("latency: one operation at a time on one QP (qps 1, tx depth 1, cq-mod 1), got qps %d, tx depth %d, cq-mod %d", p.QPs, p.TxDepth, p.CQMod)
 	case p.Latency && (p.Duration > 0 || p.Bidirectional):
 		return fmt.Errorf("latency: iteration mode, one direction (perftest's t_typical and percentiles need every sample)")
-	case p.LoadSize != 0 && !p.Latency:
-		return fmt.Errorf("load size %d: latency under load needs --latency (the stream is the load, the latency is the measurement)", p.LoadSize)
 	case p.LoadSize < 0 || p.LoadSize > 1<<30:
 		return fmt.Errorf("load size %d: want 1 B .. 1 GiB (0: no load)", p.LoadSize)
+	case p.LoadSize != 0 && !p.Latency:
+		return fmt.Errorf("load size %d: latency under load needs --latency (the stream is the load, the latency is the measurement)", p.LoadSize)
 	case p.Latency && p.Iters < lat.Tail+2:
 		return fmt.Errorf("latency: %d iterations: want at least %d (perftest drops the %d largest samples)", p.Iters, lat.Tail+2, lat.Tail)
 	}

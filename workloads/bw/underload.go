@@ -27,9 +27,10 @@ type LoadStream struct {
 }
 
 // Stream length: long enough to outlast the latency measurement under
-// load (slower than alone by the very effect being measured: about 5 ×
-// between two Soft-RoCE guests under TCG), short enough not to dominate a
-// pair's time. Variables for the tests' fake clocks.
+// load (slower than alone by the very effect being measured, on a busy or
+// emulated node several times so), short enough not to dominate a pair's
+// time; a stream that falls short is run once more (underLoad).
+// Variables, so that tests can make streams short.
 var (
 	loadStreamPerAlone time.Duration = 8
 	loadStreamMin                    = 3 * time.Second
@@ -81,10 +82,10 @@ func underLoad(ctx context.Context, cfg ClientConfig, local, peer Rail, p Params
 		return rep, fmt.Errorf("the baseline (the latency alone): %w", err)
 	}
 	sp := loadStreamParams(p, baseWin.end.Sub(baseWin.start))
-	rep, took, err := loadedRun(ctx, cfg, local, peer, p, sp)
-	if err == nil && rep.Load != nil && !rep.Load.Covered && took > 0 {
+	rep, needed, err := loadedRun(ctx, cfg, local, peer, p, sp)
+	if err == nil && rep.Load != nil && !rep.Load.Covered && needed > 0 {
 		first := rep.Load.Why
-		sp.Duration = min(max(took*3/2+2*time.Second, loadStreamMin), loadStreamMax)
+		sp.Duration = min(max(needed*3/2+2*time.Second, loadStreamMin), loadStreamMax)
 		rep, _, err = loadedRun(ctx, cfg, local, peer, p, sp)
 		if rep.Load != nil {
 			rep.Load.Retried = first + fmt.Sprintf("; measured again beside a %s stream", sp.Duration)
@@ -98,12 +99,12 @@ func underLoad(ctx context.Context, cfg ClientConfig, local, peer Rail, p Params
 }
 
 // loadedRun is one latency run of p beside a stream of sp: the report
-// with its stream (Load) and how long the latency measurement took (0:
-// it measured nothing).
+// with its stream (Load), and how long a stream it needed: from the
+// stream's start to the end of the latency measurement (0: the latency
+// measured nothing).
 func loadedRun(ctx context.Context, cfg ClientConfig, local, peer Rail, p, sp Params) (Report, time.Duration, error) {
 	var streamWin window
 	scfg := streamWin.hooks(cfg)
-	scfg.OnReport = nil
 	measuring := make(chan struct{})
 	var once sync.Once
 	startStream := scfg.measuring
@@ -118,7 +119,11 @@ func loadedRun(ctx context.Context, cfg ClientConfig, local, peer Rail, p, sp Pa
 	select {
 	case <-measuring:
 	case <-ended:
-		if streamErr == nil {
+		switch {
+		case streamErr != nil:
+		case !streamWin.start.IsZero():
+			streamErr = errors.New("the stream measured and ended before the latency run began")
+		default:
 			streamErr = errors.New("the stream ended before it measured")
 		}
 		stream.Error = Classify(streamErr)
@@ -129,9 +134,9 @@ func loadedRun(ctx context.Context, cfg ClientConfig, local, peer Rail, p, sp Pa
 	rep, err := session(ctx, latWin.hooks(cfg), local, peer, p)
 	<-ended
 	load := &LoadStream{Report: stream}
-	var took time.Duration
+	var took, needed time.Duration
 	if !latWin.end.IsZero() {
-		took = latWin.end.Sub(latWin.start)
+		took, needed = latWin.end.Sub(latWin.start), latWin.end.Sub(streamWin.start)
 	}
 	switch {
 	case streamErr != nil:
@@ -142,6 +147,9 @@ func loadedRun(ctx context.Context, cfg ClientConfig, local, peer Rail, p, sp Pa
 		}
 	case took == 0:
 		load.Why = "the latency run measured nothing under the stream"
+	case !streamWin.end.After(latWin.start):
+		load.Why = fmt.Sprintf("the stream's measurement (%s) ended before the latency measurement (%s) began: all of it was measured alone",
+			sp.Duration, took.Round(time.Millisecond))
 	case streamWin.end.Before(latWin.end) || latWin.start.Before(streamWin.start):
 		load.Why = fmt.Sprintf("the stream's measurement (%s) ended %s before the latency measurement (%s) did: part of it was measured alone",
 			sp.Duration, latWin.end.Sub(streamWin.end).Round(time.Millisecond), took.Round(time.Millisecond))
@@ -149,5 +157,5 @@ func loadedRun(ctx context.Context, cfg ClientConfig, local, peer Rail, p, sp Pa
 		load.Covered = true
 	}
 	rep.Load = load
-	return rep, took, err
+	return rep, needed, err
 }
