@@ -40,8 +40,11 @@ func (c Check) Is() Traits {
 
 // knownTraits are the traits of the check families that existed before
 // checks carried their own, read from the id: an older results file (or a
-// check built without them) renders as it did. New families set Traits
-// where they make the check and never need an entry here.
+// check built without them) renders as it did. The verdicts set Traits on
+// the checks they make; rows the runner makes without a verdict (a node
+// that does not advertise the resource, a feature that could not run) do
+// not carry them yet, so a new family's such rows read as no pair and no
+// op until they do.
 func knownTraits(id string) Traits {
 	family, rest, _ := strings.Cut(id, "/")
 	op, sub, _ := strings.Cut(rest, "/")

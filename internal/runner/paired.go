@@ -23,7 +23,6 @@ import (
 // and what the run's flags make of it.
 type pairedFeature struct {
 	spec  PairedSpec
-	name  string
 	ids   []string // its check ids, one per op
 	ops   []string
 	sizes []int
@@ -35,7 +34,7 @@ func (r *Runner) pairedFeature(name string) pairedFeature {
 	if err != nil {
 		panic(err) // the plan holds names of pairedSpecs only
 	}
-	f := pairedFeature{spec: spec, name: name, ops: spec.Ops(r.Cfg), sizes: spec.Sizes(r.Cfg), mem: spec.Memory(r.Cfg)}
+	f := pairedFeature{spec: spec, ops: spec.Ops(r.Cfg), sizes: spec.Sizes(r.Cfg), mem: spec.Memory(r.Cfg)}
 	for _, op := range f.ops {
 		f.ids = append(f.ids, name+"/"+op)
 	}
@@ -285,7 +284,7 @@ func (r *Runner) runPaired(ctx context.Context, v Variant, plan []string) map[st
 					}
 					cs[k].Duration = time.Since(start).Seconds()
 				}
-				per[i][run.feature.name] = cs
+				per[i][run.feature.spec.Name] = cs
 				all = append(all, cs...)
 			}
 			return all
@@ -338,13 +337,13 @@ func (r *Runner) pairCommands(v Variant, p pairing.Pair, runs []pairRun, framed 
 		m := run.feature.mem
 		sa := append(append([]string{"--port", strconv.Itoa(BWPort), "--timeout", "2m", "--counters-root", hostRootMount}, r.DeviceArgs(v)...), m.args()...)
 		if pc.multi {
-			sa = append(sa, "--run-name", run.feature.name)
+			sa = append(sa, "--run-name", run.feature.spec.Name)
 			if k > 0 {
 				pc.srvArgs = append(pc.srvArgs, "--then")
 			}
 		}
 		pc.srvArgs = append(pc.srvArgs, sa...)
-		pc.names = append(pc.names, run.feature.name)
+		pc.names = append(pc.names, run.feature.spec.Name)
 		run.in.Server = verdict.Side{Node: p.Server, Pod: r.Object(pc.prefix+"-"+v.Name+"-s", p.Server, p.Client, v.Resource)}
 		run.in.Client = verdict.Side{Node: p.Client, Pod: r.Object(pc.prefix+"-"+v.Name+"-c", p.Client, p.Server, v.Resource)}
 		run.in.Server.Command = "rdmaprobe bw server " + strings.Join(sa, " ")
@@ -356,7 +355,7 @@ func (r *Runner) pairCommands(v Variant, p pairing.Pair, runs []pairRun, framed 
 		for k, run := range runs {
 			ca := r.clientRunArgs(v, run)
 			if pc.multi {
-				ca = append(ca, "--run-name", run.feature.name)
+				ca = append(ca, "--run-name", run.feature.spec.Name)
 				if k > 0 {
 					args = append(args, "--then")
 				}
