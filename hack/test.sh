@@ -189,6 +189,8 @@ suite --kubeconfig="$BED_DIR/kubeconfig" --labels suite=rdma --dry-run >"$result
   { cat "$results/dry-run.log"; echo "--dry-run did not exit 0"; exit 1; }
 grep -E 'plan \[shared-dev\]: [0-9]+ node\(s\) measured, [0-9]+ round\(s\).*wave\(s\); .*estimated' "$results/dry-run.log" ||
   { cat "$results/dry-run.log"; echo "--dry-run printed no plan with rounds, waves and an estimate"; exit 1; }
+grep -E 'plan \[shared-dev\]: round 1: bandwidth(, [a-z-]+)*: [0-9]+ pair\(s\): [a-z0-9-]+ → [a-z0-9-]+' "$results/dry-run.log" ||
+  { cat "$results/dry-run.log"; echo "--dry-run did not list the plan's rounds (features, pairs)"; exit 1; }
 # The defaults on a cluster without Multus: --variants auto runs shared-dev
 # and names the skipped hostdev with its reason; without --node-selector the
 # nodes that advertise the RDMA resource are selected, and the header says so.

@@ -47,7 +47,7 @@ var suiteFlags []string
 func init() { suiteFlags = suiteflags.Names(flag.CommandLine) }
 
 func TestMain(m *testing.M) {
-	s := lifecycle.Start(m, lifecycle.Options{Flags: cli, SuiteFlags: suiteFlags, PairedPlan: pairedPlan})
+	s := lifecycle.Start(m, lifecycle.Options{Flags: cli, SuiteFlags: suiteFlags, Selected: selected})
 	testenv, kube, run, disruptive = s.Env, s.Kube, s.Run, s.Disruptive
 	s.Finish(testenv.Run(m))
 }

@@ -4,8 +4,9 @@ import (
 	"testing"
 )
 
-// The memlock feature's declaration: registered here, and predicted by
-// pairedPlan (a paired session with node pods runs it in them).
+// The memlock feature's declaration: registered here, and read by
+// selected (the run's plan runs it in the paired features' node pods when
+// both are selected).
 const (
 	memlockTitle  = "memory registration against the pod memlock limit"
 	memlockAssess = "pods on every node can register the required region size"

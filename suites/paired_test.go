@@ -20,21 +20,23 @@ func featureName(title string, v runner.Variant) string {
 }
 
 // pairedFeatures declares a paired feature, as its definition
-// (runner.PairedSpec) says, for every variant.
+// (runner.PairedSpec) says, for every variant: it asserts the checks the
+// run's plan measured and recorded for it (runner.Paired).
 func pairedFeatures(name string) []features.Feature {
 	d, err := runner.PairedSpecOf(name)
 	if err != nil {
 		panic(err) // a suite file names a feature the registry lacks
 	}
-	return variantFeatures(d.Suite, d.Title, d.Name, d.Assess, func(ctx context.Context, v runner.Variant) []reports.Check {
+	return variantAssessments(d.Suite, d.Title, d.Name, d.Assess, func(ctx context.Context, v runner.Variant) []reports.Check {
 		return run.Paired(ctx, v, d.Name)
 	})
 }
 
-// pairedPlan predicts, per variant, which paired features this run will
-// execute: the filters of e2e-framework (cfg) and of go test (-run,
-// -skip) applied to the declarations.
-func pairedPlan(cfg *envconf.Config, variants []runner.Variant) map[string][]string {
+// selected says, per variant, which features of the run's plan (the
+// paired ones and memlock) this run selected: the filters of
+// e2e-framework (cfg) and of go test (-run, -skip) applied to their
+// declarations.
+func selected(cfg *envconf.Config, variants []runner.Variant) map[string][]string {
 	f := selection.Filter{Feature: cfg.FeatureRegex(), SkipFeature: cfg.SkipFeatureRegex(), Assess: cfg.AssessmentRegex(),
 		SkipAssess: cfg.SkipAssessmentRegex(), Labels: cfg.Labels(), SkipLabels: cfg.SkipLabels(),
 		Run: lifecycle.FlagValue(flag.CommandLine, "test.run"), Skip: lifecycle.FlagValue(flag.CommandLine, "test.skip")}
@@ -47,13 +49,12 @@ func pairedPlan(cfg *envconf.Config, variants []runner.Variant) map[string][]str
 				plan[v.Label] = append(plan[v.Label], d.Name)
 			}
 		}
-		// Memlock rides in the paired session's node pods when both run
-		// (TestMemlock comes after TestBandwidth, TestGPUDirect and
-		// TestLatency; with only TestMsgRate after it, it starts its own).
+		// Memlock runs in the paired features' node pods when both are
+		// selected (the plan runs before every feature).
 		x := selection.Feature{Test: "TestMemlock", Name: featureName(memlockTitle, v), Assess: memlockAssess,
-			Labels: map[string]string{"suite": "rdma", "check": "memlock", "variant": v.Name}}
+			Labels: map[string]string{"suite": "rdma", "check": runner.MemlockFeature, "variant": v.Name}}
 		if len(plan[v.Label]) > 0 && f.Selects(x) {
-			plan[v.Label] = append(plan[v.Label], runner.MemlockRider)
+			plan[v.Label] = append(plan[v.Label], runner.MemlockFeature)
 		}
 	}
 	return plan

@@ -136,7 +136,7 @@ func Register(fs *flag.FlagSet) *Flags {
 	f.Concurrency = fs.Int("concurrency", 0, "pairs (or memlock / host probe pods) run at the same time; 0: every disjoint pair of a round (every node) at once, so wall time is rounds, not pairs")
 	f.Loopback = fs.Bool("loopback", false, "also run a same-node pair on every node")
 	f.NodePods = fs.Bool("node-pods", true, "run the paired features in one probe pod per node and variant over pods/exec (false: a server and a client pod per pair and round, for clusters whose policy refuses exec)")
-	f.DryRun = fs.Bool("dry-run", false, "print the plan (nodes, pairs, rounds, waves, estimated duration) and the thresholds header, create nothing, exit 0")
+	f.DryRun = fs.Bool("dry-run", false, "print the run's plan (nodes, pairs, each round's features and first pairs, waves, estimated duration) and the thresholds header, create nothing, exit 0")
 	f.Thresholds = fs.String("thresholds", "", "thresholds file laid over the built-in thresholds/skus.yaml: its SKUs replace those of the same name whole, or are added (one new SKU is all it needs)")
 	f.ThresholdsRepl = fs.Bool("thresholds-replace", false, "use --thresholds FILE alone, without the built-in SKUs")
 	f.ThresholdsOver = fs.String("thresholds-overlay", "", "thresholds file laid over the built-in ones (or --thresholds): each of its SKUs replaces the SKU of the same name whole (no field merge) or is added, and its SKUs are matched to nodes first; e.g. a ConfigMap mounted at /etc/rdmasuite/thresholds/skus.yaml")

@@ -60,10 +60,11 @@ type Options struct {
 	Flags *Flags
 	// SuiteFlags are the suite's flag names, listed first by --help.
 	SuiteFlags []string
-	// PairedPlan predicts, per variant label, the paired features the run
-	// selected (from the declarations and the filters in cfg), so that they
-	// share one pod pair per node pair.
-	PairedPlan func(cfg *envconf.Config, variants []runner.Variant) map[string][]string
+	// Selected says, per variant label, which of the features the plan
+	// schedules (the paired features, memlock) the run selected: the
+	// declarations with the filters in cfg applied, as go test and
+	// e2e-framework will apply them.
+	Selected func(cfg *envconf.Config, variants []runner.Variant) map[string][]string
 }
 
 // Session is one run: what the features use (Env, Kube, Run, Disruptive),
@@ -186,10 +187,10 @@ func Start(m *testing.M, o Options) *Session {
 			rcfg, variantLines = runner.ResolveVariants(rcfg, facts)
 		}
 	}
-	// The paired features the run selected share their pods (the plan
-	// line of each variant says how).
-	if o.PairedPlan != nil {
-		rcfg.PairedPlan = o.PairedPlan(cfg, rcfg.VariantList())
+	// The features the run selected that its plan schedules: the paired
+	// ones share their pods (the plan lines of each variant say how).
+	if o.Selected != nil {
+		rcfg.Selected = o.Selected(cfg, rcfg.VariantList())
 	}
 	runID := cluster.NewRunID()
 	s.Run = runner.New(s.Kube, rcfg, runID)
@@ -228,7 +229,7 @@ func Start(m *testing.M, o Options) *Session {
 		}
 	}
 	s.startProgress(runID, *f.DryRun)
-	s.header(rc.Host, where, ns, mode, variantLines, rateLine)
+	s.header(rc.Host, where, ns, mode, variantLines, rateLine, *f.DryRun)
 	if *f.DryRun {
 		s.out.say("rdmasuite: --dry-run: nothing was created; the run would start here\n")
 		os.Exit(0)
@@ -263,6 +264,12 @@ func Start(m *testing.M, o Options) *Session {
 	}
 	s.Env.Setup(func(ctx context.Context, _ *envconf.Config) (context.Context, error) {
 		return ctx, s.createNamespace(ctx)
+	})
+	// The plan the header printed runs once, before the features, which
+	// read their checks from it; it records every check it makes.
+	s.Env.Setup(func(ctx context.Context, _ *envconf.Config) (context.Context, error) {
+		s.Run.Execute(ctx)
+		return ctx, nil
 	})
 	return s
 }
@@ -345,7 +352,7 @@ func (s *Session) startProgress(runID string, dryRun bool) {
 // header says where the run is and what it will do: cluster, variants,
 // client rate, nodes, image, thresholds, and the plan before anything is
 // created (pairs, rounds, waves and an estimate).
-func (s *Session) header(host, where, ns, mode string, variantLines []string, rateLine string) {
+func (s *Session) header(host, where, ns, mode string, variantLines []string, rateLine string, dryRun bool) {
 	o, run := s.out, s.Run
 	if o.plog.Path() != "" {
 		o.say("rdmasuite: progress in %s (tail -f it: without -v, go test shows the run's output only when it ends)\n", o.plog.Path())
@@ -366,7 +373,10 @@ func (s *Session) header(host, where, ns, mode string, variantLines []string, ra
 	for _, l := range run.ThresholdsHeader(hctx) {
 		o.say("rdmasuite: %s\n", l)
 	}
-	for _, l := range run.Plan(hctx) {
+	// The run's plan, built here once: what Execute will run (with
+	// --dry-run, round by round).
+	run.BuildPlan(hctx)
+	for _, l := range run.PlanLines(hctx, dryRun) {
 		o.say("rdmasuite: %s\n", l)
 	}
 }

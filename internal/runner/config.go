@@ -125,11 +125,11 @@ type Config struct {
 	GPUDirectOps []string // write (default), read
 	GPUDirectMem string   // the probe's --mem: cuda:auto (default), cuda, cuda:N
 
-	// PairedPlan lists, per variant label, the paired features (names of
-	// PairedFeatures) this run selected: they share one server/client pod
-	// pair per node pair (Paired). A paired feature not listed runs in
-	// pods of its own.
-	PairedPlan map[string][]string
+	// Selected lists, per variant label, the features this run selected
+	// that its plan schedules (BuildPlan): the paired features (names of
+	// PairedFeatures), which share one server/client pod pair per node
+	// pair, and MemlockFeature, which then runs in their node pods.
+	Selected map[string][]string
 }
 
 // Defaults of the GPU features (the flags' defaults too). The sweep is

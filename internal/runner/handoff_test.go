@@ -90,13 +90,14 @@ func TestPairPodsStartTogetherAndTheAddressIsHandedOver(t *testing.T) {
 	mayCreateSub(kube, "attach")
 	created := startedPods(kube)
 	cfg := testConfig(t)
-	cfg.PairedPlan = map[string][]string{VariantSharedDev: {PairedBandwidth, PairedLatency}}
+	cfg.Selected = map[string][]string{VariantSharedDev: {PairedBandwidth, PairedLatency}}
 	r := New(kube, cfg, "t-together")
 	att := &fakeAttach{kube: kube}
 	r.Attach = att
 	var lines []string
 	r.Progress = func(l string) { lines = append(lines, l) }
 	v := r.Cfg.VariantList()[0]
+	executePlan(r)
 	bwChecks := r.Paired(context.Background(), v, PairedBandwidth)
 	r.Paired(context.Background(), v, PairedLatency)
 
@@ -161,10 +162,11 @@ func TestFailedHandOverFailsThePairNamingIt(t *testing.T) {
 	mayCreateSub(kube, "attach")
 	startedPods(kube)
 	cfg := testConfig(t)
-	cfg.PairedPlan = map[string][]string{VariantSharedDev: {PairedBandwidth}}
+	cfg.Selected = map[string][]string{VariantSharedDev: {PairedBandwidth}}
 	r := New(kube, cfg, "t-refused")
 	r.Attach = &fakeAttach{kube: kube, err: errors.New("pods \"x\" is forbidden: cannot attach")}
 	start := time.Now()
+	executePlan(r)
 	cs := r.Paired(context.Background(), r.Cfg.VariantList()[0], PairedBandwidth)
 	if took := time.Since(start); took > 10*time.Second {
 		t.Errorf("took %s: the failed hand-over did not end the client's wait", took)
@@ -192,12 +194,13 @@ func TestNoAttachRightStartsClientsAfterServers(t *testing.T) {
 	mayCreateSub(kube)
 	created := runningPods(kube)
 	cfg := testConfig(t)
-	cfg.PairedPlan = map[string][]string{VariantSharedDev: {PairedBandwidth}}
+	cfg.Selected = map[string][]string{VariantSharedDev: {PairedBandwidth}}
 	r := New(kube, cfg, "t-serial")
 	att := &fakeAttach{kube: kube}
 	r.Attach = att
 	var lines []string
 	r.Progress = func(l string) { lines = append(lines, l) }
+	executePlan(r)
 	r.Paired(context.Background(), r.Cfg.VariantList()[0], PairedBandwidth)
 	if att.sent != nil {
 		t.Errorf("attached without the right: %v", att.sent)

@@ -16,12 +16,6 @@ import (
 	"github.com/rdmasuite/rdmasuite/thresholds"
 )
 
-// MemlockRider in a variant's Cfg.PairedPlan says the run selected the
-// memlock feature too: the variant's paired session, when it has one probe
-// pod per node, runs the memlock probe in those pods and leaves its rows
-// for Memlock, which then starts no pod of its own for those nodes.
-const MemlockRider = "memlock"
-
 // Memlock runs `rdmaprobe mr` on every selected node. The pod has no
 // IPC_LOCK unless MemlockIPCLock: it judges the limit the container runtime
 // gives every pod (seed 002), which IPC_LOCK would hide. Nodes that do not
@@ -92,11 +86,11 @@ func (r *Runner) memlockArgs(v Variant, n corev1.Node, inNodePod bool) ([]string
 }
 
 // memlockInNodePods runs the memlock probe in each node's main probe pod
-// of the variant, when the run selected memlock (MemlockRider), and keeps
+// of the variant (the plan's, when the run selected memlock), and keeps
 // the rows for Memlock. A node whose pod did not start or is busy gets no
 // row here: Memlock then starts a pod of its own there.
 func (r *Runner) memlockInNodePods(ctx context.Context, v Variant, np *nodePods, byName map[string]corev1.Node) {
-	if np == nil || !r.memlockRides(v) || ctx.Err() != nil {
+	if np == nil || ctx.Err() != nil {
 		return
 	}
 	if r.Cfg.MemlockIPCLock && !v.NeedsCaps {

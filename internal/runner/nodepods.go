@@ -96,7 +96,7 @@ func (r *Runner) startNodePods(ctx context.Context, v Variant, sch pairedSchedul
 	r.awaitTerminated(ctx, "node pods ["+v.Label+"]")
 	main, loop := nodePodNodes(sch.groups)
 	mainGPUs, loopGPUs := r.nodePodGPUs(sch)
-	hold := []string{"hold", "--max", r.holdFor(sch, r.memlockRides(v)).String()}
+	hold := []string{"hold", "--max", r.holdFor(sch).String()}
 	type todo struct {
 		pod  *nodePod
 		spec podrun.Spec
@@ -228,14 +228,14 @@ func (r *Runner) nodePodGPUs(sch pairedSchedule) (main, loop map[string]int) {
 // one after another, each at its longest pair's client budget plus the
 // server's wait; with a margin. The runner deletes the pods when the
 // variant is done; this only ends a pod whose runner was killed.
-func (r *Runner) holdFor(sch pairedSchedule, memlock bool) time.Duration {
+func (r *Runner) holdFor(sch pairedSchedule) time.Duration {
 	main, loop := nodePodNodes(sch.groups)
 	startWaves := 1
 	if c := 2 * r.Cfg.Concurrency; c > 0 {
 		startWaves = (len(main) + len(loop) + c - 1) / c
 	}
 	total := time.Duration(startWaves)*r.Cfg.PodTimeout + 10*time.Minute
-	if memlock {
+	if sch.memlock {
 		total += r.Cfg.PodTimeout // the memlock probe after the rounds
 	}
 	for _, g := range sch.groups {

@@ -193,7 +193,7 @@ func TestNodePodsServeEveryRoundOfAVariant(t *testing.T) {
 	created := nodePodsCluster(kube)
 	cfg := testConfig(t)
 	cfg.Loopback = true
-	cfg.PairedPlan = map[string][]string{VariantSharedDev: {PairedBandwidth, PairedLatency}}
+	cfg.Selected = map[string][]string{VariantSharedDev: {PairedBandwidth, PairedLatency}}
 	r := New(kube, cfg, "t-nodepods")
 	ex := &fakeExec{kube: kube, out: "fake-client-output-marker\n", exit: 1}
 	r.Exec = ex
@@ -201,6 +201,7 @@ func TestNodePodsServeEveryRoundOfAVariant(t *testing.T) {
 	var lines []string
 	r.Progress = func(l string) { lines = append(lines, l) }
 	v := r.Cfg.VariantList()[0]
+	executePlan(r)
 	bwChecks := r.Paired(context.Background(), v, PairedBandwidth)
 	latChecks := r.Paired(context.Background(), v, PairedLatency)
 
@@ -279,12 +280,13 @@ func TestNodePodThatDidNotStartFailsOnlyItsPairs(t *testing.T) {
 	mayCreateSub(kube, "exec")
 	nodePodsCluster(kube, "-n-c")
 	cfg := testConfig(t)
-	cfg.PairedPlan = map[string][]string{VariantSharedDev: {PairedBandwidth}}
+	cfg.Selected = map[string][]string{VariantSharedDev: {PairedBandwidth}}
 	r := New(kube, cfg, "t-nodepod-fail")
 	ex := &fakeExec{kube: kube, out: "x\n", exit: 1}
 	r.Exec = ex
 	var lines []string
 	r.Progress = func(l string) { lines = append(lines, l) }
+	executePlan(r)
 	cs := r.Paired(context.Background(), r.Cfg.VariantList()[0], PairedBandwidth)
 	if all := strings.Join(lines, "\n"); !strings.Contains(all, "node pods [shared-dev]: 3 of 4 running after ") || !strings.Contains(all, "not started on c (their pairs fail with the reason)") {
 		t.Errorf("no line names the node whose pod did not start: %q", lines)
@@ -332,9 +334,10 @@ func TestServerRunThatDidNotEndRetiresItsPod(t *testing.T) {
 	nodePodsCluster(kube)
 	cfg := testConfig(t)
 	cfg.Loopback = true
-	cfg.PairedPlan = map[string][]string{VariantSharedDev: {PairedBandwidth}}
+	cfg.Selected = map[string][]string{VariantSharedDev: {PairedBandwidth}}
 	r := New(kube, cfg, "t-nodepod-hang")
 	r.Exec = &fakeExec{kube: kube, out: "x\n", exit: 0, hang: "-n-a"}
+	executePlan(r)
 	cs := r.Paired(context.Background(), r.Cfg.VariantList()[0], PairedBandwidth)
 	cut, retired := 0, 0
 	for _, c := range cs {
@@ -377,13 +380,14 @@ func fallsBackToPairPods(t *testing.T, off bool, grants []string, why string) {
 	created := startedPods(kube)
 	cfg := testConfig(t)
 	cfg.NoNodePods = off
-	cfg.PairedPlan = map[string][]string{VariantSharedDev: {PairedBandwidth}}
+	cfg.Selected = map[string][]string{VariantSharedDev: {PairedBandwidth}}
 	r := New(kube, cfg, "t-noexec")
 	ex := &fakeExec{kube: kube}
 	r.Exec = ex
 	r.Attach = &fakeAttach{kube: kube}
 	var lines []string
 	r.Progress = func(l string) { lines = append(lines, l) }
+	executePlan(r)
 	r.Paired(context.Background(), r.Cfg.VariantList()[0], PairedBandwidth)
 	if len(ex.commands()) != 0 {
 		t.Errorf("exec'd without the right: %q", ex.commands())
@@ -414,10 +418,11 @@ func TestPlanWithNodePodsCountsOnePodPerNode(t *testing.T) {
 		mayCreateSub(cs, "exec")
 		cfg := testConfig(t)
 		cfg.Concurrency = tc.conc
-		cfg.PairedPlan = map[string][]string{VariantSharedDev: {PairedBandwidth}}
+		cfg.Selected = map[string][]string{VariantSharedDev: {PairedBandwidth}}
 		r := New(cs, cfg, "plan")
 		r.Exec = &fakeExec{kube: cs}
-		got := strings.Join(r.Plan(context.Background()), "\n")
+		r.BuildPlan(context.Background())
+		got := strings.Join(r.PlanLines(context.Background(), false), "\n")
 		for _, want := range []string{"run in one probe pod per node (256 node(s))", "256 pair(s) in 2 round(s), 256 pod starts before the first round (512 with a pod pair per pair and feature)",
 			"the node pods' start, " + tc.podWaves} {
 			if !strings.Contains(got, want) {
@@ -478,10 +483,11 @@ func TestMeasuredPairPassesInNodePodsAndACutStreamDoesNot(t *testing.T) {
 		mayCreateSub(kube, "exec")
 		nodePodsCluster(kube)
 		cfg := testConfig(t)
-		cfg.PairedPlan = map[string][]string{VariantSharedDev: {PairedBandwidth}}
+		cfg.Selected = map[string][]string{VariantSharedDev: {PairedBandwidth}}
 		r := New(kube, cfg, "t-nodepod-pass")
 		cli, srv := passingPair(t, cfg.BWOps, cfg.BWSizes, 8, 200, 196)
 		r.Exec = &fakeExec{kube: kube, out: cli, srvOut: srv, dropEnd: cut}
+		executePlan(r)
 		cs := r.Paired(context.Background(), r.Cfg.VariantList()[0], PairedBandwidth)
 		passed, ops := 0, 0
 		for _, c := range cs {
@@ -507,7 +513,7 @@ func TestMeasuredPairPassesInNodePodsAndACutStreamDoesNot(t *testing.T) {
 	}
 }
 
-// With memlock selected beside the paired features (MemlockRider), the
+// With memlock selected beside the paired features (MemlockFeature), the
 // memlock probe runs in each node's probe pod after the rounds, dropping
 // CAP_IPC_LOCK itself (the pod holds it for the paired features), and
 // Memlock starts no pod of its own for those nodes; a node whose exec
@@ -517,7 +523,7 @@ func TestMemlockRidesInTheNodePods(t *testing.T) {
 	mayCreateSub(kube, "exec", "attach")
 	created := nodePodsCluster(kube)
 	cfg := testConfig(t)
-	cfg.PairedPlan = map[string][]string{VariantSharedDev: {PairedBandwidth, MemlockRider}}
+	cfg.Selected = map[string][]string{VariantSharedDev: {PairedBandwidth, MemlockFeature}}
 	r := New(kube, cfg, "t-memlock-rides")
 	res := mr.Probe(func(int64) error { return nil }, "mlx5_0", mr.Sizes(4096, 4<<20), 1<<20,
 		podenv.Limits{Soft: podenv.Unlimited, Hard: podenv.Unlimited}, false, 0)
@@ -530,6 +536,7 @@ func TestMemlockRidesInTheNodePods(t *testing.T) {
 	r.Exec = ex
 	r.Attach = &fakeAttach{kube: kube}
 	v := r.Cfg.VariantList()[0]
+	executePlan(r)
 	r.Paired(context.Background(), v, PairedBandwidth)
 	nodePods := len(created())
 	mrExecs := 0
@@ -575,7 +582,7 @@ func TestMemlockDoesNotRideInPodsWithoutTheCapabilityItNeeds(t *testing.T) {
 	kube := fake.NewClientset(testNode("a", 8))
 	cfg := testConfig(t)
 	cfg.MemlockIPCLock = true
-	cfg.PairedPlan = map[string][]string{VariantSharedDev: {PairedBandwidth, MemlockRider}}
+	cfg.Selected = map[string][]string{VariantSharedDev: {PairedBandwidth, MemlockFeature}}
 	r := New(kube, cfg, "t-memlock-caps")
 	ex := &fakeExec{kube: kube, mrOut: "x\n"}
 	r.Exec = ex

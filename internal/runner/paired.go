@@ -6,7 +6,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -64,72 +63,6 @@ func (r *Runner) pairedNodesOf(ctx context.Context, v Variant, f pairedFeature) 
 		return usable, nil, rows, true
 	}
 	return usable, rounds, rows, false
-}
-
-// pairSession is one variant's paired features run together: the first
-// feature to ask runs them all, the others read their checks.
-type pairSession struct {
-	once   sync.Once
-	checks map[string][]reports.Check
-}
-
-// selectedPaired are the paired features the run selected for the
-// variant, in PairedFeatures' order: Cfg.PairedPlan without a rider such
-// as MemlockRider.
-func (r *Runner) selectedPaired(v Variant) []string {
-	var plan []string
-	for _, f := range PairedFeatures {
-		if slices.Contains(r.Cfg.PairedPlan[v.Label], f) {
-			plan = append(plan, f)
-		}
-	}
-	return plan
-}
-
-// memlockRides says the run selected memlock beside the variant's paired
-// features (MemlockRider): its node pods run the memlock probe too.
-func (r *Runner) memlockRides(v Variant) bool {
-	return slices.Contains(r.Cfg.PairedPlan[v.Label], MemlockRider)
-}
-
-// Paired returns the checks of paired feature name (a PairedSpec) for the
-// variant: its pairs (--pairing among its nodes, every rail, every op and
-// size), and every selected node ends with rows: a failing row when it
-// does not advertise the resource, not-run when no pair can be formed;
-// the NodeRows feature adds same-node pairs under --loopback and a
-// per-node bandwidth/ports row (with hostdev a bandwidth/isolation row).
-// When the run selected name together with other paired features
-// (Cfg.PairedPlan), the first of them to ask runs all of them in one
-// server/client pod pair per node pair; otherwise name runs in pods of
-// its own.
-func (r *Runner) Paired(ctx context.Context, v Variant, name string) []reports.Check {
-	plan := []string{name}
-	if slices.Contains(r.Cfg.PairedPlan[v.Label], name) {
-		plan = r.selectedPaired(v)
-	}
-	key := v.Label + "|" + strings.Join(plan, ",")
-	r.mu.Lock()
-	if r.sessions == nil {
-		r.sessions = map[string]*pairSession{}
-	}
-	s := r.sessions[key]
-	if s == nil {
-		s = &pairSession{}
-		r.sessions[key] = s
-	}
-	r.mu.Unlock()
-	s.once.Do(func() {
-		// The features that ride along are running too (name's caller
-		// marked name): a run stopped now must say their checks were
-		// never judged, not leave them out.
-		for _, f := range plan {
-			if f != name {
-				defer r.Begin(f, v.Label)()
-			}
-		}
-		s.checks = r.runPaired(ctx, v, plan)
-	})
-	return s.checks[name]
 }
 
 // sharedPair is one node pair's pods and the features that ride in them.
@@ -212,12 +145,11 @@ func groupCounts(groups [][]sharedPair) (pairs, separate int, riding []string) {
 	return pairs, separate, riding
 }
 
-// runPaired runs the features of plan for the variant and returns each
+// runPaired runs a variant's paired schedule and returns each
 // one's checks: its own rows (nodes without the resource, no pair), every
 // pair's judged checks, and for the feature that owns the node rows
 // (NodeRows) the same-node pairs and the per-node ports/isolation rows.
-func (r *Runner) runPaired(ctx context.Context, v Variant, plan []string) map[string][]reports.Check {
-	sch := r.schedulePaired(ctx, v, plan)
+func (r *Runner) runPaired(ctx context.Context, v Variant, sch pairedSchedule) map[string][]reports.Check {
 	feats, out, byName, groups := sch.feats, sch.rows, sch.byName, sch.groups
 	var mode handoffMode
 	if len(groups) > 0 {
@@ -238,8 +170,10 @@ func (r *Runner) runPaired(ctx context.Context, v Variant, plan []string) map[st
 		np = r.startNodePods(ctx, v, sch)
 		defer r.deleteNodePods(np)
 		// After the rounds, while the pods still stand: the memlock
-		// probe, when the run selected it, in the same pods.
-		defer r.memlockInNodePods(ctx, v, np, byName)
+		// probe, when the plan has it, in the same pods.
+		if sch.memlock {
+			defer r.memlockInNodePods(ctx, v, np, byName)
+		}
 	}
 	seen := newRailsSeen()
 	rp := &roundProgress{rounds: len(groups), start: time.Now()}
@@ -525,9 +459,14 @@ type pairedSchedule struct {
 	// their per-node rows.
 	rowNodes   []corev1.Node
 	rowFeature string
+	// memlock: the memlock probe runs in the node pods after the rounds
+	// (the run selected memlock beside these features).
+	memlock bool
 }
 
-func (r *Runner) schedulePaired(ctx context.Context, v Variant, plan []string) pairedSchedule {
+// schedulePaired schedules the paired features of plan for the variant
+// (memlock: the run selected memlock too).
+func (r *Runner) schedulePaired(ctx context.Context, v Variant, plan []string, memlock bool) pairedSchedule {
 	feats := map[string]pairedFeature{}
 	out := map[string][]reports.Check{}
 	rounds := map[string][][]pairing.Pair{}
@@ -561,80 +500,7 @@ func (r *Runner) schedulePaired(ctx context.Context, v Variant, plan []string) p
 		order = append(order, name)
 	}
 	groups := pairGroups(order, rounds, rowFeature, loopback)
-	return pairedSchedule{feats: feats, rows: out, byName: byName, groups: groups, rowNodes: rowNodes, rowFeature: rowFeature}
-}
-
-// typicalPodStart is the plan's allowance for starting a pod pair (image
-// present, device plugin ready); the run's phases table shows the real one.
-const typicalPodStart = 15 * time.Second
-
-// Plan says, before anything is created, what the paired features of each
-// variant will run: the pod-sharing line, the nodes measured, rounds,
-// waves at the run's concurrency, and an estimated duration from the
-// flags (pod start plus each rail × op × size's measurement). It reads the
-// API only; --dry-run prints it and stops.
-func (r *Runner) Plan(ctx context.Context) []string {
-	var out []string
-	for _, v := range r.Cfg.VariantList() {
-		plan := r.selectedPaired(v)
-		if len(plan) == 0 {
-			continue
-		}
-		sch := r.schedulePaired(ctx, v, plan)
-		if len(sch.groups) == 0 {
-			why := "no pair can run"
-			for _, name := range plan { // the first feature's reason, in plan order
-				if rows := sch.rows[name]; len(rows) > 0 && rows[0].Reason != "" {
-					why = rows[0].Reason
-					break
-				}
-			}
-			out = append(out, fmt.Sprintf("plan [%s]: %s: nothing will be measured", v.Label, why))
-			continue
-		}
-		waves, maxPairs := 0, 0
-		var est time.Duration
-		railsLo, railsHi := 0, 0
-		for _, g := range sch.groups {
-			maxPairs = max(maxPairs, len(g))
-			w := 1
-			if r.Cfg.Concurrency > 0 {
-				w = (len(g) + r.Cfg.Concurrency - 1) / r.Cfg.Concurrency
-			}
-			waves += w
-			var longest time.Duration
-			for _, sp := range g {
-				d, rails := r.pairEstimate(sch, sp)
-				longest = max(longest, d)
-				if railsLo == 0 || rails < railsLo {
-					railsLo = rails
-				}
-				railsHi = max(railsHi, rails)
-			}
-			est += time.Duration(w) * (typicalPodStart + longest)
-		}
-		line, how := PlanLine(v.Label, sch.groups), fmt.Sprintf("a wave: pod start ≈ %s + its longest pair's measurement", typicalPodStart)
-		if r.pairStartMode(ctx).nodePods {
-			// The node pods start before the first round (2 × concurrency
-			// at a time), not once per wave.
-			main, loop := nodePodNodes(sch.groups)
-			podWaves := 1
-			if c := 2 * r.Cfg.Concurrency; c > 0 {
-				podWaves = (len(main) + len(loop) + c - 1) / c
-			}
-			est += time.Duration(podWaves-waves) * typicalPodStart
-			line = nodePodPlanLine(v.Label, sch.groups)
-			how = fmt.Sprintf("the node pods' start, %d wave(s) of ≈ %s, then each wave's longest pair's measurement", podWaves, typicalPodStart)
-		}
-		conc := "all at once"
-		if r.Cfg.Concurrency > 0 {
-			conc = fmt.Sprintf("at most %d at once", r.Cfg.Concurrency)
-		}
-		out = append(out, line,
-			fmt.Sprintf("plan [%s]: %d node(s) measured, %d round(s) of up to %d pair(s), %s: %d wave(s); %s; estimated ≈ %s (%s)",
-				v.Label, len(sch.byName), len(sch.groups), maxPairs, conc, waves, r.railsText(railsLo, railsHi), est.Round(time.Second), how))
-	}
-	return out
+	return pairedSchedule{feats: feats, rows: out, byName: byName, groups: groups, rowNodes: rowNodes, rowFeature: rowFeature, memlock: memlock}
 }
 
 // railsText says how a pair measures its rails: how many one after

@@ -73,11 +73,12 @@ func TestPairedFeaturesShareOnePodPairPerNodePair(t *testing.T) {
 	kube := fake.NewClientset(testNode("a", 8), testNode("b", 8), testNode("c", -1))
 	created := runningPods(kube)
 	cfg := testConfig(t)
-	cfg.PairedPlan = map[string][]string{VariantSharedDev: {PairedMsgRate, PairedBandwidth, PairedLatency}}
+	cfg.Selected = map[string][]string{VariantSharedDev: {PairedMsgRate, PairedBandwidth, PairedLatency}}
 	r := New(kube, cfg, "t-shared")
 	var lines []string
 	r.Progress = func(l string) { lines = append(lines, l) }
 	v := r.Cfg.VariantList()[0]
+	executePlan(r)
 	got := map[string][]reports.Check{
 		"bandwidth": r.Paired(context.Background(), v, PairedBandwidth),
 		"latency":   r.Paired(context.Background(), v, PairedLatency),
@@ -140,7 +141,7 @@ func TestPairedFeatureNotInThePlanRunsAlone(t *testing.T) {
 	kube := fake.NewClientset(testNode("a", 8), testNode("b", 8))
 	created := runningPods(kube)
 	cfg := testConfig(t)
-	cfg.PairedPlan = map[string][]string{VariantSharedDev: {PairedBandwidth}}
+	cfg.Selected = map[string][]string{VariantSharedDev: {PairedBandwidth}}
 	r := New(kube, cfg, "t-alone")
 	r.Paired(context.Background(), r.Cfg.VariantList()[0], PairedLatency)
 	for _, p := range created() {
@@ -232,22 +233,22 @@ func TestStopDuringSharedPairsNamesTheRidingFeatures(t *testing.T) {
 		return false, nil, nil
 	})
 	cfg := testConfig(t)
-	cfg.PairedPlan = map[string][]string{VariantSharedDev: {PairedBandwidth, PairedLatency, PairedMsgRate}}
+	cfg.Selected = map[string][]string{VariantSharedDev: {PairedBandwidth, PairedLatency, PairedMsgRate}}
 	r := New(kube, cfg, "t-stop")
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		r.Paired(context.Background(), r.Cfg.VariantList()[0], PairedBandwidth)
+		executePlan(r)
 	}()
 	<-started
-	if n := r.RecordUnfinished("interrupt"); n != 2 {
-		t.Errorf("%d unfinished features recorded, want latency and msgrate", n)
+	if n := r.RecordUnfinished("interrupt"); n != 3 {
+		t.Errorf("%d unfinished features recorded, want bandwidth, latency and msgrate", n)
 	}
 	ids := map[string]bool{}
 	for _, c := range r.Checks() {
 		ids[c.ID] = c.Status == reports.Error
 	}
-	if !ids["latency"] || !ids["msgrate"] {
+	if !ids["bandwidth"] || !ids["latency"] || !ids["msgrate"] {
 		t.Errorf("unfinished rows: %v", ids)
 	}
 	close(release)
@@ -272,9 +273,10 @@ func TestPlanIsRoundsNotPairs(t *testing.T) {
 		cs := fake.NewClientset(objs...)
 		cfg := testConfig(t)
 		cfg.Concurrency = tc.conc
-		cfg.PairedPlan = map[string][]string{VariantSharedDev: {PairedBandwidth}}
+		cfg.Selected = map[string][]string{VariantSharedDev: {PairedBandwidth}}
 		r := New(cs, cfg, "plan")
-		got := strings.Join(r.Plan(context.Background()), "\n")
+		r.BuildPlan(context.Background())
+		got := strings.Join(r.PlanLines(context.Background(), false), "\n")
 		for _, want := range []string{"256 pair(s), 512 pod starts", "256 node(s) measured", "2 round(s) of up to 128 pair(s)", tc.waves, "8 rail(s) per pair, one after another", "estimated ≈ "} {
 			if !strings.Contains(got, want) {
 				t.Errorf("concurrency %d: plan lacks %q:\n%s", tc.conc, want, got)
@@ -305,4 +307,11 @@ func TestAsLoopback(t *testing.T) {
 	if c := asLoopback(reports.Check{ID: "latency/link"}); c.ID != "latency/link/loopback" || c.Traits != nil || !c.Is().Loopback {
 		t.Errorf("a check without traits: %s %+v", c.ID, c.Is())
 	}
+}
+
+// executePlan builds the runner's plan from its selection and runs it, as
+// the lifecycle does before the features.
+func executePlan(r *Runner) {
+	r.BuildPlan(context.Background())
+	r.Execute(context.Background())
 }

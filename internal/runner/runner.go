@@ -60,10 +60,10 @@ type Runner struct {
 	phases  map[string]reports.Phase
 	running map[int]runningFeature
 	nextRun int
-	// sessions are the variants' paired features run together (Paired).
-	sessions map[string]*pairSession
+	// plan is the run's schedule of paired work (BuildPlan, Execute).
+	plan *Plan
 	// memlockRode are the memlock checks measured in a variant's node
-	// pods by its paired session, by variant label and node (Memlock
+	// pods by the run's plan, by variant label and node (Memlock
 	// reads them instead of starting a pod of its own).
 	memlockRode map[string]map[string][]reports.Check
 }

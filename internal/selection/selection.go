@@ -1,11 +1,12 @@
-// Package selection predicts which suite features a run will execute, from
-// the same filters e2e-framework and go test apply (--feature, --skip-
+// Package selection says which suite features a run selected, from the
+// same filters e2e-framework and go test apply (--feature, --skip-
 // features, --assess, --skip-assessment, --labels, --skip-labels, -run,
-// -skip), so the runner can plan work that several features share (one
-// pod pair per node pair for every paired feature) before the first of
-// them starts. A wrong prediction costs time, never a result: a feature
-// predicted and not run only adds runs whose checks nobody records, and a
-// feature run but not predicted runs in pods of its own.
+// -skip), so the run's plan can schedule the work several features share
+// (one pod pair per node pair for every paired feature) before any of
+// them starts. It matches -run and -skip on the top-level test only: a
+// feature selected here that a subtest pattern then skips was still
+// measured and recorded by the plan, and one the plan lacks runs in pods
+// of its own when it asks (runner.Paired) and says so.
 package selection
 
 import "regexp"

@@ -329,6 +329,10 @@ func measure(kubeconfig string, s scenario, set *thresholds.Set, conc int, sched
 	runtime.ReadMemStats(&ms0)
 	peak := sampleHeap()
 	start, cpu0 := time.Now(), cpuTime()
+	// The run's plan, built and executed as the lifecycle does.
+	r.Cfg.Selected = map[string][]string{v.Label: {runner.PairedBandwidth}}
+	r.BuildPlan(ctx)
+	r.Execute(ctx)
 	checks := r.Paired(ctx, v, runner.PairedBandwidth)
 	rec.finish()
 	var ms1 runtime.MemStats
