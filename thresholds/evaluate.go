@@ -46,22 +46,11 @@ func (k *SKU) BandwidthFloor(metric string) (Bound, error) {
 // read or send) in µs, as perftest reports it (write and send half the
 // round trip, read the whole READ); an error names the missing field.
 func (k *SKU) LatencyCeiling(op string) (Bound, error) {
-	var v Value
-	var field string
 	switch op {
-	case "write":
-		v, field = k.WriteLatencyUs, "writeLatencyUs"
-	case "read":
-		v, field = k.ReadLatencyUs, "readLatencyUs"
-	case "send":
-		v, field = k.SendLatencyUs, "sendLatencyUs"
-	default:
-		return Bound{}, fmt.Errorf("no latency ceiling for op %q (write, read, send)", op)
+	case "write", "read", "send":
+		return k.Optional(op + "LatencyUs")
 	}
-	if v.Value == nil {
-		return Bound{}, k.missingOptional(field, fmt.Sprintf("add one to the thresholds (rdmasuite thresholds list shows the built-ins) to judge %s latency", op))
-	}
-	return Bound{Op: "<=", Value: *v.Value, Source: k.label() + ": " + v.Source}, nil
+	return Bound{}, fmt.Errorf("no latency ceiling for op %q (write, read, send)", op)
 }
 
 // MsgRateFloor is the SKU's floor on op's message rate (write only) in
@@ -71,27 +60,13 @@ func (k *SKU) MsgRateFloor(op string) (Bound, error) {
 	if op != "write" {
 		return Bound{}, fmt.Errorf("no message-rate floor for op %q (write)", op)
 	}
-	v := k.WriteMsgRateMpps
-	if v.Value == nil {
-		return Bound{}, k.missingOptional("writeMsgRateMpps", "no public per-process message-rate reference exists for it "+
-			"(vendor figures are whole-adapter, many cores); set one from a known-good run of the same command in a thresholds overlay "+
-			"to judge write message rate")
-	}
-	return Bound{Op: ">=", Value: *v.Value, Source: k.label() + ": " + v.Source}, nil
+	return k.Optional("writeMsgRateMpps")
 }
 
 // LoadLatencyFactor is how many times its unloaded typical and p99 a
 // rail pair's latency may reach while the pair carries a write stream;
 // an error names the missing field and why no built-in SKU has one.
-func (k *SKU) LoadLatencyFactor() (Bound, error) {
-	v := k.LatencyUnderLoadFactor
-	if v.Value == nil {
-		return Bound{}, k.missingOptional("latencyUnderLoadFactor", "it is a site setting, not a hardware figure: how much a "+
-			"congested fabric may slow a flow depends on its congestion control (ECN/DCQCN, PFC, adaptive routing) and buffers, and "+
-			"no public reference bounds it; set it from your fabric's target or a known-good run in a thresholds overlay to judge latency under load")
-	}
-	return Bound{Op: "<=", Value: *v.Value, Source: k.label() + ": " + v.Source}, nil
-}
+func (k *SKU) LoadLatencyFactor() (Bound, error) { return k.Optional("latencyUnderLoadFactor") }
 
 // MinMemlock is the smallest registration that must succeed in a pod.
 func (k *SKU) MinMemlock() Bound {

@@ -428,25 +428,92 @@ func covers(q, p string) bool {
 }
 
 // optionalBound is one of a SKU's optional thresholds (its checks are
-// not-run without it) and the range a given value must lie in.
+// not-run without it): its key, its value, the range a given value must
+// lie in, the bound's direction, how thresholds list shows it, and why a
+// SKU may lack it (the not-run reason's fix).
 type optionalBound struct {
 	field  string
 	v      Value
 	lo, hi float64
+	op     string // ">=" floor, "<=" ceiling
+	show   string // a format for its value, e.g. "write latency ≤ %g µs"
+	why    string
 }
 
+// Why a latency ceiling may be missing: the built-in hardware SKUs have
+// all three.
+const latencyWhy = "add one to the thresholds (rdmasuite thresholds list shows the built-ins) to judge "
+
 // optionalBounds lists k's optional thresholds, in the file's order: the
-// one list that validation and overlay comparison both read.
+// one list that validation, overlay comparison, the accessors (Optional)
+// and thresholds list read.
 func (k *SKU) optionalBounds() []optionalBound {
 	return []optionalBound{
-		{"writeLatencyUs", k.WriteLatencyUs, 0.01, 1e6}, {"readLatencyUs", k.ReadLatencyUs, 0.01, 1e6}, {"sendLatencyUs", k.SendLatencyUs, 0.01, 1e6},
+		{"writeLatencyUs", k.WriteLatencyUs, 0.01, 1e6, "<=", "write latency ≤ %g µs", latencyWhy + "write latency"},
+		{"readLatencyUs", k.ReadLatencyUs, 0.01, 1e6, "<=", "read latency ≤ %g µs", latencyWhy + "read latency"},
+		{"sendLatencyUs", k.SendLatencyUs, 0.01, 1e6, "<=", "send latency ≤ %g µs", latencyWhy + "send latency"},
 		// From an emulated (Soft-RoCE) node's thousands of messages per second to
 		// well past any adapter's headline rate.
-		{"writeMsgRateMpps", k.WriteMsgRateMpps, 1e-6, 1e4},
+		{"writeMsgRateMpps", k.WriteMsgRateMpps, 1e-6, 1e4, ">=", "write msgrate ≥ %g Mpps",
+			"no public per-process message-rate reference exists for it (vendor figures are whole-adapter, many cores); " +
+				"set one from a known-good run of the same command in a thresholds overlay to judge write message rate"},
 		// At least 1 (a load cannot make latency better); far above any
 		// emulated node's contention.
-		{"latencyUnderLoadFactor", k.LatencyUnderLoadFactor, 1, 1e6},
+		{"latencyUnderLoadFactor", k.LatencyUnderLoadFactor, 1, 1e6, "<=", "latency under load ≤ %g × alone",
+			"it is a site setting, not a hardware figure: how much a congested fabric may slow a flow depends on its congestion " +
+				"control (ECN/DCQCN, PFC, adaptive routing) and buffers, and no public reference bounds it; set it from your fabric's " +
+				"target or a known-good run in a thresholds overlay to judge latency under load"},
 	}
+}
+
+// Keys are every key a SKU of the thresholds file may have (SKU's yaml
+// tags), in the file's order.
+func Keys() []string {
+	var keys []string
+	t := reflect.TypeFor[SKU]()
+	for i := range t.NumField() {
+		if tag, _, _ := strings.Cut(t.Field(i).Tag.Get("yaml"), ","); tag != "" && tag != "-" {
+			keys = append(keys, tag)
+		}
+	}
+	return keys
+}
+
+// OptionalKeys are the thresholds file's optional SKU keys, in the file's
+// order: a check judged against one is not-run on a SKU without it.
+func OptionalKeys() []string {
+	var keys []string
+	for _, o := range (&SKU{}).optionalBounds() {
+		keys = append(keys, o.field)
+	}
+	return keys
+}
+
+// Optional is the SKU's optional bound key (one of OptionalKeys); an error
+// names a missing one and how to set it.
+func (k *SKU) Optional(key string) (Bound, error) {
+	for _, o := range k.optionalBounds() {
+		if o.field != key {
+			continue
+		}
+		if o.v.Value == nil {
+			return Bound{}, k.missingOptional(o.field, o.why)
+		}
+		return Bound{Op: o.op, Value: *o.v.Value, Source: k.label() + ": " + o.v.Source}, nil
+	}
+	return Bound{}, fmt.Errorf("no optional threshold %q (have %s)", key, strings.Join(OptionalKeys(), ", "))
+}
+
+// OptionalSummary shows the optional bounds the SKU has, as thresholds
+// list prints them ("" when none).
+func (k *SKU) OptionalSummary() string {
+	var parts []string
+	for _, o := range k.optionalBounds() {
+		if o.v.Value != nil {
+			parts = append(parts, fmt.Sprintf(o.show, *o.v.Value))
+		}
+	}
+	return strings.Join(parts, "  ")
 }
 
 // droppedOptional names the optional thresholds base has and k lacks.

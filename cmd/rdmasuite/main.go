@@ -28,9 +28,11 @@ import (
 	"io"
 	"os"
 	"runtime/debug"
+	"slices"
 	"strings"
 
 	"github.com/rdmasuite/rdmasuite/internal/atomicfile"
+	"github.com/rdmasuite/rdmasuite/internal/runner"
 	"github.com/rdmasuite/rdmasuite/internal/suiteflags"
 	"github.com/rdmasuite/rdmasuite/internal/termwidth"
 	"github.com/rdmasuite/rdmasuite/reports"
@@ -354,22 +356,49 @@ func runThresholds(args []string, stdout io.Writer) error {
 			from = "  (overlay " + k.File() + ")"
 		}
 		// The optional bounds, when the SKU has them.
-		opt := ""
-		for _, op := range []string{"write", "read", "send"} {
-			if b, err := k.LatencyCeiling(op); err == nil {
-				opt += fmt.Sprintf("  %s latency ≤ %g µs", op, b.Value)
-			}
-		}
-		if b, err := k.MsgRateFloor("write"); err == nil {
-			opt += fmt.Sprintf("  write msgrate ≥ %g Mpps", b.Value)
-		}
-		if b, err := k.LoadLatencyFactor(); err == nil {
-			opt += fmt.Sprintf("  latency under load ≤ %g × alone", b.Value)
+		opt := k.OptionalSummary()
+		if opt != "" {
+			opt = "  " + opt
 		}
 		fmt.Fprintf(stdout, "%-18s link %4g Gb/s × %g ports  write ≥ %g Gb/s  read ≥ %g Gb/s  memlock ≥ %.0f B  NFS stall ≤ %g s%s%s\n",
 			k.Name, *k.LinkRateGbps.Value, *k.PortsPerNode.Value, w.Value, r.Value, *k.MinMemlockBytes.Value, *k.MaxNFSStallSec.Value, opt, from)
 	}
+	for _, l := range unsetOptional(set) {
+		fmt.Fprintln(stdout, l)
+	}
 	return nil
+}
+
+// unsetOptional says, per paired feature judged against an optional key,
+// on which SKUs its checks will be not-run because the key is unset.
+func unsetOptional(set *thresholds.Set) []string {
+	var out []string
+	for _, spec := range runner.PairedSpecs() {
+		for _, key := range spec.Thresholds {
+			if !slices.Contains(thresholds.OptionalKeys(), key) {
+				continue
+			}
+			var lacking, having []string
+			for i := range set.SKUs {
+				if _, err := set.SKUs[i].Optional(key); err != nil {
+					lacking = append(lacking, set.SKUs[i].Name)
+				} else {
+					having = append(having, set.SKUs[i].Name)
+				}
+			}
+			checks := fmt.Sprintf("%s/%s checks are not-run there (set it in an overlay: --overlay)", spec.Name, opOf(key))
+			switch {
+			case len(lacking) == 0:
+			case len(having) == 0:
+				out = append(out, fmt.Sprintf("not set: %s on any SKU: %s", key, checks))
+			case len(lacking) > len(having):
+				out = append(out, fmt.Sprintf("not set: %s on %d of %d SKUs (all but %s): %s", key, len(lacking), len(set.SKUs), strings.Join(having, ", "), checks))
+			default:
+				out = append(out, fmt.Sprintf("not set: %s on %d of %d SKUs (%s): %s", key, len(lacking), len(set.SKUs), strings.Join(lacking, ", "), checks))
+			}
+		}
+	}
+	return out
 }
 
 // orNone lists names, or says there are none.
@@ -416,4 +445,15 @@ func versionLine() string {
 		s += ", " + goVersion
 	}
 	return s + ")"
+}
+
+// opOf is the op an optional key bounds (writeLatencyUs: write), or "*"
+// when it bounds every op of its feature.
+func opOf(key string) string {
+	for _, op := range []string{"write", "read", "send"} {
+		if strings.HasPrefix(key, op) {
+			return op
+		}
+	}
+	return "*"
 }

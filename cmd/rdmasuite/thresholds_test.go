@@ -51,8 +51,26 @@ func TestThresholdsOverlay(t *testing.T) {
 		strings.Contains(lines[0], "latency") || !strings.Contains(out.String(), "H100/NDR-400") || !strings.Contains(out.String(), "send latency ≤ 2.5 µs") {
 		t.Errorf("list: the overlay's SKU first, marked:\n%s", out.String())
 	}
-	if strings.Count(out.String(), "A100/HDR-200") != 1 || strings.Count(out.String(), "(overlay ") != 1 {
+	skuLines := 0
+	for _, l := range lines {
+		if strings.HasPrefix(l, "A100/HDR-200 ") {
+			skuLines++
+		}
+	}
+	if skuLines != 1 || strings.Count(out.String(), "(overlay ") != 1 {
 		t.Errorf("list:\n%s", out.String())
+	}
+	// The SKUs whose optional keys are unset, and the checks that are
+	// then not-run there, from the paired features' definitions.
+	n := len(builtin.SKUs)
+	for _, want := range []string{
+		fmt.Sprintf("not set: writeLatencyUs on 1 of %d SKUs (A100/HDR-200): latency/write checks are not-run there", n),
+		fmt.Sprintf("not set: sendLatencyUs on 1 of %d SKUs (A100/HDR-200): latency/send checks are not-run there", n),
+		fmt.Sprintf("not set: latencyUnderLoadFactor on %d of %d SKUs (all but soft-roce-bed): latency-load/* checks are not-run there", n-1, n),
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("list lacks %q:\n%s", want, out.String())
+		}
 	}
 	errb.Reset()
 	if code := run([]string{"thresholds", "check", "--overlay", bad}, &out, &errb); code != reports.ExitBroken ||

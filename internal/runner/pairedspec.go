@@ -28,9 +28,9 @@ const (
 // PairedSpec defines one paired feature, in one place: how the suite
 // declares it, what its pairs' probes run, on which nodes, and how its
 // checks are judged (the verdict, which also gives each check its report
-// traits). The suite, the scheduler, the pair runner and the plan read
-// this entry; adding a paired feature is adding an entry (and its verdict
-// and thresholds key).
+// traits) against which thresholds keys. The suite, the plan, the pair
+// runner and thresholds list read this entry; adding a paired feature is
+// adding an entry (and its verdict and thresholds key).
 type PairedSpec struct {
 	// Name is the check ids' family (Name/<op>), the label check=Name and
 	// the run's name in a shared pod (--run-name).
@@ -50,6 +50,10 @@ type PairedSpec struct {
 	PerMeasurement func(Config) time.Duration
 	// Judge is its verdict over one pair's outputs.
 	Judge func(verdict.BWInput) verdict.BWResult
+	// Thresholds are the thresholds-file keys of a SKU its verdict judges
+	// against (portCounters: its link checks): the SKUs without one of
+	// its optional keys get not-run rows, and thresholds list says which.
+	Thresholds []string
 	// GPUNodes: its pairs are formed among the GPU nodes only (otherwise
 	// among the variant's selected nodes).
 	GPUNodes bool
@@ -66,7 +70,7 @@ var pairedSpecs = []PairedSpec{
 		Memory: func(Config) bwMemory { return hostMemory },
 		Ops:    func(c Config) []string { return c.BWOps }, Sizes: func(c Config) []int { return c.BWSizes },
 		RunArgs: bandwidthRunArgs, PerMeasurement: bandwidthPerMeasurement,
-		Judge: verdict.Bandwidth, NodeRows: true},
+		Judge: verdict.Bandwidth, NodeRows: true, Thresholds: []string{"linkRateGbps", "portsPerNode", "write", "read", "portCounters"}},
 	{Name: PairedLatency, Test: "TestLatency", Suite: "latency", Title: "RDMA latency between paired pods",
 		Assess: "every rail of every node stays under its SKU's latency ceiling for every op",
 		// ib_write_lat's ping-pong, ib_read_lat's one READ at a time: one
@@ -76,7 +80,7 @@ var pairedSpecs = []PairedSpec{
 		Ops:    func(c Config) []string { return c.LatOps }, Sizes: func(c Config) []int { return c.LatSizes },
 		RunArgs:        func(c Config) []string { return []string{"--iters", strconv.Itoa(c.LatIters)} },
 		PerMeasurement: func(Config) time.Duration { return time.Second },
-		Judge:          verdict.Latency},
+		Judge:          verdict.Latency, Thresholds: []string{"writeLatencyUs", "readLatencyUs", "sendLatencyUs", "portCounters"}},
 	{Name: PairedMsgRate, Test: "TestMsgRate", Suite: "msgrate", Title: "RDMA message rate between paired pods",
 		Assess: "every rail of every node reaches its SKU's small-message write rate",
 		// perftest's message-rate run: small writes over several QPs, tx
@@ -88,7 +92,7 @@ var pairedSpecs = []PairedSpec{
 			return []string{"--qps", strconv.Itoa(c.MsgRateQPs), "--iters", strconv.Itoa(c.MsgRateIters)}
 		},
 		PerMeasurement: func(Config) time.Duration { return time.Second },
-		Judge:          verdict.MsgRate},
+		Judge:          verdict.MsgRate, Thresholds: []string{"writeMsgRateMpps", "portCounters"}},
 	// Its own suite: no built-in hardware SKU has its factor (a site
 	// setting), so inside suite=latency it would make that suite's runs
 	// not-run, and so fail, on every hardware SKU.
@@ -106,7 +110,7 @@ var pairedSpecs = []PairedSpec{
 		// Alone, then under a stream of at least 3 s (8 × the measurement
 		// alone + 2 s where that is longer).
 		PerMeasurement: func(Config) time.Duration { return 7 * time.Second },
-		Judge:          verdict.LatencyUnderLoad},
+		Judge:          verdict.LatencyUnderLoad, Thresholds: []string{"latencyUnderLoadFactor", "portCounters"}},
 	{Name: PairedGPUDirect, Test: "TestGPUDirect", Suite: "gpu", Title: "GPUDirect RDMA between paired GPU pods",
 		Assess: "every rail of every GPU node reaches its SKU's gpuDirectWrite floor from GPU memory, at the largest requested size",
 		// The bandwidth run from GPU memory on both sides: --mem cuda:auto
@@ -116,7 +120,7 @@ var pairedSpecs = []PairedSpec{
 		},
 		Ops: func(c Config) []string { return c.ncclSettings().GPUDirectOps }, Sizes: func(c Config) []int { return c.BWSizes },
 		RunArgs: bandwidthRunArgs, PerMeasurement: bandwidthPerMeasurement,
-		Judge: verdict.GPUDirect, GPUNodes: true},
+		Judge: verdict.GPUDirect, GPUNodes: true, Thresholds: []string{"linkRateGbps", "gpuDirectWrite", "portCounters"}},
 }
 
 // bandwidthRunArgs are a bandwidth run's flags: perftest's duration mode

@@ -5,6 +5,7 @@ import (
 	"go/parser"
 	"go/token"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/rdmasuite/rdmasuite/internal/verdict"
+	"github.com/rdmasuite/rdmasuite/thresholds"
 )
 
 // Every entry is complete, named once, and its verdict's checks belong to
@@ -51,6 +53,26 @@ func TestPairedSpecsAreComplete(t *testing.T) {
 	}
 	if nodeRows != 1 {
 		t.Errorf("%d features own the node rows, want exactly 1", nodeRows)
+	}
+	// Every optional key of the thresholds file is some paired feature's
+	// (a SKU without it makes that feature not-run, and thresholds list
+	// says which); every key a feature names exists.
+	claimed := map[string]bool{}
+	for _, s := range PairedSpecs() {
+		if len(s.Thresholds) == 0 {
+			t.Errorf("%s names no thresholds key", s.Name)
+		}
+		for _, key := range s.Thresholds {
+			if !slices.Contains(thresholds.Keys(), key) {
+				t.Errorf("%s: %q is no key of a thresholds SKU (%v)", s.Name, key, thresholds.Keys())
+			}
+			claimed[key] = true
+		}
+	}
+	for _, key := range thresholds.OptionalKeys() {
+		if !claimed[key] {
+			t.Errorf("optional thresholds key %s is judged by no paired feature", key)
+		}
 	}
 	if _, err := PairedSpecOf("atomic"); err == nil || !strings.Contains(err.Error(), "bandwidth") {
 		t.Errorf("an unknown feature: %v", err)
