@@ -35,6 +35,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/e2e-framework/klient"
 	"sigs.k8s.io/e2e-framework/pkg/env"
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
@@ -112,6 +113,72 @@ func fatal(err error) {
 // cannot start at all exits 2 with the reason.
 func Start(m *testing.M, o Options) *Session {
 	f := o.Flags
+	cfg := parseFlags(m, o)
+	s := &Session{flags: f, exit: os.Exit, out: newOutput(), cancel: func() {}}
+	// Every flag is checked before the first API call: a typo fails in
+	// seconds with its fix, never after the cluster answered.
+	rcfg, err := f.RunnerConfig(os.Stdout, func() error {
+		var err error
+		s.Disruptive, err = f.DisruptiveGate(flag.CommandLine)
+		return err
+	})
+	if err != nil {
+		fatal(err)
+	}
+	if s.publishing, err = f.Publishing(); err != nil {
+		fatal(err)
+	}
+	rc, where, rateLine := s.connect(cfg)
+	kl, err := klient.New(rc)
+	if err != nil {
+		fatal(err)
+	}
+	rcfg, variantLines := s.variants(rcfg)
+	// The features the run selected that its plan schedules: the paired
+	// ones share their pods (the plan lines of each variant say how).
+	if o.Selected != nil {
+		rcfg.Selected = o.Selected(cfg, rcfg.VariantList())
+	}
+	runID := cluster.NewRunID()
+	s.Run = runner.New(s.Kube, rcfg, runID)
+	// A pair's client pod starts beside its server and gets the server's
+	// address over pods/attach (when the identity may attach: the runner
+	// asks once and says which way the pairs start).
+	s.Run.Attach = podrun.RemoteAttach{Config: rc, Kube: s.Kube}
+	// Better: one probe pod per node and variant, every round's runs
+	// exec'd in it (when the identity may exec in the run namespace).
+	s.Run.Exec = podrun.RemoteExec{Config: rc, Kube: s.Kube}
+	ns := s.Run.Namespace()
+	cfg.WithClient(kl).WithNamespace(ns)
+	s.deleting = "deleting run namespace " + ns
+	s.started = time.Now()
+	mode := s.checkBeforeCreating(runID)
+	s.startProgress(runID, *f.DryRun)
+	s.header(rc.Host, where, ns, mode, variantLines, rateLine, *f.DryRun)
+	if *f.DryRun {
+		s.out.say("rdmasuite: --dry-run: nothing was created; the run would start here\n")
+		os.Exit(0)
+	}
+	s.started = time.Now()
+	ctx := s.armDeadlineAndSignals()
+	if s.Env, err = env.NewWithContext(ctx, cfg); err != nil {
+		fatal(err)
+	}
+	s.Env.Setup(func(ctx context.Context, _ *envconf.Config) (context.Context, error) {
+		return ctx, s.createNamespace(ctx)
+	})
+	// The plan the header printed runs once, before the features, which
+	// read their checks from it; it records every check it makes.
+	s.Env.Setup(func(ctx context.Context, _ *envconf.Config) (context.Context, error) {
+		s.Run.Execute(ctx)
+		return ctx, nil
+	})
+	return s
+}
+
+// parseFlags handles what needs no cluster: --help (the suite's flags
+// first), the flags themselves, and go test's -test.list (which exits).
+func parseFlags(m *testing.M, o Options) *envconf.Config {
 	flag.CommandLine.Usage = func() {
 		width := termwidth.Of(os.Stdout)
 		if width == 0 {
@@ -129,20 +196,13 @@ func Start(m *testing.M, o Options) *Session {
 	if FlagValue(flag.CommandLine, "test.list") != "" {
 		os.Exit(m.Run()) // listing tests needs no cluster
 	}
-	s := &Session{flags: f, exit: os.Exit, out: newOutput(), cancel: func() {}}
-	// Every flag is checked before the first API call: a typo fails in
-	// seconds with its fix, never after the cluster answered.
-	rcfg, err := f.RunnerConfig(os.Stdout, func() error {
-		var err error
-		s.Disruptive, err = f.DisruptiveGate(flag.CommandLine)
-		return err
-	})
-	if err != nil {
-		fatal(err)
-	}
-	if s.publishing, err = f.Publishing(); err != nil {
-		fatal(err)
-	}
+	return cfg
+}
+
+// connect finds the cluster as kubectl does, proves it answers, and makes
+// the run's clientset, its rate scaled to the fleet; rateLine says so
+// when it was.
+func (s *Session) connect(cfg *envconf.Config) (rc *rest.Config, where, rateLine string) {
 	rc, where, err := cluster.RESTConfig(cfg.KubeconfigFile(), cfg.KubeContext())
 	if errors.Is(err, cluster.ErrNoCluster) {
 		fatal(fmt.Errorf("%w; the suite's flags go after -args: go test ./suites -args --kubeconfig=FILE", err))
@@ -160,8 +220,8 @@ func Start(m *testing.M, o Options) *Session {
 	// The client's rate grows with the fleet (cluster.ScaleClientRate), so
 	// that a round whose pairs all start at once never queues in the
 	// suite's own client.
-	var rateLine string
 	lctx, lcancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer lcancel()
 	if nl, err := s.Kube.CoreV1().Nodes().List(lctx, metav1.ListOptions{}); err == nil && cluster.ScaleClientRate(rc, len(nl.Items)) {
 		rateLine = fmt.Sprintf("client rate %.0f requests/s, burst %d (%d nodes in the cluster: %d/%d per node)",
 			rc.QPS, rc.Burst, len(nl.Items), cluster.ClientQPSPerNode, cluster.ClientBurstPerNode)
@@ -169,44 +229,34 @@ func Start(m *testing.M, o Options) *Session {
 			fatal(err)
 		}
 	}
-	lcancel()
-	kl, err := klient.New(rc)
+	return rc, where, rateLine
+}
+
+// variants resolves --variants auto to the variants this cluster can run,
+// before the features are declared (they are declared per variant); the
+// lines say what it chose and why.
+func (s *Session) variants(rcfg runner.Config) (runner.Config, []string) {
+	if !rcfg.VariantsAuto {
+		return rcfg, nil
+	}
+	vctx, vcancel := context.WithTimeout(context.Background(), 30*time.Second)
+	facts, err := runner.GatherVariantFacts(vctx, s.Kube, rcfg)
+	vcancel()
 	if err != nil {
-		fatal(err)
+		return rcfg, []string{fmt.Sprintf("variants: auto could not read the cluster (%v): running %s", err, strings.Join(rcfg.Variants, ", "))}
 	}
-	// --variants auto: the variants this cluster can run, decided before
-	// the features are declared (they are declared per variant).
-	var variantLines []string
-	if rcfg.VariantsAuto {
-		vctx, vcancel := context.WithTimeout(context.Background(), 30*time.Second)
-		facts, err := runner.GatherVariantFacts(vctx, s.Kube, rcfg)
-		vcancel()
-		if err != nil {
-			variantLines = append(variantLines, fmt.Sprintf("variants: auto could not read the cluster (%v): running %s", err, strings.Join(rcfg.Variants, ", ")))
-		} else {
-			rcfg, variantLines = runner.ResolveVariants(rcfg, facts)
-		}
-	}
-	// The features the run selected that its plan schedules: the paired
-	// ones share their pods (the plan lines of each variant say how).
-	if o.Selected != nil {
-		rcfg.Selected = o.Selected(cfg, rcfg.VariantList())
-	}
-	runID := cluster.NewRunID()
-	s.Run = runner.New(s.Kube, rcfg, runID)
-	// A pair's client pod starts beside its server and gets the server's
-	// address over pods/attach (when the identity may attach: the runner
-	// asks once and says which way the pairs start).
-	s.Run.Attach = podrun.RemoteAttach{Config: rc, Kube: s.Kube}
-	// Better: one probe pod per node and variant, every round's runs
-	// exec'd in it (when the identity may exec in the run namespace).
-	s.Run.Exec = podrun.RemoteExec{Config: rc, Kube: s.Kube}
-	ns := s.Run.Namespace()
-	cfg.WithClient(kl).WithNamespace(ns)
-	mode := ""
-	s.deleting = "deleting run namespace " + ns
-	s.started = time.Now()
-	if run := s.Run; run.SharedNamespace() {
+	return runner.ResolveVariants(rcfg, facts)
+}
+
+// checkBeforeCreating proves what the run needs before it creates
+// anything: with --namespace, that namespace (and the results ConfigMap's
+// right to be written there); with node marks, the right to mark. A
+// refusal ends the run as its result. It returns the header's note on the
+// namespace mode.
+func (s *Session) checkBeforeCreating(runID string) (mode string) {
+	f, run := s.flags, s.Run
+	ns := run.Namespace()
+	if run.SharedNamespace() {
 		// Nothing is created before the namespace is proven there.
 		if err := s.check(func(ctx context.Context) error { return cluster.CheckNamespace(ctx, s.Kube, ns) }); err != nil {
 			s.stopAtSetup(runner.SetupNamespace, err)
@@ -228,16 +278,13 @@ func Start(m *testing.M, o Options) *Session {
 			s.stopAtSetup(runner.SetupNodeMarks, err)
 		}
 	}
-	s.startProgress(runID, *f.DryRun)
-	s.header(rc.Host, where, ns, mode, variantLines, rateLine, *f.DryRun)
-	if *f.DryRun {
-		s.out.say("rdmasuite: --dry-run: nothing was created; the run would start here\n")
-		os.Exit(0)
-	}
-	s.started = time.Now()
+	return mode
+}
 
-	// The internal deadline: features stop starting pods in time for the
-	// teardown to finish before go test's own timeout panics.
+// armDeadlineAndSignals sets the internal deadline (features stop starting
+// pods in time for the teardown to finish before go test's own timeout
+// panics) and the interrupt handler, and returns the features' context.
+func (s *Session) armDeadlineAndSignals() context.Context {
 	ctx := context.Background()
 	deadline, reserve, hasDeadline := runner.Deadline(s.started, testTimeout())
 	if hasDeadline {
@@ -259,19 +306,7 @@ func Start(m *testing.M, o Options) *Session {
 			s.end(reports.ExitChecksFailed, "internal deadline passed (context deadline exceeded) and the features did not return")
 		})
 	}
-	if s.Env, err = env.NewWithContext(ctx, cfg); err != nil {
-		fatal(err)
-	}
-	s.Env.Setup(func(ctx context.Context, _ *envconf.Config) (context.Context, error) {
-		return ctx, s.createNamespace(ctx)
-	})
-	// The plan the header printed runs once, before the features, which
-	// read their checks from it; it records every check it makes.
-	s.Env.Setup(func(ctx context.Context, _ *envconf.Config) (context.Context, error) {
-		s.Run.Execute(ctx)
-		return ctx, nil
-	})
-	return s
+	return ctx
 }
 
 // Finish ends the run with go test's code for the features (Env.Run's):
