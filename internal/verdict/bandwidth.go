@@ -9,7 +9,6 @@ import (
 	"github.com/rdmasuite/rdmasuite/reports"
 	"github.com/rdmasuite/rdmasuite/thresholds"
 	"github.com/rdmasuite/rdmasuite/workloads/bw"
-	"github.com/rdmasuite/rdmasuite/workloads/lat"
 	"github.com/rdmasuite/rdmasuite/workloads/mr"
 	"github.com/rdmasuite/rdmasuite/workloads/probeout"
 	"github.com/rdmasuite/rdmasuite/workloads/units"
@@ -78,108 +77,171 @@ const (
 // neither side reported an error for that rail, and both pods exited 0.
 func Bandwidth(in BWInput) BWResult {
 	var res BWResult
-	perOp := func(st reports.Status, msg, fix string) BWResult {
-		for _, op := range in.Ops {
-			c := in.check(op, "")
-			setOutcome(&c, st, msg, fix)
-			res.Checks = append(res.Checks, c)
-		}
-		return res
-	}
 	if len(in.Sizes) == 0 || len(in.Ops) == 0 {
-		return perOp(reports.Error, "no op or no message size was requested: nothing to measure", "")
+		return in.everyOp(res, reports.Error, "no op or no message size was requested: nothing to measure", "")
 	}
 	for _, s := range []Side{in.Client, in.Server} {
 		if s.PodErr != nil {
-			return perOp(reports.Error, fmt.Sprintf("pod %s on %s did not run to completion: %v", s.Pod, s.Node, s.PodErr), "")
+			return in.everyOp(res, reports.Error, fmt.Sprintf("pod %s on %s did not run to completion: %v", s.Pod, s.Node, s.PodErr), "")
 		}
 	}
-	var cli, srv bw.ProbeOutput
-	cPerr, cErr := probeout.ParseError(in.Client.Logs, bw.ProbeName, &cli)
-	sPerr, sErr := probeout.ParseError(in.Server.Logs, bw.ProbeName, &srv)
+	var o bwOutputs
+	o.cPerr, o.cErr = probeout.ParseError(in.Client.Logs, bw.ProbeName, &o.cli)
+	o.sPerr, o.sErr = probeout.ParseError(in.Server.Logs, bw.ProbeName, &o.srv)
 	// A readable output lists the rails the pod saw, possibly none (no
-	// device): that is a known zero, not an unknown.
-	if cErr == nil {
-		res.ClientRails = append([]bw.Rail{}, cli.Found...)
-		res.ClientSight = &Sight{Pod: in.Client.Pod, View: cli.PodView}
-		in.clientView = cli.PodView
+	// device): that is a known zero, not an unknown. Set before anything
+	// is explained: the pods' views say whether exclusive mode hid a device.
+	if o.cErr == nil {
+		res.ClientRails = append([]bw.Rail{}, o.cli.Found...)
+		res.ClientSight = &Sight{Pod: in.Client.Pod, View: o.cli.PodView}
+		in.clientView = o.cli.PodView
 	}
-	if sErr == nil {
-		res.ServerRails = append([]bw.Rail{}, srv.Found...)
-		res.ServerSight = &Sight{Pod: in.Server.Pod, View: srv.PodView}
-		in.serverView = srv.PodView
+	if o.sErr == nil {
+		res.ServerRails = append([]bw.Rail{}, o.srv.Found...)
+		res.ServerSight = &Sight{Pod: in.Server.Pod, View: o.srv.PodView}
+		in.serverView = o.srv.PodView
 	}
+	if st, msg, fix, stop := in.unjudgeable(o); stop {
+		return in.everyOp(res, st, msg, fix)
+	}
+	results := indexResults(o.cli, o.srv)
+	pairs, clientRails, serverRails := in.pairsOwed(o)
+	in.judgePairs(&res, pairs, results)
+	res.Checks = in.namedDeviceUnmeasured(res.Checks, pairs, o.cli.Found)
+	res.Checks = in.unpairedServerRails(res.Checks, clientRails, serverRails, results.server)
+	res.Checks = in.vanishedOps(res.Checks)
+	in.serverTrouble(res.Checks, o.sErr, o.sPerr, o.cPerr, o.srv, o.cli, results.client, clientRails, serverRails)
+	in.exitTrouble(res.Checks, o)
+	return res
+}
+
+// bwOutputs is both probes' outputs as parsed, kept together because the
+// checks after the rails (the server's trouble, exit codes) weigh what each
+// side could and could not say.
+type bwOutputs struct {
+	cli, srv     bw.ProbeOutput
+	cPerr, sPerr *probeout.Error // a probe-wide error, as the probe typed it
+	cErr, sErr   error           // the output could not be read at all
+}
+
+// everyOp gives every requested op one row with the same outcome: when the
+// pair as a whole cannot be judged, no requested op may vanish from the
+// report.
+func (in BWInput) everyOp(res BWResult, st reports.Status, msg, fix string) BWResult {
+	for _, op := range in.Ops {
+		c := in.check(op, "")
+		setOutcome(&c, st, msg, fix)
+		res.Checks = append(res.Checks, c)
+	}
+	return res
+}
+
+// unjudgeable is what stops the pair as a whole, if anything does: then
+// each op gets one row naming that cause instead of a row per rail. The
+// first that applies decides: a side's own probe-wide error (client
+// first), an unreadable client output, the client's "peer failed", the
+// SKU, then a client that found nothing to measure.
+func (in BWInput) unjudgeable(o bwOutputs) (st reports.Status, msg, fix string, stop bool) {
 	// A probe-wide error seen first-hand (not "the peer failed") names the
 	// cause; the client's comes first, then the server's.
 	for _, pe := range []struct {
 		s    Side
 		perr *probeout.Error
-	}{{in.Client, cPerr}, {in.Server, sPerr}} {
+	}{{in.Client, o.cPerr}, {in.Server, o.sPerr}} {
 		if pe.perr != nil && pe.perr.Kind != probeout.KindPeer {
-			st, msg, fix := in.explain(pe.s, "", pe.perr)
-			return perOp(st, msg, fix)
+			st, msg, fix = in.explain(pe.s, "", pe.perr)
+			return st, msg, fix, true
 		}
 	}
-	if cErr != nil {
-		return perOp(reports.Error, fmt.Sprintf("client pod %s on %s (exit %d) printed no bandwidth result: %v", in.Client.Pod, in.Client.Node, in.Client.Exit, cErr), "")
+	if o.cErr != nil {
+		return reports.Error, fmt.Sprintf("client pod %s on %s (exit %d) printed no bandwidth result: %v", in.Client.Pod, in.Client.Node, in.Client.Exit, o.cErr), "", true
 	}
-	if cPerr != nil {
-		st, msg, fix := in.explain(in.Client, "", cPerr)
-		return perOp(st, msg, fix)
+	if o.cPerr != nil {
+		st, msg, fix = in.explain(in.Client, "", o.cPerr)
+		return st, msg, fix, true
 	}
 	if in.SKUErr != nil {
-		return perOp(reports.Error, in.SKUErr.Error(), "")
+		return reports.Error, in.SKUErr.Error(), "", true
 	}
-	if len(cli.Found) == 0 {
-		msg, fix := fmt.Sprintf("client pod %s on %s found no RDMA port to measure", in.Client.Pod, in.Client.Node), FixNoDevice
+	if len(o.cli.Found) == 0 {
+		msg, fix = fmt.Sprintf("client pod %s on %s found no RDMA port to measure", in.Client.Pod, in.Client.Node), FixNoDevice
 		if in.hiddenByExclusiveMode(in.Client) {
 			msg, fix = msg+": "+exclusiveHides, FixSharedDevExclusive
 		}
-		return perOp(reports.Fail, msg, fix)
+		return reports.Fail, msg, fix, true
 	}
-	serverRails := srv.Found
-	if sErr != nil {
-		serverRails = nil // unknown: the client's own view of the pairing stands
-	}
-	// The server's result per (server rail, client rail), and per server
-	// rail for those it recorded without a client rail (unpaired).
-	srvByRail := map[string]bw.RailResult{}
+	return "", "", "", false
+}
+
+// pairResults is every rail result both outputs hold, indexed by rail pair
+// once, so that each row and the server's trouble look up the same result.
+type pairResults struct {
+	// client is the client's result per rail pair; again holds a pair
+	// printed again, kept aside: each (rail, op, size) is measured
+	// exactly once, and a second result is a fault, not a replacement.
+	client map[string]bw.RailResult
+	again  map[string][]bw.RailResult
+	// server is the server's result per (server rail, client rail), and
+	// per server rail for those it recorded without a client rail
+	// (unpaired).
+	server map[string]bw.RailResult
+}
+
+func indexResults(cli, srv bw.ProbeOutput) pairResults {
+	r := pairResults{client: map[string]bw.RailResult{}, again: map[string][]bw.RailResult{}, server: map[string]bw.RailResult{}}
 	for _, rr := range srv.Rails {
-		srvByRail[pairKey(rr.Local, rr.Peer)] = rr
+		r.server[pairKey(rr.Local, rr.Peer)] = rr
 		if rr.Peer == nil {
-			srvByRail[rr.Local.Name()] = rr
+			r.server[rr.Local.Name()] = rr
 		}
 	}
-	// The client's result per rail pair; a pair printed again is kept
-	// aside: each (rail, op, size) is measured exactly once.
-	got, again := map[string]bw.RailResult{}, map[string][]bw.RailResult{}
 	for _, rr := range cli.Rails {
 		k := pairKey(rr.Local, rr.Peer)
-		if _, dup := got[k]; dup {
-			again[k] = append(again[k], rr)
+		if _, dup := r.client[k]; dup {
+			r.again[k] = append(r.again[k], rr)
 			continue
 		}
-		got[k] = rr
+		r.client[k] = rr
 	}
-	clientRails := cli.Found
+	return r
+}
+
+// pairsOwed is every rail pair the pair owes a row, with the client and
+// server rails that coverage was drawn from: the rails both sides found
+// (or, for one named device, those the probes selected), then any pair
+// the client printed beyond them.
+func (in BWInput) pairsOwed(o bwOutputs) (pairs []railPair, clientRails, serverRails []bw.Rail) {
+	serverRails = o.srv.Found
+	if o.sErr != nil {
+		serverRails = nil // unknown: the client's own view of the pairing stands
+	}
+	clientRails = o.cli.Found
 	if in.OneRail {
-		clientRails, serverRails = measuredRails(cli.Rails)
+		clientRails, serverRails = measuredRails(o.cli.Rails)
 	}
-	pairs := expectedPairs(clientRails, serverRails, in.RailMode)
+	pairs = expectedPairs(clientRails, serverRails, in.RailMode)
 	// A rail result the client printed for a pair we did not expect (the
 	// server's list was unreadable) is judged too: nothing is dropped.
 	seen := map[string]bool{}
 	for _, p := range pairs {
 		seen[pairKey(p.local, p.peer)] = true
 	}
-	for _, rr := range cli.Rails {
+	for _, rr := range o.cli.Rails {
 		if k := pairKey(rr.Local, rr.Peer); !seen[k] {
 			seen[k] = true
 			pairs = append(pairs, railPair{rr.Local, rr.Peer})
 		}
 	}
+	return pairs, clientRails, serverRails
+}
+
+// judgePairs adds one row per (rail pair, op) and one link row per rail
+// pair. A rail of a device the run did not name is refused before its
+// figures are read: measuring the wrong device is not evidence about the
+// right one.
+func (in BWInput) judgePairs(res *BWResult, pairs []railPair, results pairResults) {
 	for _, p := range pairs {
-		rr, ok := got[pairKey(p.local, p.peer)]
+		rr, ok := results.client[pairKey(p.local, p.peer)]
 		for _, op := range in.Ops {
 			c := in.check(op, railLabel(p.local, p.peer))
 			switch {
@@ -189,73 +251,96 @@ func Bandwidth(in BWInput) BWResult {
 			case !ok:
 				setOutcome(&c, reports.Fail, fmt.Sprintf("rail %s was to be measured but the client's output has no result for it", c.Rail), "")
 			default:
-				in.judgeRail(&c, op, rr, again[pairKey(p.local, p.peer)], srvByRail)
+				in.judgeRail(&c, op, rr, results.again[pairKey(p.local, p.peer)], results.server)
 			}
 			res.Checks = append(res.Checks, c)
 		}
 		res.LinkChecks = append(res.LinkChecks, in.linkCheck(railLabel(p.local, p.peer), rr, ok))
 	}
-	if in.Device != "" && !slices.ContainsFunc(pairs, func(p railPair) bool { return p.local.Device == in.Device }) {
-		msg, fix := fmt.Sprintf("device %s was named (--device) but the client's output holds no result for it; the pod saw %s",
-			in.Device, railsText(cli.Found)), FixNoDevice
-		if slices.ContainsFunc(cli.Found, func(r bw.Rail) bool { return r.Device == in.Device }) {
-			fix = FixUsage // visible, yet not measured: the probe ignored the flag
+}
+
+// namedDeviceUnmeasured adds a failing row per op when the run named a
+// device (--device) and no judged pair is on it: otherwise rows about
+// other devices, or none, would hide that the one asked for went
+// unmeasured.
+func (in BWInput) namedDeviceUnmeasured(cs []reports.Check, pairs []railPair, found []bw.Rail) []reports.Check {
+	if in.Device == "" || slices.ContainsFunc(pairs, func(p railPair) bool { return p.local.Device == in.Device }) {
+		return cs
+	}
+	msg, fix := fmt.Sprintf("device %s was named (--device) but the client's output holds no result for it; the pod saw %s",
+		in.Device, railsText(found)), FixNoDevice
+	if slices.ContainsFunc(found, func(r bw.Rail) bool { return r.Device == in.Device }) {
+		fix = FixUsage // visible, yet not measured: the probe ignored the flag
+	}
+	for _, op := range in.Ops {
+		c := in.check(op, in.Device+" (named, not measured)")
+		setOutcome(&c, reports.Fail, msg, fix)
+		cs = append(cs, c)
+	}
+	return cs
+}
+
+// unpairedServerRails adds failing rows for the server rails beyond the
+// client's last one. Same mode only: a server rail beyond the client's
+// last one owes a result too (the server records why it went unpaired),
+// while cross mode pairs every rail with every other.
+func (in BWInput) unpairedServerRails(cs []reports.Check, clientRails, serverRails []bw.Rail, srvByRail map[string]bw.RailResult) []reports.Check {
+	if in.RailMode == bw.RailsCross {
+		return cs
+	}
+	for i := len(clientRails); i < len(serverRails); i++ {
+		sr := serverRails[i]
+		msg := fmt.Sprintf("server rail %s on %s has no client rail to pair with: the client pod on %s sees %d rail(s)",
+			sr.Name(), in.Server.Node, in.Client.Node, len(clientRails))
+		if rr, ok := srvByRail[sr.Name()]; ok && rr.Error != nil {
+			msg += " (" + rr.Error.Message + ")"
 		}
 		for _, op := range in.Ops {
-			c := in.check(op, in.Device+" (named, not measured)")
-			setOutcome(&c, reports.Fail, msg, fix)
-			res.Checks = append(res.Checks, c)
+			c := in.check(op, "(no client rail)→"+sr.Name())
+			setOutcome(&c, reports.Fail, msg, FixNoDevice)
+			cs = append(cs, c)
 		}
 	}
-	// Same mode: a server rail beyond the client's last one owes a result
-	// too (the server records why it went unpaired).
-	if in.RailMode != bw.RailsCross {
-		for i := len(clientRails); i < len(serverRails); i++ {
-			sr := serverRails[i]
-			msg := fmt.Sprintf("server rail %s on %s has no client rail to pair with: the client pod on %s sees %d rail(s)",
-				sr.Name(), in.Server.Node, in.Client.Node, len(clientRails))
-			if rr, ok := srvByRail[sr.Name()]; ok && rr.Error != nil {
-				msg += " (" + rr.Error.Message + ")"
-			}
-			for _, op := range in.Ops {
-				c := in.check(op, "(no client rail)→"+sr.Name())
-				setOutcome(&c, reports.Fail, msg, FixNoDevice)
-				res.Checks = append(res.Checks, c)
-			}
-		}
-	}
-	// Nothing requested may vanish: an op without a single row is an error.
+	return cs
+}
+
+// vanishedOps adds an error row for every requested op that has none
+// yet: nothing requested may vanish from the report.
+func (in BWInput) vanishedOps(cs []reports.Check) []reports.Check {
 	for _, op := range in.Ops {
-		if !slices.ContainsFunc(res.Checks, func(c reports.Check) bool { return c.ID == in.prefix()+op }) {
+		if !slices.ContainsFunc(cs, func(c reports.Check) bool { return c.ID == in.prefix()+op }) {
 			c := in.check(op, "")
 			setOutcome(&c, reports.Error, fmt.Sprintf("no rail pair of %s → %s could be judged for %s (client exit %d): see the evidence",
 				in.Client.Node, in.Server.Node, op, in.Client.Exit), "")
-			res.Checks = append(res.Checks, c)
+			cs = append(cs, c)
 		}
 	}
-	in.serverTrouble(res.Checks, sErr, sPerr, cPerr, srv, cli, got, clientRails, serverRails)
-	// An exit code that contradicts a clean output is not a pass: the probe
-	// knows something its JSON does not say. A non-zero exit that the
-	// output explains (a rail's error, a missing size) is the probe's rule
-	// "exit 0 only when everything requested was measured": that rail
-	// already fails, and the rails it measured keep their verdict.
+	return cs
+}
+
+// exitTrouble demotes the passes a pod's end contradicts. An exit code
+// that contradicts a clean output is not a pass: the probe knows something
+// its JSON does not say. A non-zero exit that the output explains (a
+// rail's error, a missing size) is the probe's rule "exit 0 only when
+// everything requested was measured": that rail already fails, and the
+// rails it measured keep their verdict.
+func (in BWInput) exitTrouble(cs []reports.Check, o bwOutputs) {
 	for _, side := range []struct {
 		s         Side
 		explained bool
 	}{
-		{in.Client, cErr == nil && (cPerr != nil || len(cli.Incomplete()) > 0)},
-		{in.Server, sErr == nil && (sPerr != nil || len(srv.Incomplete()) > 0)},
+		{in.Client, o.cErr == nil && (o.cPerr != nil || len(o.cli.Incomplete()) > 0)},
+		{in.Server, o.sErr == nil && (o.sPerr != nil || len(o.srv.Incomplete()) > 0)},
 	} {
 		s := side.s
 		if s.WaitErr != nil {
-			demotePasses(res.Checks, fmt.Sprintf("pod %s on %s did not end after its peer finished: %v", s.Pod, s.Node, s.WaitErr))
+			demotePasses(cs, fmt.Sprintf("pod %s on %s did not end after its peer finished: %v", s.Pod, s.Node, s.WaitErr))
 		}
 		if s.Exit != 0 && !side.explained {
-			demotePasses(res.Checks, fmt.Sprintf("pod %s on %s exited %d although its output shows this rail measured: "+
+			demotePasses(cs, fmt.Sprintf("pod %s on %s exited %d although its output shows this rail measured: "+
 				"a non-zero exit is never a pass (see the evidence)", s.Pod, s.Node, s.Exit))
 		}
 	}
-	return res
 }
 
 // ruleBothSides is said wherever the server's side turns a clean client
@@ -444,221 +529,6 @@ func (in BWInput) check(op, rail string) reports.Check {
 	return reports.Check{ID: in.prefix() + op, Title: fmt.Sprintf("%s %s %s %s → %s", head, op, what, in.Client.Node, in.Server.Node),
 		Nodes: []string{in.Client.Node, in.Server.Node}, Variant: in.Variant, Rail: rail, Evidence: in.evidence(),
 		Traits: &reports.Traits{Pair: true, Op: op, HeatUnit: m.heatUnit, Localize: m.localize}}
-}
-
-// judgeRail fills one (rail pair, op) check.
-//
-// others are further results the client printed for the same rail pair
-// (a duplicate: each (node, rail, op, size) is measured exactly once).
-func (in BWInput) judgeRail(c *reports.Check, op string, rr bw.RailResult, others []bw.RailResult, srvByRail map[string]bw.RailResult) {
-	m := in.measures()
-	name, unit := func(size int) string { return fmt.Sprintf("%s_%s_%s", op, SizeName(size), m.suffix) }, m.unit
-	port := rr.Local.Name()
-	// Every run of this op the client printed for the pair: more than one
-	// is a duplicate, and so is a size printed twice within a run.
-	var runs []*bw.Report
-	for _, x := range append([]bw.RailResult{rr}, others...) {
-		for i := range x.Runs {
-			if string(x.Runs[i].Params.Op) == op {
-				runs = append(runs, &x.Runs[i])
-			}
-		}
-	}
-	var faults []string
-	valueText := func(f bw.Figures) string {
-		if v, ok := m.read(f); ok {
-			return fmt.Sprintf("%g %s", v, unit)
-		}
-		return "no value"
-	}
-	if len(runs) > 1 {
-		var vals []string
-		for _, r := range runs {
-			for _, sr := range r.Results {
-				vals = append(vals, SizeName(sr.Local.Bytes)+" "+valueText(sr.Local))
-			}
-		}
-		faults = append(faults, fmt.Sprintf("%s on %s measured twice in the client's output (%s): which one is the measurement is unknown",
-			op, c.Rail, strings.Join(vals, "; ")))
-	}
-	var run *bw.Report
-	if len(runs) > 0 {
-		run = runs[0]
-	}
-	// The metric of each size the run completed (average bandwidth,
-	// perftest's average latency or its MsgRate); a size without it is
-	// missing. A latency run's summary is kept for its typical/p99/max.
-	// Every size's figures are checked against the facts beside them.
-	rate, rateNote := lineRateOf(rr.Local, rr.Peer, in.Client.Node == in.Server.Node)
-	if rateNote != "" && !m.latencyStats {
-		c.Evidence = append(c.Evidence, rateNote)
-	}
-	measured := map[int]float64{}
-	first := map[int]bw.Figures{}
-	lats := map[int]*lat.Summary{}
-	if run != nil {
-		for _, r := range run.Results {
-			if prev, dup := first[r.Local.Bytes]; dup {
-				faults = append(faults, fmt.Sprintf("%s %s on %s measured twice in one run (%s, then %s)",
-					op, SizeName(r.Local.Bytes), c.Rail, valueText(prev), valueText(r.Local)))
-				continue
-			}
-			first[r.Local.Bytes] = r.Local
-			for _, f := range figureFaults(r.Local, m, rate) {
-				faults = append(faults, SizeName(r.Local.Bytes)+": "+f)
-			}
-			if v, ok := m.read(r.Local); ok {
-				measured[r.Local.Bytes] = v
-			}
-			if m.latencyStats && r.Local.Latency != nil {
-				lats[r.Local.Bytes] = r.Local.Latency
-			}
-		}
-	}
-	judgedSize := slices.Max(in.Sizes)
-	if m.smallest {
-		judgedSize = slices.Min(in.Sizes)
-	}
-	var missing []string
-	for _, size := range in.Sizes {
-		v, ok := measured[size]
-		if !ok {
-			missing = append(missing, SizeName(size))
-			continue
-		}
-		if size != judgedSize {
-			c.Measured = append(c.Measured, reports.Measurement{Name: name(size), Node: in.Client.Node, Port: port, Value: v, Unit: unit})
-		}
-	}
-	// A bandwidth floor must exist; a latency ceiling and a message-rate
-	// floor are optional (the check then stays not-run with its values,
-	// unless the rail failed).
-	bound, noBound, err := m.bound(in.SKU, op)
-	if err != nil {
-		setOutcome(c, reports.Error, err.Error(), "")
-		return
-	}
-	var judged *float64
-	if v, ok := measured[judgedSize]; ok {
-		judged = &v
-	}
-	jm, st, why := reports.Judge(name(judgedSize), unit, in.Client.Node, port, judged,
-		reports.Threshold{Op: bound.Op, Value: bound.Value, Source: bound.Source})
-	if judged != nil {
-		// Nothing measured is said in the diagnosis, never as a 0 value.
-		if noBound != nil {
-			jm.Threshold = nil
-		}
-		c.Measured = append(c.Measured, jm)
-		if l := lats[judgedSize]; l != nil {
-			for _, x := range []struct {
-				what string
-				v    float64
-			}{{"typical", l.Typical}, {"p99", l.P99}, {"max", l.Max}} {
-				c.Measured = append(c.Measured, reports.Measurement{Name: fmt.Sprintf("%s_%s_lat_%s", op, SizeName(judgedSize), x.what),
-					Node: in.Client.Node, Port: port, Value: x.v, Unit: unit})
-			}
-		}
-		if f := first[judgedSize]; m.latencyStats && f.Disturbance != nil {
-			c.Evidence = append(c.Evidence, DisturbanceNote(fmt.Sprintf("%s %s on %s", op, SizeName(judgedSize), c.Rail), f.Disturbance))
-		}
-	}
-	// The server's own error for this very pair and op, if it recorded
-	// one (a "peer" error there only echoes the client and is not its own).
-	var srvErr *probeout.Error
-	if rr.Peer != nil {
-		if e, _ := opError(srvByRail[pairKey(*rr.Peer, &rr.Local)], op); e != nil && e.Kind != probeout.KindPeer {
-			srvErr = e
-		}
-	}
-	// The port's own counters must back the bytes each size claims.
-	shorts, bytesNote := in.confirmBytes(op, run, rr)
-	if bytesNote != "" {
-		c.Evidence = append(c.Evidence, bytesNote)
-	}
-	// This op's own error on the rail; another op's is only named.
-	own, other := opError(rr, op)
-	if other != nil {
-		c.Evidence = append(c.Evidence, fmt.Sprintf("%s on this rail failed: %s (its own check says so; %s ran in its own session and is judged on what it measured)",
-			strings.SplitN(other.Message, ":", 2)[0], other.Message, op))
-	}
-	switch {
-	case own != nil:
-		side, perr := in.Client, own
-		// "The peer failed": the server's own result for its rail says why.
-		if perr.Kind == probeout.KindPeer && srvErr != nil {
-			side, perr = in.Server, srvErr
-		}
-		st, msg, fix := in.explain(side, port, perr)
-		if len(missing) > 0 {
-			msg += fmt.Sprintf(" (not measured: %s)", strings.Join(missing, ", "))
-		}
-		setOutcome(c, st, msg, fix)
-	case len(faults) > 0:
-		setOutcome(c, reports.Error, "figures that cannot be true: "+strings.Join(faults, "; ")+
-			" (a figure is judged only when the facts printed beside it agree with it)", FixImpossible)
-	case len(shorts) > 0:
-		setOutcome(c, reports.Error, "the port's own counters do not back the measurement: "+strings.Join(shorts, "; "), FixCountersShort)
-	case srvErr != nil:
-		// The client measured, yet the server recorded an error of its own
-		// for this very pair: not a pass until someone looks.
-		st, msg, fix := in.explain(in.Server, rr.Peer.Name(), srvErr)
-		if st == reports.Fail {
-			st = reports.Error
-		}
-		setOutcome(c, st, "the client measured this rail but the server reported: "+msg, fix)
-	case len(missing) > 0:
-		setOutcome(c, reports.Fail, fmt.Sprintf("requested size(s) %s not measured on %s, and the probe reported no error for them", strings.Join(missing, ", "), c.Rail), "")
-	case m.againstAlone != nil:
-		m.againstAlone(in, c, op, rr, run)
-	case noBound != nil:
-		// A SKU without a latency ceiling or message-rate floor: measured,
-		// not judged.
-		setOutcome(c, reports.NotRun, noBound.Error(), "")
-	case st == reports.Fail:
-		msg := why
-		if m.linkRateNote && rr.Local.RateGbps > 0 && in.SKU.LinkRateGbps.Value != nil && rr.Local.RateGbps < *in.SKU.LinkRateGbps.Value {
-			msg += fmt.Sprintf("; port %s runs at %g Gb/s, the SKU expects %g Gb/s (link trained down: cable or switch port)",
-				port, rr.Local.RateGbps, *in.SKU.LinkRateGbps.Value)
-		}
-		fix := m.fix
-		if m.latencyStats {
-			if note, contended := contendedLatency(first[judgedSize], lats[judgedSize], jm, in.Client.Node); note != "" {
-				msg += note
-				if contended {
-					fix = FixContendedLatency
-				}
-			}
-		}
-		setOutcome(c, reports.Fail, msg, fix)
-	default:
-		c.Status = st
-	}
-}
-
-// opError is op's own error on a rail: the run's own error when the probe
-// attributes errors per op (a run carries one), else the rail's (an older
-// probe, or a failure of the whole rail such as a down port: then every
-// op fails with it). other is the rail's error when it is another op's
-// only: named in the evidence, never this op's result.
-func opError(rr bw.RailResult, op string) (own, other *probeout.Error) {
-	perOp := false
-	for _, r := range rr.Runs {
-		if r.Error == nil {
-			continue
-		}
-		perOp = true
-		if string(r.Params.Op) == op && own == nil {
-			own = &probeout.Error{Kind: r.Error.Kind, Message: op + ": " + r.Error.Message}
-		}
-	}
-	switch {
-	case !perOp:
-		return rr.Error, nil
-	case own != nil:
-		return own, nil
-	}
-	return nil, rr.Error
 }
 
 // explain turns a typed probe error into a status, a message naming the
