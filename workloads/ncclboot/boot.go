@@ -118,178 +118,244 @@ func Gather(ctx context.Context, ln net.Listener, self json.RawMessage, world in
 	return out, err
 }
 
-// collect is the rank-0 side shared by Serve and Gather.
+// collect is the rank-0 side shared by Serve and Gather: it accepts
+// connections on ln until ranks 1..world-1 have each been answered and have
+// acknowledged, or until ctx or opts.Timeout ends the wait.
 func collect(ctx context.Context, ln net.Listener, world int, opts Options, kind string, accept func(hello) ([]byte, error)) (map[int]hello, error) {
 	start := time.Now()
-	budget := opts.Timeout
-	if dl, ok := ctx.Deadline(); ok && time.Until(dl) < budget {
-		budget = time.Until(dl)
-	}
+	budget := waitBudget(ctx, opts.Timeout)
 	ctx, cancel := context.WithTimeout(ctx, opts.Timeout)
 	defer cancel()
 
-	var (
-		mu       sync.Mutex
-		done     = map[int]hello{}
-		pending  = map[int]bool{}
-		refusals []string
-		conns    = map[net.Conn]bool{}
-		allIn    = make(chan struct{})
-		wg       sync.WaitGroup
-	)
-	if world == 1 {
-		return done, nil
+	s := &collector{
+		world:   world,
+		opts:    opts,
+		kind:    kind,
+		accept:  accept,
+		done:    map[int]hello{},
+		pending: map[int]bool{},
+		conns:   map[net.Conn]bool{},
+		allIn:   make(chan struct{}),
 	}
-
-	handle := func(c net.Conn) {
-		defer wg.Done()
-		defer func() {
-			mu.Lock()
-			delete(conns, c)
-			mu.Unlock()
-			c.Close()
-		}()
-		typ, p, err := readFrame(c, opts.IOTimeout)
-		if err != nil {
-			opts.Logf("ncclboot: rank 0: dropped connection from %s before hello: %v", c.RemoteAddr(), err)
-			return
-		}
-		var h hello
-		reason := ""
-		switch {
-		case typ != frameHello:
-			reason = fmt.Sprintf("expected a hello frame, got type %d", typ)
-		case json.Unmarshal(p, &h) != nil:
-			reason = "malformed hello"
-		default:
-			reason = checkHello(h, kind, world, opts)
-		}
-		var reply []byte
-		if reason == "" {
-			mu.Lock()
-			_, isDone := done[h.Rank]
-			if isDone || pending[h.Rank] {
-				reason = fmt.Sprintf("rank %d already checked in: two pods share JOB_COMPLETION_INDEX %d (a stale pod?)", h.Rank, h.Rank)
-			} else {
-				pending[h.Rank] = true
-			}
-			mu.Unlock()
-		}
-		if reason == "" {
-			var aerr error
-			reply, aerr = accept(h)
-			if aerr != nil {
-				reason = aerr.Error()
-				mu.Lock()
-				delete(pending, h.Rank)
-				mu.Unlock()
-			}
-		}
-		if reason != "" {
-			opts.Logf("ncclboot: rank 0: refused %s (rank %d): %s", c.RemoteAddr(), h.Rank, reason)
-			mu.Lock()
-			refusals = append(refusals, fmt.Sprintf("%s (rank %d): %s", c.RemoteAddr(), h.Rank, reason))
-			mu.Unlock()
-			_ = writeFrame(c, frameRefuse, []byte(reason), opts.IOTimeout)
-			return
-		}
-		ok := false
-		defer func() {
-			mu.Lock()
-			delete(pending, h.Rank)
-			if ok {
-				done[h.Rank] = h
-				if len(done) == world-1 {
-					close(allIn)
-				}
-			}
-			mu.Unlock()
-		}()
-		if err := writeFrame(c, frameOK, reply, opts.IOTimeout); err != nil {
-			opts.Logf("ncclboot: rank 0: sending to rank %d: %v", h.Rank, err)
-			return
-		}
-		typ, _, err = readFrame(c, opts.IOTimeout)
-		if err != nil || typ != frameAck {
-			opts.Logf("ncclboot: rank 0: rank %d did not acknowledge (type %d): %v", h.Rank, typ, err)
-			return
-		}
-		ok = true
+	if world == 1 {
+		return s.done, nil
 	}
 
 	acceptDone := make(chan struct{})
-	go func() {
-		defer close(acceptDone)
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				if ctx.Err() != nil {
-					return
-				}
-				var ne net.Error
-				if errors.As(err, &ne) && ne.Timeout() {
-					return
-				}
-				if errors.Is(err, net.ErrClosed) {
-					return
-				}
-				opts.Logf("ncclboot: rank 0: accept: %v", err)
-				select {
-				case <-ctx.Done():
-					return
-				case <-time.After(10 * time.Millisecond):
-				}
-				continue
-			}
-			mu.Lock()
-			if ctx.Err() != nil {
-				mu.Unlock()
-				c.Close()
-				return
-			}
-			conns[c] = true
-			wg.Add(1)
-			mu.Unlock()
-			go handle(c)
-		}
-	}()
+	go s.acceptLoop(ctx, ln, acceptDone)
 
 	var result error
 	select {
-	case <-allIn:
+	case <-s.allIn:
 	case <-ctx.Done():
 		result = ctx.Err()
 	}
 	cancel()
 	// Stop accepting without closing ln, so the caller can reuse it.
-	if d, ok := ln.(interface{ SetDeadline(time.Time) error }); ok {
-		_ = d.SetDeadline(time.Unix(1, 0))
-		<-acceptDone
-		_ = d.SetDeadline(time.Time{})
-	} else {
-		ln.Close()
-		<-acceptDone
+	stopAccepting(ln, acceptDone)
+	s.closeAndWait()
+	return s.outcome(result, start, budget)
+}
+
+// collector is the state collect's accept loop and per-connection handlers
+// share; mu guards every map and slice in it.
+type collector struct {
+	world  int
+	opts   Options
+	kind   string
+	accept func(hello) ([]byte, error)
+
+	mu sync.Mutex
+	// done holds the ranks that acknowledged; pending the ranks being
+	// served right now, so that a duplicate is refused before the first
+	// one's ack arrives.
+	done     map[int]hello
+	pending  map[int]bool
+	refusals []string
+	// conns are the open connections, so collect can cut off handlers
+	// still blocked on a slow peer when it stops.
+	conns map[net.Conn]bool
+	allIn chan struct{} // closed when done reaches world-1 ranks
+	wg    sync.WaitGroup
+}
+
+// waitBudget is how long a rank-0 wait can actually last: opts.Timeout, or
+// less when the caller's ctx ends sooner. It is only for error messages, so
+// that they state the limit that really applied.
+func waitBudget(ctx context.Context, timeout time.Duration) time.Duration {
+	budget := timeout
+	if dl, ok := ctx.Deadline(); ok && time.Until(dl) < budget {
+		budget = time.Until(dl)
 	}
-	mu.Lock()
-	for c := range conns {
+	return budget
+}
+
+// acceptLoop hands every connection to its own handler until ctx ends or
+// stopAccepting interrupts Accept. It closes acceptDone on return so the
+// caller knows no handler will be started any more.
+func (s *collector) acceptLoop(ctx context.Context, ln net.Listener, acceptDone chan struct{}) {
+	defer close(acceptDone)
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				return
+			}
+			if errors.Is(err, net.ErrClosed) {
+				return
+			}
+			// Anything else (e.g. too many open files) may pass: retry
+			// after a short pause rather than spin.
+			s.opts.Logf("ncclboot: rank 0: accept: %v", err)
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(10 * time.Millisecond):
+			}
+			continue
+		}
+		// Register under mu and re-check ctx there: once collect has
+		// canceled and started closing conns, no new handler may slip in
+		// that it would neither close nor wait for.
+		s.mu.Lock()
+		if ctx.Err() != nil {
+			s.mu.Unlock()
+			c.Close()
+			return
+		}
+		s.conns[c] = true
+		s.wg.Add(1)
+		s.mu.Unlock()
+		go s.handle(c)
+	}
+}
+
+// handle serves one connection: it validates the hello, refuses it or
+// sends the reply, and counts the rank once it has acknowledged.
+func (s *collector) handle(c net.Conn) {
+	defer s.wg.Done()
+	defer func() {
+		s.mu.Lock()
+		delete(s.conns, c)
+		s.mu.Unlock()
+		c.Close()
+	}()
+	h, reason, ok := readHello(c, s.kind, s.world, s.opts)
+	if !ok {
+		return
+	}
+	var reply []byte
+	if reason == "" {
+		reason = s.reserve(h.Rank)
+	}
+	if reason == "" {
+		reply, reason = s.vet(h)
+	}
+	if reason != "" {
+		s.refuse(c, h, reason)
+		return
+	}
+	s.deliver(c, h, reply)
+}
+
+// reserve claims rank for this connection, so that two pods presenting
+// the same rank cannot both be served; "" means the claim succeeded.
+func (s *collector) reserve(rank int) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, isDone := s.done[rank]
+	if isDone || s.pending[rank] {
+		return fmt.Sprintf("rank %d already checked in: two pods share JOB_COMPLETION_INDEX %d (a stale pod?)", rank, rank)
+	}
+	s.pending[rank] = true
+	return ""
+}
+
+// vet runs the caller's accept check and returns its reply, or the refusal
+// reason. A refused rank's claim is released: the rank is no longer being
+// served, and another connection presenting it may still be.
+func (s *collector) vet(h hello) ([]byte, string) {
+	reply, err := s.accept(h)
+	if err != nil {
+		reason := err.Error()
+		s.mu.Lock()
+		delete(s.pending, h.Rank)
+		s.mu.Unlock()
+		return reply, reason
+	}
+	return reply, ""
+}
+
+// refuse tells the peer why it was turned away and keeps the reason, so
+// that a later timeout error can name the refusals that explain it.
+func (s *collector) refuse(c net.Conn, h hello, reason string) {
+	s.opts.Logf("ncclboot: rank 0: refused %s (rank %d): %s", c.RemoteAddr(), h.Rank, reason)
+	s.mu.Lock()
+	s.refusals = append(s.refusals, fmt.Sprintf("%s (rank %d): %s", c.RemoteAddr(), h.Rank, reason))
+	s.mu.Unlock()
+	_ = writeFrame(c, frameRefuse, []byte(reason), s.opts.IOTimeout)
+}
+
+// deliver sends the reply and waits for the ack. Only an acknowledged
+// rank counts as checked in; either way its claim is released on return,
+// so a rank whose exchange failed can retry.
+func (s *collector) deliver(c net.Conn, h hello, reply []byte) {
+	ok := false
+	defer func() {
+		s.mu.Lock()
+		delete(s.pending, h.Rank)
+		if ok {
+			s.done[h.Rank] = h
+			if len(s.done) == s.world-1 {
+				close(s.allIn)
+			}
+		}
+		s.mu.Unlock()
+	}()
+	if err := writeFrame(c, frameOK, reply, s.opts.IOTimeout); err != nil {
+		s.opts.Logf("ncclboot: rank 0: sending to rank %d: %v", h.Rank, err)
+		return
+	}
+	typ, _, err := readFrame(c, s.opts.IOTimeout)
+	if err != nil || typ != frameAck {
+		s.opts.Logf("ncclboot: rank 0: rank %d did not acknowledge (type %d): %v", h.Rank, typ, err)
+		return
+	}
+	ok = true
+}
+
+// closeAndWait cuts off handlers still talking to a peer and waits for all
+// of them, so that collect returns with no goroutine touching its state.
+func (s *collector) closeAndWait() {
+	s.mu.Lock()
+	for c := range s.conns {
 		c.Close()
 	}
-	mu.Unlock()
-	wg.Wait()
+	s.mu.Unlock()
+	s.wg.Wait()
+}
 
-	mu.Lock()
-	defer mu.Unlock()
-	if result == nil || len(done) == world-1 {
-		return done, nil
+// outcome is collect's result once every handler has finished: success
+// when all ranks made it (even if the deadline fired at the same moment),
+// else a *MissingError naming the absent ranks and any refusals.
+func (s *collector) outcome(result error, start time.Time, budget time.Duration) (map[int]hello, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if result == nil || len(s.done) == s.world-1 {
+		return s.done, nil
 	}
 	var missing []int
-	for r := 1; r < world; r++ {
-		if _, ok := done[r]; !ok {
+	for r := 1; r < s.world; r++ {
+		if _, ok := s.done[r]; !ok {
 			missing = append(missing, r)
 		}
 	}
 	what := "connected to rank 0"
-	if kind == kindReport {
+	if s.kind == kindReport {
 		what = "reported to rank 0"
 	}
 	var msg string
@@ -298,10 +364,25 @@ func collect(ctx context.Context, ln net.Listener, world int, opts Options, kind
 	} else {
 		msg = fmt.Sprintf("ncclboot: canceled after %v while waiting for %s: %v", time.Since(start).Round(time.Millisecond), rankList(missing), result)
 	}
-	if len(refusals) > 0 {
-		msg += "; refused meanwhile: " + strings.Join(refusals, "; ")
+	if len(s.refusals) > 0 {
+		msg += "; refused meanwhile: " + strings.Join(s.refusals, "; ")
 	}
-	return done, &MissingError{Missing: missing, msg: msg, cause: result}
+	return s.done, &MissingError{Missing: missing, msg: msg, cause: result}
+}
+
+// stopAccepting makes the accept loop return and waits for it. It prefers
+// an expired deadline to closing ln, because the listener is reused
+// (Serve, then Gather on the same port); the deadline is cleared again
+// afterwards.
+func stopAccepting(ln net.Listener, acceptDone <-chan struct{}) {
+	if d, ok := ln.(interface{ SetDeadline(time.Time) error }); ok {
+		_ = d.SetDeadline(time.Unix(1, 0))
+		<-acceptDone
+		_ = d.SetDeadline(time.Time{})
+	} else {
+		ln.Close()
+		<-acceptDone
+	}
 }
 
 // MissingError reports the ranks that never checked in.

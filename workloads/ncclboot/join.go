@@ -65,141 +65,168 @@ func Rendezvous(ctx context.Context, ln net.Listener, self json.RawMessage, worl
 	facts[0] = self
 
 	start := time.Now()
-	budget := opts.Timeout
-	if dl, ok := ctx.Deadline(); ok && time.Until(dl) < budget {
-		budget = time.Until(dl)
-	}
+	budget := waitBudget(ctx, opts.Timeout)
 	ctx, cancel := context.WithTimeout(ctx, opts.Timeout)
 	defer cancel()
 
-	var (
-		mu       sync.Mutex
-		joined   = map[int]net.Conn{}
-		refusals []string
-		allIn    = make(chan struct{})
-	)
+	rv := &rendezvous{
+		world:  world,
+		opts:   opts,
+		facts:  facts,
+		joined: map[int]net.Conn{},
+		allIn:  make(chan struct{}),
+	}
 	if world == 1 {
-		close(allIn)
+		close(rv.allIn)
 	}
-	handle := func(c net.Conn) {
-		typ, p, err := readFrame(c, opts.IOTimeout)
-		if err != nil {
-			opts.Logf("ncclboot: rank 0: dropped connection from %s before hello: %v", c.RemoteAddr(), err)
-			c.Close()
-			return
-		}
-		var h hello
-		reason := ""
-		switch {
-		case typ != frameHello:
-			reason = fmt.Sprintf("expected a hello frame, got type %d", typ)
-		case json.Unmarshal(p, &h) != nil:
-			reason = "malformed hello"
-		default:
-			reason = checkHello(h, kindJoin, world, opts)
-		}
-		if reason == "" && h.Data != nil && (!json.Valid(h.Data) || len(h.Data) > opts.MaxBlob) {
-			reason = fmt.Sprintf("rank %d's facts are not valid JSON or exceed %d bytes", h.Rank, opts.MaxBlob)
-		}
-		mu.Lock()
-		if reason == "" {
-			if _, dup := joined[h.Rank]; dup {
-				reason = fmt.Sprintf("rank %d already joined: two pods share JOB_COMPLETION_INDEX %d (a stale pod?)", h.Rank, h.Rank)
-			}
-		}
-		if reason != "" {
-			refusals = append(refusals, fmt.Sprintf("%s (rank %d): %s", c.RemoteAddr(), h.Rank, reason))
-			mu.Unlock()
-			opts.Logf("ncclboot: rank 0: refused %s (rank %d): %s", c.RemoteAddr(), h.Rank, reason)
-			_ = writeFrame(c, frameRefuse, []byte(reason), opts.IOTimeout)
-			c.Close()
-			return
-		}
-		joined[h.Rank] = c
-		facts[h.Rank] = h.Data
-		if len(joined) == world-1 {
-			close(allIn)
-		}
-		mu.Unlock()
-	}
-
 	acceptDone := make(chan struct{})
-	go func() {
-		defer close(acceptDone)
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				var ne net.Error
-				if ctx.Err() != nil || errors.Is(err, net.ErrClosed) || (errors.As(err, &ne) && ne.Timeout()) {
-					return
-				}
-				opts.Logf("ncclboot: rank 0: accept: %v", err)
-				time.Sleep(10 * time.Millisecond)
-				continue
-			}
-			select {
-			case <-allIn:
-				// Everyone is in: a latecomer is a stale or duplicate pod.
-				_ = writeFrame(c, frameRefuse, []byte("every rank has already joined: a stale pod of this run, or a duplicate JOB_COMPLETION_INDEX"), opts.IOTimeout)
-				c.Close()
-				continue
-			default:
-			}
-			go handle(c)
-		}
-	}()
+	go rv.acceptLoop(ctx, ln, acceptDone)
 
 	var dec Decision
 	var result error
 	select {
-	case <-allIn:
+	case <-rv.allIn:
 	case <-ctx.Done():
 		result = ctx.Err()
 	}
 	// Stop accepting without closing ln (it serves Gather later).
-	if d, ok := ln.(interface{ SetDeadline(time.Time) error }); ok {
-		_ = d.SetDeadline(time.Unix(1, 0))
-		<-acceptDone
-		_ = d.SetDeadline(time.Time{})
-	} else {
-		ln.Close()
-		<-acceptDone
-	}
+	stopAccepting(ln, acceptDone)
 
-	mu.Lock()
-	conns := make(map[int]net.Conn, len(joined))
-	for r, c := range joined {
-		conns[r] = c
-	}
-	var missing []int
-	for r := 1; r < world; r++ {
-		if _, ok := joined[r]; !ok {
-			missing = append(missing, r)
-		}
-	}
-	refused := append([]string(nil), refusals...)
-	mu.Unlock()
-
+	conns, missing, refused := rv.snapshot()
 	var err error
 	if len(missing) > 0 {
-		what := fmt.Sprintf("never joined within %v", budget.Round(time.Millisecond))
-		if !errors.Is(result, context.DeadlineExceeded) {
-			what = fmt.Sprintf("had not joined when rank 0 was canceled after %v (%v)", time.Since(start).Round(time.Millisecond), result)
-		}
-		msg := fmt.Sprintf("%s %s: check those pods' status/logs and the headless Service's DNS", rankList(missing), what)
-		if len(refused) > 0 {
-			msg += "; refused meanwhile: " + strings.Join(refused, "; ")
-		}
-		dec = Decision{Abort: msg}
-		err = &MissingError{Missing: missing, msg: "ncclboot: " + msg, cause: result}
+		dec, err = abortMissing(missing, refused, result, start, budget)
 	} else {
-		dec = decide(append([]json.RawMessage(nil), facts...))
-		if dec.Abort == "" && len(dec.ID) != opts.IDLen {
-			dec = Decision{Abort: fmt.Sprintf("rank 0 produced a %d-byte id, want %d", len(dec.ID), opts.IDLen)}
-		}
+		dec = decideChecked(decide, facts, opts)
 	}
 	answer(conns, dec, opts)
 	return facts, dec, err
+}
+
+// rendezvous is the state Rendezvous's accept loop and handlers share;
+// handlers change joined, refusals and the entries of facts only under mu.
+type rendezvous struct {
+	world int
+	opts  Options
+	facts []json.RawMessage // index = rank; Rendezvous returns this slice
+
+	mu sync.Mutex
+	// joined keeps each joined rank's connection open: the rank waits on
+	// it for the decision, which is only sent once everyone is in.
+	joined   map[int]net.Conn
+	refusals []string
+	allIn    chan struct{} // closed when joined reaches world-1 ranks
+}
+
+// acceptLoop hands every connection to its own handler until ctx ends or
+// stopAccepting interrupts Accept, then closes acceptDone.
+func (rv *rendezvous) acceptLoop(ctx context.Context, ln net.Listener, acceptDone chan struct{}) {
+	defer close(acceptDone)
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			var ne net.Error
+			if ctx.Err() != nil || errors.Is(err, net.ErrClosed) || (errors.As(err, &ne) && ne.Timeout()) {
+				return
+			}
+			// Anything else may pass: retry after a short pause rather
+			// than spin.
+			rv.opts.Logf("ncclboot: rank 0: accept: %v", err)
+			time.Sleep(10 * time.Millisecond)
+			continue
+		}
+		select {
+		case <-rv.allIn:
+			// Everyone is in: a latecomer is a stale or duplicate pod.
+			_ = writeFrame(c, frameRefuse, []byte("every rank has already joined: a stale pod of this run, or a duplicate JOB_COMPLETION_INDEX"), rv.opts.IOTimeout)
+			c.Close()
+			continue
+		default:
+		}
+		go rv.handle(c)
+	}
+}
+
+// handle reads one rank's hello and either records the rank as joined,
+// leaving its connection open for the decision, or refuses and closes it.
+func (rv *rendezvous) handle(c net.Conn) {
+	h, reason, ok := readHello(c, kindJoin, rv.world, rv.opts)
+	if !ok {
+		c.Close()
+		return
+	}
+	if reason == "" && h.Data != nil && (!json.Valid(h.Data) || len(h.Data) > rv.opts.MaxBlob) {
+		reason = fmt.Sprintf("rank %d's facts are not valid JSON or exceed %d bytes", h.Rank, rv.opts.MaxBlob)
+	}
+	// The duplicate check and the registration share one critical
+	// section, so two pods with the same rank cannot both join.
+	rv.mu.Lock()
+	if reason == "" {
+		if _, dup := rv.joined[h.Rank]; dup {
+			reason = fmt.Sprintf("rank %d already joined: two pods share JOB_COMPLETION_INDEX %d (a stale pod?)", h.Rank, h.Rank)
+		}
+	}
+	if reason != "" {
+		rv.refusals = append(rv.refusals, fmt.Sprintf("%s (rank %d): %s", c.RemoteAddr(), h.Rank, reason))
+		rv.mu.Unlock()
+		rv.opts.Logf("ncclboot: rank 0: refused %s (rank %d): %s", c.RemoteAddr(), h.Rank, reason)
+		_ = writeFrame(c, frameRefuse, []byte(reason), rv.opts.IOTimeout)
+		c.Close()
+		return
+	}
+	rv.joined[h.Rank] = c
+	rv.facts[h.Rank] = h.Data
+	if len(rv.joined) == rv.world-1 {
+		close(rv.allIn)
+	}
+	rv.mu.Unlock()
+}
+
+// snapshot copies, under mu, what Rendezvous needs to decide and answer:
+// the joined ranks' connections, the ranks still missing, and the
+// refusals. Copies, because handlers are not waited for and may still be
+// running.
+func (rv *rendezvous) snapshot() (conns map[int]net.Conn, missing []int, refused []string) {
+	rv.mu.Lock()
+	defer rv.mu.Unlock()
+	conns = make(map[int]net.Conn, len(rv.joined))
+	for r, c := range rv.joined {
+		conns[r] = c
+	}
+	for r := 1; r < rv.world; r++ {
+		if _, ok := rv.joined[r]; !ok {
+			missing = append(missing, r)
+		}
+	}
+	refused = append([]string(nil), rv.refusals...)
+	return conns, missing, refused
+}
+
+// abortMissing is the decision when ranks never joined: the ranks that did
+// join get an abort naming the missing ones (instead of waiting out their
+// own timeout with no word of why), and the caller gets a *MissingError
+// with the same text.
+func abortMissing(missing []int, refused []string, result error, start time.Time, budget time.Duration) (Decision, error) {
+	what := fmt.Sprintf("never joined within %v", budget.Round(time.Millisecond))
+	if !errors.Is(result, context.DeadlineExceeded) {
+		what = fmt.Sprintf("had not joined when rank 0 was canceled after %v (%v)", time.Since(start).Round(time.Millisecond), result)
+	}
+	msg := fmt.Sprintf("%s %s: check those pods' status/logs and the headless Service's DNS", rankList(missing), what)
+	if len(refused) > 0 {
+		msg += "; refused meanwhile: " + strings.Join(refused, "; ")
+	}
+	return Decision{Abort: msg}, &MissingError{Missing: missing, msg: "ncclboot: " + msg, cause: result}
+}
+
+// decideChecked calls decide on a copy of the facts (so decide cannot
+// alter what Rendezvous returns) and turns an id of the wrong length into
+// an abort, since every rank would reject it anyway.
+func decideChecked(decide func(facts []json.RawMessage) Decision, facts []json.RawMessage, opts Options) Decision {
+	dec := decide(append([]json.RawMessage(nil), facts...))
+	if dec.Abort == "" && len(dec.ID) != opts.IDLen {
+		dec = Decision{Abort: fmt.Sprintf("rank 0 produced a %d-byte id, want %d", len(dec.ID), opts.IDLen)}
+	}
+	return dec
 }
 
 // answer sends every joined rank the decision and waits for the acks (a
@@ -230,6 +257,27 @@ func answer(conns map[int]net.Conn, dec Decision, opts Options) {
 		}(r, conns[r])
 	}
 	wg.Wait()
+}
+
+// readHello reads a rank's first frame and validates it as a hello of
+// kind. It returns the hello and "" when it is acceptable, or the reason to
+// refuse it. ok is false when no frame could be read at all (logged
+// here): the caller then drops the connection without a refusal.
+func readHello(c net.Conn, kind string, world int, opts Options) (h hello, reason string, ok bool) {
+	typ, p, err := readFrame(c, opts.IOTimeout)
+	if err != nil {
+		opts.Logf("ncclboot: rank 0: dropped connection from %s before hello: %v", c.RemoteAddr(), err)
+		return h, "", false
+	}
+	switch {
+	case typ != frameHello:
+		reason = fmt.Sprintf("expected a hello frame, got type %d", typ)
+	case json.Unmarshal(p, &h) != nil:
+		reason = "malformed hello"
+	default:
+		reason = checkHello(h, kind, world, opts)
+	}
+	return h, reason, true
 }
 
 // checkHello is the validation every rank-0 handler applies; "" is valid.
