@@ -256,84 +256,161 @@ type heatCell struct {
 func heatMap(r Run) heatSection {
 	var sec heatSection
 	// A large run's map is not drawn: count its rows before building
-	// thousands of cells to throw away.
+	// thousands of cells to throw away. Its unmeasured checks are still
+	// listed: the list is the only place they show.
 	if n := heatRows(r); n > heatFoldRows {
 		sec.Omitted = n
 		for _, c := range r.Checks {
 			if isHeatCheck(c) && !hasUnit(c, c.Is().HeatUnit) {
-				sec.Unmeasured = append(sec.Unmeasured, checkRow{Status: string(c.Status), StatusText: statusText(r, c), ID: checkLabel(c),
-					Variant: c.Variant, Nodes: NodesText(c), Verdict: verdictText(c)})
+				sec.Unmeasured = append(sec.Unmeasured, unmeasuredRow(r, c))
 			}
 		}
 		return sec
 	}
-	cells := map[[2]string]*heatCell{}
-	var rows, cols []string
-	seenRow, seenCol := map[string]bool{}, map[string]bool{}
-	add := func(row, col string, c *heatCell) {
-		if !seenRow[row] {
-			seenRow[row] = true
-			rows = append(rows, row)
-		}
-		if !seenCol[col] {
-			seenCol[col] = true
-			cols = append(cols, col)
-		}
-		k := [2]string{row, col}
-		old := cells[k]
-		switch {
-		case old == nil, !old.measured && c.measured:
-			cells[k] = c
-		case c.measured && old.measured && worseCell(c, old):
-			cells[k] = c
+	g := newHeatGrid()
+	for _, c := range r.Checks {
+		if isHeatCheck(c) && !g.addCheck(c) {
+			sec.Unmeasured = append(sec.Unmeasured, unmeasuredRow(r, c))
 		}
 	}
-	for _, c := range r.Checks {
-		if !isHeatCheck(c) {
+	if len(g.rows) == 0 {
+		return sec
+	}
+	sec.Fold = len(g.rows) > heatOpenRows
+	sec.SVG = g.svg()
+	return sec
+}
+
+// unmeasuredRow lists a heat check that measured nothing under the map,
+// with the verdict that says why.
+func unmeasuredRow(r Run, c Check) checkRow {
+	return checkRow{Status: string(c.Status), StatusText: statusText(r, c), ID: checkLabel(c),
+		Variant: c.Variant, Nodes: NodesText(c), Verdict: verdictText(c)}
+}
+
+// heatGrid collects the map's cells keyed by row and column label, keeping
+// the labels in first-seen sets so the drawing can sort them once.
+type heatGrid struct {
+	cells            map[[2]string]*heatCell
+	rows, cols       []string
+	seenRow, seenCol map[string]bool
+}
+
+func newHeatGrid() *heatGrid {
+	return &heatGrid{cells: map[[2]string]*heatCell{}, seenRow: map[string]bool{}, seenCol: map[string]bool{}}
+}
+
+// add puts c in its cell unless what is there already stands for it: a
+// measured value beats an unmeasured cell, and among measured ones the
+// worse (worseCell) wins, so a port is shown by its worst partner.
+func (g *heatGrid) add(row, col string, c *heatCell) {
+	if !g.seenRow[row] {
+		g.seenRow[row] = true
+		g.rows = append(g.rows, row)
+	}
+	if !g.seenCol[col] {
+		g.seenCol[col] = true
+		g.cols = append(g.cols, col)
+	}
+	k := [2]string{row, col}
+	old := g.cells[k]
+	switch {
+	case old == nil, !old.measured && c.measured:
+		g.cells[k] = c
+	case c.measured && old.measured && worseCell(c, old):
+		g.cells[k] = c
+	}
+}
+
+// addCheck adds a heat check's measurements in its unit, one cell each;
+// a check that measured none gets a "not measured" cell instead, and
+// addCheck says false so the caller lists it.
+func (g *heatGrid) addCheck(c Check) (measured bool) {
+	op := strings.TrimPrefix(c.ID, "bandwidth/")
+	for _, m := range c.Measured {
+		if m.Unit != c.Is().HeatUnit {
 			continue
 		}
-		op := strings.TrimPrefix(c.ID, "bandwidth/")
-		n := 0
-		for _, m := range c.Measured {
-			if m.Unit != c.Is().HeatUnit {
-				continue
-			}
-			n++
-			node := m.Node
-			if node == "" && len(c.Nodes) > 0 {
-				node = c.Nodes[0]
-			}
-			port := m.Port
-			if port == "" {
-				port = railSource(c.Rail)
-			}
-			col := op + " " + sizeOf(m.Name) + " · " + orDash(c.Variant)
-			cell := &heatCell{measured: true, value: fmt.Sprintf("%.3g", m.Value), ratio: math.NaN(), color: ColorNoFloor}
-			title := fmt.Sprintf("%s %s %s, rail %s: %s (%s)", c.ID, orDash(c.Variant), NodesText(c), orDash(c.Rail), fmtVal(m.Value, m.Unit), c.Status)
-			if t := m.Threshold; t != nil && t.Op == ">=" && t.Value > 0 {
-				cell.ratio = m.Value / t.Value
-				cell.color = ratioColor(cell.ratio, t.Met(m.Value))
-				title += fmt.Sprintf("; floor %s (%s), %.2f× the floor", fmtVal(t.Value, m.Unit), t.Source, cell.ratio)
-			}
-			cell.title = title
-			add(node+" "+orDash(port), col, cell)
-		}
-		if n == 0 {
-			row := firstNode(c) + " " + orDash(railSource(c.Rail))
-			sec.Unmeasured = append(sec.Unmeasured, checkRow{Status: string(c.Status), StatusText: statusText(r, c), ID: checkLabel(c),
-				Variant: c.Variant, Nodes: NodesText(c), Verdict: verdictText(c)})
-			add(row, op+" not measured · "+orDash(c.Variant), &heatCell{value: "n/m", color: ColorUnmeasured, ratio: math.NaN(),
-				title: fmt.Sprintf("%s %s: %s — not measured: %s", checkLabel(c), NodesText(c), c.Status, verdictText(c))})
+		measured = true
+		col := op + " " + sizeOf(m.Name) + " · " + orDash(c.Variant)
+		g.add(heatRow(c, m), col, measuredCell(c, m))
+	}
+	if !measured {
+		g.add(heatUnmeasuredRow(c), op+" not measured · "+orDash(c.Variant), &heatCell{value: "n/m", color: ColorUnmeasured, ratio: math.NaN(),
+			title: fmt.Sprintf("%s %s: %s — not measured: %s", checkLabel(c), NodesText(c), c.Status, verdictText(c))})
+	}
+	return measured
+}
+
+// heatRow is the row a measurement is drawn in: its measuring node and
+// port, falling back to the check's first node and the measuring side of
+// its rail when the measurement names none. heatRows counts by it too, so
+// the two cannot disagree on a run's size.
+func heatRow(c Check, m Measurement) string {
+	node, port := m.Node, m.Port
+	if node == "" && len(c.Nodes) > 0 {
+		node = c.Nodes[0]
+	}
+	if port == "" {
+		port = railSource(c.Rail)
+	}
+	return node + " " + orDash(port)
+}
+
+// heatUnmeasuredRow is the row of a check that measured nothing: there is
+// no measurement to name a node or port, so the check's own stand in.
+func heatUnmeasuredRow(c Check) string {
+	return firstNode(c) + " " + orDash(railSource(c.Rail))
+}
+
+// measuredCell is one measurement's cell: coloured by its ratio to a ">="
+// floor when it has one, and titled with everything an operator hovering
+// over it needs to find the check.
+func measuredCell(c Check, m Measurement) *heatCell {
+	cell := &heatCell{measured: true, value: fmt.Sprintf("%.3g", m.Value), ratio: math.NaN(), color: ColorNoFloor}
+	title := fmt.Sprintf("%s %s %s, rail %s: %s (%s)", c.ID, orDash(c.Variant), NodesText(c), orDash(c.Rail), fmtVal(m.Value, m.Unit), c.Status)
+	if t := m.Threshold; t != nil && t.Op == ">=" && t.Value > 0 {
+		cell.ratio = m.Value / t.Value
+		cell.color = ratioColor(cell.ratio, t.Met(m.Value))
+		title += fmt.Sprintf("; floor %s (%s), %.2f× the floor", fmtVal(t.Value, m.Unit), t.Source, cell.ratio)
+	}
+	cell.title = title
+	return cell
+}
+
+// svg draws the grid, rows and columns sorted so the map reads the same
+// whatever order the checks ran in. Every text in it goes through esc.
+func (g *heatGrid) svg() template.HTML {
+	sort.Strings(g.rows)
+	sort.Strings(g.cols)
+	labelW, cellW := heatWidths(g.rows, g.cols)
+	const cellH, headH = 34, 70
+	width := labelW + cellW*len(g.cols) + 10
+	height := headH + cellH*len(g.rows) + 10
+	var b strings.Builder
+	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" class="heat" width="%d" height="%d" viewBox="0 0 %d %d" role="img" aria-label="bandwidth per node and port against the floor">`, width, height, width, height)
+	for j, col := range g.cols {
+		x := labelW + j*cellW + cellW/2
+		op, rest, _ := strings.Cut(col, " · ")
+		fmt.Fprintf(&b, `<text x="%d" y="%d" text-anchor="middle" class="colhead">%s</text>`, x, headH-26, esc(op))
+		fmt.Fprintf(&b, `<text x="%d" y="%d" text-anchor="middle" class="colhead">%s</text>`, x, headH-10, esc(rest))
+	}
+	for i, row := range g.rows {
+		y := headH + i*cellH
+		fmt.Fprintf(&b, `<text x="%d" y="%d" text-anchor="end" class="rowhead">%s</text>`, labelW-8, y+cellH/2+5, esc(row))
+		for j, col := range g.cols {
+			heatCellSVG(&b, g.cells[[2]string{row, col}], labelW+j*cellW, y, cellW, cellH)
 		}
 	}
-	if len(rows) == 0 {
-		return sec
-	}
-	sec.Fold = len(rows) > heatOpenRows
-	sort.Strings(rows)
-	sort.Strings(cols)
-	// Widths from the longest labels (about 7 px a character at 12 px).
-	labelW, cellW := 60, 90
+	b.WriteString(`</svg>`)
+	return template.HTML(b.String()) // every text in it went through esc
+}
+
+// heatWidths sizes the row labels and the cells from the longest labels
+// (about 7 px a character at 12 px), so no label is clipped; a column
+// label is drawn on two lines, split at " · ".
+func heatWidths(rows, cols []string) (labelW, cellW int) {
+	labelW, cellW = 60, 90
 	for _, row := range rows {
 		labelW = max(labelW, 7*len(row)+16)
 	}
@@ -341,38 +418,23 @@ func heatMap(r Run) heatSection {
 		op, rest, _ := strings.Cut(col, " · ")
 		cellW = max(cellW, 7*max(len(op), len(rest))+12)
 	}
-	const cellH, headH = 34, 70
-	width := labelW + cellW*len(cols) + 10
-	height := headH + cellH*len(rows) + 10
-	var b strings.Builder
-	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" class="heat" width="%d" height="%d" viewBox="0 0 %d %d" role="img" aria-label="bandwidth per node and port against the floor">`, width, height, width, height)
-	for j, col := range cols {
-		x := labelW + j*cellW + cellW/2
-		op, rest, _ := strings.Cut(col, " · ")
-		fmt.Fprintf(&b, `<text x="%d" y="%d" text-anchor="middle" class="colhead">%s</text>`, x, headH-26, esc(op))
-		fmt.Fprintf(&b, `<text x="%d" y="%d" text-anchor="middle" class="colhead">%s</text>`, x, headH-10, esc(rest))
+	return labelW, cellW
+}
+
+// heatCellSVG draws one cell at (x, y): an empty box where the node/port
+// has nothing in that column, else the value (and its ratio to the floor)
+// on its colour, with the title as the hover text.
+func heatCellSVG(b *strings.Builder, c *heatCell, x, y, cellW, cellH int) {
+	if c == nil {
+		fmt.Fprintf(b, `<rect x="%d" y="%d" width="%d" height="%d" class="empty"/>`, x+1, y+1, cellW-2, cellH-2)
+		return
 	}
-	for i, row := range rows {
-		y := headH + i*cellH
-		fmt.Fprintf(&b, `<text x="%d" y="%d" text-anchor="end" class="rowhead">%s</text>`, labelW-8, y+cellH/2+5, esc(row))
-		for j, col := range cols {
-			x := labelW + j*cellW
-			c := cells[[2]string{row, col}]
-			if c == nil {
-				fmt.Fprintf(&b, `<rect x="%d" y="%d" width="%d" height="%d" class="empty"/>`, x+1, y+1, cellW-2, cellH-2)
-				continue
-			}
-			fmt.Fprintf(&b, `<g><title>%s</title><rect x="%d" y="%d" width="%d" height="%d" fill="%s"/>`, esc(c.title), x+1, y+1, cellW-2, cellH-2, c.color)
-			label := c.value
-			if !math.IsNaN(c.ratio) {
-				label += fmt.Sprintf(" (%.2f×)", c.ratio)
-			}
-			fmt.Fprintf(&b, `<text x="%d" y="%d" text-anchor="middle" class="cell">%s</text></g>`, x+cellW/2, y+cellH/2+5, esc(label))
-		}
+	fmt.Fprintf(b, `<g><title>%s</title><rect x="%d" y="%d" width="%d" height="%d" fill="%s"/>`, esc(c.title), x+1, y+1, cellW-2, cellH-2, c.color)
+	label := c.value
+	if !math.IsNaN(c.ratio) {
+		label += fmt.Sprintf(" (%.2f×)", c.ratio)
 	}
-	b.WriteString(`</svg>`)
-	sec.SVG = template.HTML(b.String()) // every text in it went through esc
-	return sec
+	fmt.Fprintf(b, `<text x="%d" y="%d" text-anchor="middle" class="cell">%s</text></g>`, x+cellW/2, y+cellH/2+5, esc(label))
 }
 
 // heatRows is how many rows the heat map would have: the node/port pairs
@@ -384,21 +446,13 @@ func heatRows(r Run) int {
 			continue
 		}
 		if !hasUnit(c, c.Is().HeatUnit) {
-			rows[firstNode(c)+" "+orDash(railSource(c.Rail))] = true
+			rows[heatUnmeasuredRow(c)] = true
 			continue
 		}
 		for _, m := range c.Measured {
-			if m.Unit != c.Is().HeatUnit {
-				continue
+			if m.Unit == c.Is().HeatUnit {
+				rows[heatRow(c, m)] = true
 			}
-			node, port := m.Node, m.Port
-			if node == "" && len(c.Nodes) > 0 {
-				node = c.Nodes[0]
-			}
-			if port == "" {
-				port = railSource(c.Rail)
-			}
-			rows[node+" "+orDash(port)] = true
 		}
 	}
 	return len(rows)

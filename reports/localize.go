@@ -225,13 +225,38 @@ func (ev *variantEvidence) localize(variant string) []Finding {
 // on one or more ports that fail with every partner while its other ports
 // pass (bad-port, one finding per port), or as a whole (bad-node).
 func (ev *variantEvidence) nodeFindings(variant, n string, partners []string) []Finding {
-	// port → partner → failed on that port with that partner
-	ports := map[string]map[string]bool{}
-	var cs []Check
-	for _, p := range partners {
-		cs = append(cs, ev.pairs[locKey(n, p)]...)
+	np := ev.nodePortsOf(n, partners)
+	if !np.portsExplain() {
+		return []Finding{ev.badNodeFinding(variant, np, partners)}
 	}
-	for _, c := range cs {
+	var out []Finding
+	for _, port := range np.bad {
+		out = append(out, ev.badPortFinding(variant, np, port))
+	}
+	return out
+}
+
+// nodePorts is a failing node's evidence regrouped by its own port, so a
+// port that fails with every partner can be told from a node that fails
+// everywhere.
+type nodePorts struct {
+	node   string
+	checks []Check // its checks with every partner it failed with
+	// byPort: port → partner → failed on that port with that partner.
+	byPort map[string]map[string]bool
+	names  []string // the ports of byPort, sorted
+	// bad: the ports that failed with every partner (at least 2) on them;
+	// good: the ports that failed with none. A port with mixed results is
+	// in neither.
+	bad, good []string
+}
+
+func (ev *variantEvidence) nodePortsOf(n string, partners []string) *nodePorts {
+	np := &nodePorts{node: n, byPort: map[string]map[string]bool{}}
+	for _, p := range partners {
+		np.checks = append(np.checks, ev.pairs[locKey(n, p)]...)
+	}
+	for _, c := range np.checks {
 		port, ok := localPort(c, n)
 		if !ok {
 			continue
@@ -240,125 +265,163 @@ func (ev *variantEvidence) nodeFindings(variant, n string, partners []string) []
 		if p == n {
 			p = c.Nodes[1]
 		}
-		if ports[port] == nil {
-			ports[port] = map[string]bool{}
+		if np.byPort[port] == nil {
+			np.byPort[port] = map[string]bool{}
 		}
-		ports[port][p] = ports[port][p] || locFailing(c.Status)
+		np.byPort[port][p] = np.byPort[port][p] || locFailing(c.Status)
 	}
-	names := slices.Sorted(maps.Keys(ports))
-	var badPorts, goodPorts []string
-	for _, port := range names {
-		nf := 0
-		for _, f := range ports[port] {
-			if f {
-				nf++
-			}
-		}
+	np.names = slices.Sorted(maps.Keys(np.byPort))
+	for _, port := range np.names {
+		nf := locFailedCount(np.byPort[port])
 		switch {
-		case nf == len(ports[port]) && nf >= 2:
-			badPorts = append(badPorts, port)
+		case nf == len(np.byPort[port]) && nf >= 2:
+			np.bad = append(np.bad, port)
 		case nf == 0:
-			goodPorts = append(goodPorts, port)
+			np.good = append(np.good, port)
 		}
 	}
-	// Every failing check must sit on a bad port for the ports to explain
-	// the node: an unrailed failure, or one on a port that fails with some
-	// partners only, is the node's.
-	explained := len(badPorts) > 0 && len(badPorts) < len(names)
-	for _, c := range cs {
+	return np
+}
+
+// locFailedCount is how many of a port's partners it failed with.
+func locFailedCount(partners map[string]bool) int {
+	nf := 0
+	for _, f := range partners {
+		if f {
+			nf++
+		}
+	}
+	return nf
+}
+
+// portsExplain says the bad ports account for the whole failure, so the
+// node is reported port by port. Some port must still pass (else it is the
+// node), and every failing check must sit on a bad port for the ports to
+// explain the node: an unrailed failure, or one on a port that fails with
+// some partners only, is the node's.
+func (np *nodePorts) portsExplain() bool {
+	explained := len(np.bad) > 0 && len(np.bad) < len(np.names)
+	for _, c := range np.checks {
 		if !locFailing(c.Status) {
 			continue
 		}
-		if port, ok := localPort(c, n); !ok || !slices.Contains(badPorts, port) {
+		if port, ok := localPort(c, np.node); !ok || !slices.Contains(np.bad, port) {
 			explained = false
 		}
 	}
-	if explained {
-		var out []Finding
-		for _, port := range badPorts {
-			var failedWith, passedWith []string
-			var ids []string
-			for p := range ports[port] {
-				failedWith = append(failedWith, p)
-			}
-			for _, g := range goodPorts {
-				for p := range ports[g] {
-					passedWith = locUnion(passedWith, []string{p})
-				}
-			}
-			for _, c := range cs {
-				if lp, ok := localPort(c, n); ok && lp == port && locFailing(c.Status) {
-					ids = locUnion(ids, []string{c.ID})
-				}
-			}
-			sort.Strings(failedWith)
-			suspect := fmt.Sprintf("suspect its %s port/cable/switch port, not the fabric", port)
-			switch ev.loopbackStatus(n, port) {
-			case Fail:
-				suspect = fmt.Sprintf("its loopback on %s failed too: suspect its %s port (HCA side), not the fabric", port, port)
-			case Pass:
-				suspect = fmt.Sprintf("its loopback on %s passed: suspect its %s cable or switch port, not the fabric", port, port)
-			}
-			f := Finding{Kind: BadPort, Variant: variant, Nodes: []string{n}, Rail: port,
-				PartnersFailed: len(failedWith), PartnersPassed: len(passedWith), FailedWith: failedWith, PassedWith: passedWith, Checks: ids,
-				Explanation: fmt.Sprintf("%s failed with all %d partners on rail %s and passed on %s with %s: %s",
-					n, len(failedWith), port, strings.Join(goodPorts, ", "), locPartners(passedWith), suspect)}
-			var onPort []Check
-			for _, c := range cs {
-				if lp, ok := localPort(c, n); ok && lp == port {
-					onPort = append(onPort, c)
-				}
-			}
-			sides := counterSides(onPort)
-			f.withCounters(sides, portCountersNote(n, port, failedWith, sides))
-			out = append(out, f)
-		}
-		return out
-	}
-	f := Finding{Kind: BadNode, Variant: variant, Nodes: []string{n}, PartnersFailed: len(partners),
-		FailedWith: append([]string(nil), partners...), Checks: locFailingIDs(cs)}
-	where := ""
-	switch {
-	case len(names) == 0:
-	case len(badPorts) == len(names):
-		where = fmt.Sprintf(" on every rail (%s)", strings.Join(names, ", "))
-	default:
-		var parts, failed []string
-		for _, port := range names {
-			nf := 0
-			for _, x := range ports[port] {
-				if x {
-					nf++
-				}
-			}
-			if nf > 0 {
-				failed = append(failed, port)
-				parts = append(parts, fmt.Sprintf("%s with %d of %d", port, nf, len(ports[port])))
-			}
-		}
-		f.Rail = strings.Join(failed, ", ")
-		switch {
-		case len(failed) == 0: // only checks without a rail failed
-			where = fmt.Sprintf(" in %s, which carry no rail; its rails passed (%s)", strings.Join(f.Checks, ", "), strings.Join(names, ", "))
-		default:
-			where = ", on " + strings.Join(parts, ", ")
-			if len(goodPorts) > 0 {
-				where += "; passed on " + strings.Join(goodPorts, ", ")
-			}
+	return explained
+}
+
+// onPort are the node's checks whose own side of the rail is port: the
+// evidence a bad-port finding cites and reads counters from.
+func (np *nodePorts) onPort(port string) []Check {
+	var out []Check
+	for _, c := range np.checks {
+		if lp, ok := localPort(c, np.node); ok && lp == port {
+			out = append(out, c)
 		}
 	}
-	suspect := "suspect the node (HCA, driver, configuration, cabling), not the fabric"
-	switch ev.loopbackStatus(n, "") {
+	return out
+}
+
+// badPortFinding blames one of the node's ports: it failed with every
+// partner there and passed with them on the node's good ports.
+func (ev *variantEvidence) badPortFinding(variant string, np *nodePorts, port string) Finding {
+	n := np.node
+	var failedWith, passedWith []string
+	var ids []string
+	for p := range np.byPort[port] {
+		failedWith = append(failedWith, p)
+	}
+	for _, g := range np.good {
+		for p := range np.byPort[g] {
+			passedWith = locUnion(passedWith, []string{p})
+		}
+	}
+	onPort := np.onPort(port)
+	for _, c := range onPort {
+		if locFailing(c.Status) {
+			ids = locUnion(ids, []string{c.ID})
+		}
+	}
+	sort.Strings(failedWith)
+	f := Finding{Kind: BadPort, Variant: variant, Nodes: []string{n}, Rail: port,
+		PartnersFailed: len(failedWith), PartnersPassed: len(passedWith), FailedWith: failedWith, PassedWith: passedWith, Checks: ids,
+		Explanation: fmt.Sprintf("%s failed with all %d partners on rail %s and passed on %s with %s: %s",
+			n, len(failedWith), port, strings.Join(np.good, ", "), locPartners(passedWith), portSuspect(ev.loopbackStatus(n, port), port))}
+	sides := counterSides(onPort)
+	f.withCounters(sides, portCountersNote(n, port, failedWith, sides))
+	return f
+}
+
+// portSuspect names what to replace on a bad port: the port's own loopback
+// verdict, when measured, tells the HCA side from the cable/switch side.
+func portSuspect(loopback Status, port string) string {
+	switch loopback {
 	case Fail:
-		suspect = "its loopback failed too: suspect the node itself (HCA, driver, configuration), not the fabric"
+		return fmt.Sprintf("its loopback on %s failed too: suspect its %s port (HCA side), not the fabric", port, port)
 	case Pass:
-		suspect = "its loopback passed: suspect its cables or switch ports, not its HCA or the rest of the fabric"
+		return fmt.Sprintf("its loopback on %s passed: suspect its %s cable or switch port, not the fabric", port, port)
 	}
-	f.Explanation = fmt.Sprintf("%s failed with all %d partners (%s)%s: %s", n, len(partners), strings.Join(partners, ", "), where, suspect)
-	if sides := counterSides(cs); len(sides) > 0 {
+	return fmt.Sprintf("suspect its %s port/cable/switch port, not the fabric", port)
+}
+
+// badNodeFinding blames the node as a whole: its ports do not explain the
+// failure (every rail failed, a rail failed with some partners only, or
+// the failing checks carry no rail).
+func (ev *variantEvidence) badNodeFinding(variant string, np *nodePorts, partners []string) Finding {
+	n := np.node
+	f := Finding{Kind: BadNode, Variant: variant, Nodes: []string{n}, PartnersFailed: len(partners),
+		FailedWith: append([]string(nil), partners...), Checks: locFailingIDs(np.checks)}
+	var where string
+	where, f.Rail = np.badNodeWhere(f.Checks)
+	f.Explanation = fmt.Sprintf("%s failed with all %d partners (%s)%s: %s", n, len(partners), strings.Join(partners, ", "), where, nodeSuspect(ev.loopbackStatus(n, "")))
+	if sides := counterSides(np.checks); len(sides) > 0 {
 		f.withCounters(sides, "; port counters rose on: "+countersText(sides))
 	}
-	return []Finding{f}
+	return f
+}
+
+// badNodeWhere says on which of a bad node's rails it failed, so an
+// operator sees whether it is every rail or a partial pattern no single
+// port explains; rail is the failing ports for the finding's Rail (empty
+// when every rail or no rail failed). ids are the failing checks, named
+// when only unrailed checks failed.
+func (np *nodePorts) badNodeWhere(ids []string) (where, rail string) {
+	switch {
+	case len(np.names) == 0:
+		return "", ""
+	case len(np.bad) == len(np.names):
+		return fmt.Sprintf(" on every rail (%s)", strings.Join(np.names, ", ")), ""
+	}
+	var parts, failed []string
+	for _, port := range np.names {
+		if nf := locFailedCount(np.byPort[port]); nf > 0 {
+			failed = append(failed, port)
+			parts = append(parts, fmt.Sprintf("%s with %d of %d", port, nf, len(np.byPort[port])))
+		}
+	}
+	rail = strings.Join(failed, ", ")
+	if len(failed) == 0 { // only checks without a rail failed
+		return fmt.Sprintf(" in %s, which carry no rail; its rails passed (%s)", strings.Join(ids, ", "), strings.Join(np.names, ", ")), rail
+	}
+	where = ", on " + strings.Join(parts, ", ")
+	if len(np.good) > 0 {
+		where += "; passed on " + strings.Join(np.good, ", ")
+	}
+	return where, rail
+}
+
+// nodeSuspect names what to look at on a bad node: its loopback verdict,
+// when measured, tells the node itself from its cables and switch ports.
+func nodeSuspect(loopback Status) string {
+	switch loopback {
+	case Fail:
+		return "its loopback failed too: suspect the node itself (HCA, driver, configuration), not the fabric"
+	case Pass:
+		return "its loopback passed: suspect its cables or switch ports, not its HCA or the rest of the fabric"
+	}
+	return "suspect the node (HCA, driver, configuration, cabling), not the fabric"
 }
 
 // localPort is node n's side of the check's rail label "client→server":
