@@ -39,12 +39,10 @@ func (c Check) Is() Traits {
 }
 
 // knownTraits are the traits of the check families that existed before
-// checks carried their own, read from the id: an older results file (or a
-// check built without them) renders as it did. The verdicts set Traits on
-// the checks they make; rows the runner makes without a verdict (a node
-// that does not advertise the resource, a feature that could not run) do
-// not carry them yet, so a new family's such rows read as no pair and no
-// op until they do.
+// checks carried their own, read from the id: an older results file renders
+// as it did. A run's checks carry their own: the verdicts set them, and the
+// runner gives the rows it makes without a verdict (a node that does not
+// advertise the resource, a feature that could not run) their op's.
 func knownTraits(id string) Traits {
 	family, rest, _ := strings.Cut(id, "/")
 	op, sub, _ := strings.Cut(rest, "/")

@@ -158,7 +158,8 @@ func portNames(rails []bw.Rail) []string {
 // portsCheck compares the rails a node's pods saw with the SKU's ports per
 // node: fewer is a failure naming what is there and what is missing.
 func (r *Runner) portsCheck(v Variant, n corev1.Node, sets [][]bw.Rail, ok bool) reports.Check {
-	c := reports.Check{ID: "bandwidth/ports", Title: "the pods see as many RDMA ports as the SKU has", Variant: v.Label, Nodes: []string{n.Name}}
+	c := reports.Check{ID: "bandwidth/ports", Title: "the pods see as many RDMA ports as the SKU has", Variant: v.Label, Nodes: []string{n.Name},
+		Traits: &reports.Traits{Localize: true}} // a node's own evidence, as its bandwidth rows
 	if !ok || len(sets) == 0 {
 		c.Status, c.Reason = reports.NotRun, fmt.Sprintf("no readable bandwidth probe output from %s: its rails are unknown (see the bandwidth rows)", n.Name)
 		return c

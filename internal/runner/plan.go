@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rdmasuite/rdmasuite/internal/verdict"
 	"github.com/rdmasuite/rdmasuite/reports"
 )
 
@@ -112,6 +113,9 @@ func (r *Runner) executeVariant(ctx context.Context, vp *variantPlan) {
 		ends = append(ends, r.Begin(MemlockFeature, vp.v.Label))
 	}
 	checks := r.runPaired(ctx, vp.v, vp.sch)
+	for _, f := range vp.features {
+		withTraits(checks[f], opTraits(vp.sch.feats[f], vp.v))
+	}
 	r.mu.Lock()
 	vp.checks, vp.executed = checks, true
 	r.mu.Unlock()
@@ -120,6 +124,35 @@ func (r *Runner) executeVariant(ctx context.Context, vp *variantPlan) {
 	}
 	for _, end := range ends {
 		end()
+	}
+}
+
+// opTraits are the report traits of a feature's op checks (by id), as its
+// verdict gives them: the rows the runner makes without a verdict (a node
+// that does not advertise the resource, no pair) carry the same.
+func opTraits(f pairedFeature, v Variant) map[string]reports.Traits {
+	res := f.spec.Judge(verdict.BWInput{Variant: v.Label, Ops: f.ops, Sizes: f.sizes})
+	out := map[string]reports.Traits{}
+	for _, c := range append(res.Checks, res.LinkChecks...) {
+		if c.Traits != nil {
+			out[c.ID] = *c.Traits
+		}
+	}
+	return out
+}
+
+// withTraits gives each check without traits its op's (a same-node one's
+// with Loopback set).
+func withTraits(cs []reports.Check, byID map[string]reports.Traits) {
+	for i := range cs {
+		if cs[i].Traits != nil {
+			continue
+		}
+		base, loopback := strings.CutSuffix(cs[i].ID, "/loopback")
+		if t, ok := byID[base]; ok {
+			t.Loopback = loopback
+			cs[i].Traits = &t
+		}
 	}
 }
 

@@ -137,3 +137,41 @@ func TestPlanLinesDetailListsRoundsBounded(t *testing.T) {
 		t.Errorf("detail adds %d line(s) to %d", len(full)-len(brief), len(brief))
 	}
 }
+
+// Every check a paired feature ends with carries its report traits,
+// rows the runner made without a verdict (a node without the resource)
+// included, and those read as the verdict's rows of the same op: a
+// renderer never guesses from an id.
+func TestEveryPairedCheckCarriesTraits(t *testing.T) {
+	kube := fake.NewClientset(testNode("a", 8), testNode("b", 8), testNode("c", -1))
+	runningPods(kube)
+	cfg := testConfig(t)
+	cfg.Selected = map[string][]string{VariantSharedDev: {PairedBandwidth, PairedLatency, PairedMsgRate}}
+	r := New(kube, cfg, "t-traits")
+	executePlan(r)
+	byID := map[string]reports.Traits{}
+	for _, c := range r.Checks() {
+		if c.Traits == nil {
+			t.Errorf("%s on %v (%s) carries no traits", c.ID, c.Nodes, c.Status)
+			continue
+		}
+		if len(c.Nodes) == 2 {
+			byID[c.ID] = *c.Traits
+		}
+	}
+	rows := 0
+	for _, c := range r.Checks() {
+		if len(c.Nodes) == 1 && c.Nodes[0] == "c" && c.Traits != nil {
+			rows++
+			if want, ok := byID[c.ID]; ok && *c.Traits != want {
+				t.Errorf("%s on c: traits %+v, the pairs' rows have %+v", c.ID, *c.Traits, want)
+			}
+			if c.Traits.Op == "" {
+				t.Errorf("%s on c: no op in its traits", c.ID)
+			}
+		}
+	}
+	if rows == 0 {
+		t.Error("node c without the resource has no row")
+	}
+}

@@ -35,7 +35,8 @@ const IsolationID = "bandwidth/isolation"
 // readable observation, or one without a device list, is not-run (unless
 // another pod's observation already fails).
 func Isolation(variant, node, netdev string, sights []Sight) reports.Check {
-	c := reports.Check{ID: IsolationID, Title: "a hostdev pod sees only its own RDMA device", Variant: variant, Nodes: []string{node}}
+	c := reports.Check{ID: IsolationID, Title: "a hostdev pod sees only its own RDMA device", Variant: variant, Nodes: []string{node},
+		Traits: &reports.Traits{Localize: true}} // a node's own evidence, as its bandwidth rows
 	if len(sights) == 0 {
 		c.Status, c.Reason = reports.NotRun, fmt.Sprintf("no readable bandwidth probe output from %s: what its hostdev pods see is unknown (see the bandwidth rows)", node)
 		return c
