@@ -218,7 +218,12 @@ make -s rdmasuite
 rdmasuite=$PWD/bin/rdmasuite
 expect_rc 1 "$rdmasuite" report "$results/results.json" --format junit -o "$results/junit.xml"
 expect_rc 1 "$rdmasuite" report "$results/results.json" --format markdown -o "$results/report.md"
-expect_rc 1 "$rdmasuite" report "$results/results.json" --baseline "$results/results.json" >/dev/null
+# A run is no baseline of itself (results.json links to it): refused, exit 2.
+# An earlier run with the same figures (this run's file under another id)
+# is one, and the run's own failure (1) wins over the comparison.
+expect_rc 2 "$rdmasuite" report "$results/results.json" --baseline "$results/results.json" >/dev/null
+sed -E '0,/"runId": *"([^"]*)"/s//"runId": "\1-earlier"/' "$results/results.json" >"$results/earlier.json"
+expect_rc 1 "$rdmasuite" report "$results/results.json" --baseline "$results/earlier.json" >/dev/null
 grep -q '<testsuites>' "$results/junit.xml" && grep -q '## Checks' "$results/report.md"
 grep -Eq 'failures="[1-9]' "$results/junit.xml" || { echo "JUnit shows no failure for a failed run"; exit 1; }
 echo '{"schema":"rdmasuite.io/results/v1","runId":"empty","checks":[]}' >"$results/empty.json"

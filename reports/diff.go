@@ -4,8 +4,10 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"sort"
 	"strings"
+	"time"
 )
 
 // Delta is one row of a baseline diff: a measurement on one node and port
@@ -24,7 +26,104 @@ type Delta struct {
 	Pct                   float64
 	BaseStatus, NowStatus Status // status rows only
 	Regression            bool
-	Note                  string
+	// Improved: better than the baseline beyond the tolerance.
+	Improved bool
+	Note     string
+}
+
+// DeltaKind is what a diff row means to the operator, in the order a diff
+// lists them: what to act on first, then what got better, then what only
+// informs (folded unless asked for).
+type DeltaKind int
+
+const (
+	KindWorse      DeltaKind = iota // a value worse than the baseline beyond the tolerance
+	KindNewFailure                  // a status that left pass, or a new check or value that fails
+	KindVanished                    // a value or check of a node still in the run that is gone
+	KindImproved                    // better beyond the tolerance, or a status back to pass
+	KindUnchanged                   // within the tolerance, same status
+	KindNew                         // new in this run and not failing
+	KindLeft                        // of a node that is not in this run: not compared
+	kindCount
+)
+
+// kindNames name the kinds in headlines and rows.
+var kindNames = [kindCount]string{"worse", "new failure(s)", "vanished", "improved", "unchanged", "new", "of a node that left"}
+
+func (k DeltaKind) String() string { return kindNames[k] }
+
+// Folded: rows of this kind are one count line unless every row is asked
+// for (--all).
+func (k DeltaKind) Folded() bool { return k >= KindUnchanged }
+
+// Kind classifies the row.
+func (x Delta) Kind() DeltaKind {
+	status := x.Name == ""
+	switch {
+	case x.Regression && status && x.NowStatus == "":
+		return KindVanished
+	case x.Regression && status:
+		return KindNewFailure
+	case x.Regression && !x.HasBase:
+		return KindNewFailure
+	case x.Regression && !x.HasNow:
+		return KindVanished
+	case x.Regression:
+		return KindWorse
+	case x.Improved, status && x.NowStatus == Pass && x.BaseStatus != "" && x.BaseStatus != Pass:
+		return KindImproved
+	case !status && x.HasBase && !x.HasNow, status && x.NowStatus == "":
+		return KindLeft
+	case !status && !x.HasBase:
+		return KindNew
+	}
+	return KindUnchanged
+}
+
+// Counts are the rows per kind.
+func (d DiffResult) Counts() [kindCount]int {
+	var n [kindCount]int
+	for _, x := range d.Deltas {
+		n[x.Kind()]++
+	}
+	return n
+}
+
+// Headline is the comparison in one line: the regressions with their
+// kinds, then what improved and what only informs.
+func (d DiffResult) Headline() string {
+	if why := d.NothingCompared(); why != "" {
+		return why
+	}
+	n := d.Counts()
+	var worse []string
+	for _, k := range []DeltaKind{KindWorse, KindNewFailure, KindVanished} {
+		if n[k] > 0 {
+			worse = append(worse, fmt.Sprintf("%d %s", n[k], k))
+		}
+	}
+	head := "no regression against the baseline"
+	if r := d.Regressions(); r > 0 {
+		head = fmt.Sprintf("%d regression(s) against the baseline (%s)", r, strings.Join(worse, ", "))
+	}
+	var rest []string
+	for _, k := range []DeltaKind{KindImproved, KindUnchanged, KindNew, KindLeft} {
+		if n[k] > 0 {
+			rest = append(rest, fmt.Sprintf("%d %s", n[k], k))
+		}
+	}
+	if len(rest) > 0 {
+		head += "; " + strings.Join(rest, ", ")
+	}
+	return head
+}
+
+// Ordered are the rows in the order a diff lists them: by kind (DeltaKind),
+// then as Deltas has them (check, node, port, measurement).
+func (d DiffResult) Ordered() []Delta {
+	out := slices.Clone(d.Deltas)
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Kind() < out[j].Kind() })
+	return out
 }
 
 // DiffResult is a baseline comparison. Deltas are sorted by check, node,
@@ -41,6 +140,9 @@ type DiffResult struct {
 	// Compared counts the baseline's values and checks found in this run
 	// and compared; 0 means the diff proved nothing (NothingCompared).
 	Compared int
+	// Warnings are what the reader must know about the baseline itself
+	// (CheckBaseline's), shown under the headline.
+	Warnings []string
 }
 
 // NothingCompared says why the diff compared nothing, "" when it compared
@@ -50,7 +152,7 @@ func (d DiffResult) NothingCompared() string {
 	switch {
 	case d.NoCommonNodes:
 		return fmt.Sprintf("the baseline and this run share no node (baseline: %s; this run: %s): nothing was compared — is it the right baseline, or were the nodes renamed?",
-			orNone(d.OnlyInBase), orNone(d.OnlyInRun))
+			NodeList(d.OnlyInBase), NodeList(d.OnlyInRun))
 	case d.Compared == 0:
 		return "no check of the baseline is in this run (same id, variant, node and rail): nothing was compared — did the run select other checks than the baseline's?"
 	}
@@ -333,19 +435,19 @@ func compare(d *Delta, lowerBetter bool, tolerance float64) {
 		return
 	case bu: // unlimited → finite
 		d.Note = "no longer unlimited"
-		d.Regression = !lowerBetter
+		d.Regression, d.Improved = !lowerBetter, lowerBetter
 		return
 	case nu: // finite → unlimited
 		d.Note = "now unlimited"
-		d.Regression = lowerBetter
+		d.Regression, d.Improved = lowerBetter, !lowerBetter
 		return
 	}
 	if d.Base != 0 {
 		d.Pct = (d.Now - d.Base) / math.Abs(d.Base) * 100
 		if lowerBetter {
-			d.Regression = d.Pct > tolerance*100
+			d.Regression, d.Improved = d.Pct > tolerance*100, d.Pct < -tolerance*100
 		} else {
-			d.Regression = d.Pct < -tolerance*100
+			d.Regression, d.Improved = d.Pct < -tolerance*100, d.Pct > tolerance*100
 		}
 		return
 	}
@@ -357,71 +459,145 @@ func compare(d *Delta, lowerBetter bool, tolerance float64) {
 	}
 }
 
-// DiffTable renders a baseline diff. Runs with no node in common print one
-// line saying there is nothing to compare.
-func DiffTable(w io.Writer, d DiffResult) error {
-	if d.NoCommonNodes {
-		fmt.Fprintln(w, "no nodes in common between the baseline and this run: nothing to compare")
-		if len(d.OnlyInBase) > 0 || len(d.OnlyInRun) > 0 {
-			fmt.Fprintf(w, "  baseline nodes: %s\n  this run's nodes: %s\n", orNone(d.OnlyInBase), orNone(d.OnlyInRun))
-		}
-		return nil
+// DiffOptions shape a rendered diff.
+type DiffOptions struct {
+	// Title names what was compared, under the headline (e.g. "baseline
+	// FILE (run A) → this run B").
+	Title string
+	// Width of the table in columns; 0: one line per row, for grep.
+	Width int
+	// All lists every row; by default the rows that only inform
+	// (unchanged, new and passing, of a node that left) are a count line
+	// each.
+	All bool
+}
+
+// nodesShown bounds a node list in a diff's header: two unrelated fleets
+// must not print a thousand names on one line.
+const nodesShown = 8
+
+// NodeList names up to nodesShown nodes and counts the rest.
+func NodeList(nodes []string) string {
+	if len(nodes) == 0 {
+		return "none"
 	}
-	if why := d.NothingCompared(); why != "" {
-		fmt.Fprintln(w, why)
+	if len(nodes) <= nodesShown {
+		return strings.Join(nodes, ", ")
+	}
+	return fmt.Sprintf("%s … and %d more (%d in all)", strings.Join(nodes[:nodesShown], ", "), len(nodes)-nodesShown, len(nodes))
+}
+
+// DiffTable renders a baseline diff with the defaults (DiffTableWith).
+func DiffTable(w io.Writer, d DiffResult) error { return DiffTableWith(w, d, DiffOptions{}) }
+
+// DiffTableWith renders a baseline diff: the headline first (the
+// regressions' count and kinds), the node sets, then the rows by kind,
+// the informing ones folded unless o.All. Runs with no node in common
+// print why nothing was compared.
+func DiffTableWith(w io.Writer, d DiffResult, o DiffOptions) error {
+	// The count first; what was compared on a line of its own, unwrapped
+	// (a path split at the width cannot be pasted).
+	fmt.Fprintln(w, wrapText(d.Headline(), o.Width, ""))
+	if o.Title != "" {
+		fmt.Fprintln(w, o.Title)
+	}
+	for _, warn := range d.Warnings {
+		fmt.Fprintln(w, "warning: "+warn) // it names servers: unwrapped
+	}
+	if d.NoCommonNodes {
+		return nil // the headline names both node sets
 	}
 	if len(d.OnlyInBase) > 0 {
-		fmt.Fprintf(w, "nodes only in the baseline (not compared): %s\n", strings.Join(d.OnlyInBase, ", "))
+		fmt.Fprintf(w, "nodes only in the baseline (not compared): %s\n", NodeList(d.OnlyInBase))
 	}
 	if len(d.OnlyInRun) > 0 {
-		fmt.Fprintf(w, "nodes new in this run: %s\n", strings.Join(d.OnlyInRun, ", "))
+		fmt.Fprintf(w, "nodes new in this run: %s\n", NodeList(d.OnlyInRun))
 	}
-	t := newTable(w)
-	t.Header("check", "node", "port", "measurement", "baseline", "now", "change", "verdict")
-	for _, x := range d.Deltas {
-		verdict := "ok"
-		if x.Regression {
-			verdict = "REGRESSION"
+	var rows [][]string
+	var folded [kindCount]int
+	for _, x := range d.Ordered() {
+		k := x.Kind()
+		if k.Folded() && !o.All {
+			folded[k]++
+			continue
 		}
-		if x.Note != "" {
-			verdict += " (" + x.Note + ")"
-		}
-		name, base, now, change := x.Name, "-", "-", ""
-		if x.Name == "" {
-			name = "status"
-			if x.BaseStatus != "" {
-				base = string(x.BaseStatus)
-			}
-			if x.NowStatus != "" {
-				now = string(x.NowStatus)
+		rows = append(rows, diffRow(x, k))
+	}
+	if len(rows) > 0 {
+		header := []string{"check", "node", "port", "measurement", "baseline", "now", "change", "verdict"}
+		cols := []column{{16, 1.2, true}, {8, 1, true}, {6, 0.8, true}, {10, 1, true}, {6, 0.6, false}, {6, 0.6, false}, {6, 0.5, false}, {12, 2, false}}
+		if widths, whole := fitWidths(o.Width, header, rows, cols); whole {
+			if err := renderTable(w, o.Width, widths, header, rows); err != nil {
+				return err
 			}
 		} else {
-			if x.HasBase {
-				base = fmtVal(x.Base, x.Unit)
-			}
-			if x.HasNow {
-				now = fmtVal(x.Now, x.Unit)
-			}
-			switch {
-			case !x.HasBase || !x.HasNow:
-			case x.Unit == "bytes" && (x.Base < 0 || x.Now < 0):
-			case x.Base != 0:
-				change = fmt.Sprintf("%+.1f%%", x.Pct)
-			case x.Now != 0:
-				change = "from 0"
-			default:
-				change = "+0.0%"
-			}
-		}
-		if err := t.Append(x.Check, x.Node, x.Port, name, base, now, change, verdict); err != nil {
-			return err
+			diffList(w, rows, o.Width)
 		}
 	}
-	if err := t.Render(); err != nil {
-		return err
+	for k, n := range folded {
+		if n > 0 {
+			fmt.Fprintf(w, "%d %s row(s) folded (--all lists them)\n", n, DeltaKind(k))
+		}
 	}
-	fmt.Fprintf(w, "%d regression(s) against the baseline\n", d.Regressions())
 	return nil
+}
+
+// diffList prints the rows two lines each, for a width the table cannot
+// fit without splitting a check id or a node name: the verdict and the
+// check whole on the first line, what changed on the second.
+func diffList(w io.Writer, rows [][]string, width int) {
+	for _, r := range rows {
+		check, node, port, name, base, now, change, verdict := r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7]
+		fmt.Fprintf(w, "%s  %s\n", verdict, check)
+		where := strings.Join(slices.DeleteFunc([]string{node, port}, func(s string) bool { return s == "" }), " ")
+		what := fmt.Sprintf("%s %s: %s → %s", where, name, base, now)
+		if change != "" {
+			what += " (" + change + ")"
+		}
+		fmt.Fprintln(w, wrapText(what, width, "  "))
+	}
+}
+
+// diffRow is one row of the diff table.
+func diffRow(x Delta, k DeltaKind) []string {
+	verdict := "ok"
+	switch {
+	case x.Regression:
+		verdict = "REGRESSION"
+	case k == KindImproved:
+		verdict = "improved"
+	}
+	if x.Note != "" {
+		verdict += " (" + x.Note + ")"
+	}
+	name, base, now, change := x.Name, "-", "-", ""
+	if x.Name == "" {
+		name = "status"
+		if x.BaseStatus != "" {
+			base = string(x.BaseStatus)
+		}
+		if x.NowStatus != "" {
+			now = string(x.NowStatus)
+		}
+		return []string{x.Check, x.Node, x.Port, name, base, now, change, verdict}
+	}
+	if x.HasBase {
+		base = fmtVal(x.Base, x.Unit)
+	}
+	if x.HasNow {
+		now = fmtVal(x.Now, x.Unit)
+	}
+	switch {
+	case !x.HasBase || !x.HasNow:
+	case x.Unit == "bytes" && (x.Base < 0 || x.Now < 0):
+	case x.Base != 0:
+		change = fmt.Sprintf("%+.1f%%", x.Pct)
+	case x.Now != 0:
+		change = "from 0"
+	default:
+		change = "+0.0%"
+	}
+	return []string{x.Check, x.Node, x.Port, name, base, now, change, verdict}
 }
 
 func orNone(s []string) string {
@@ -429,4 +605,29 @@ func orNone(s []string) string {
 		return "none"
 	}
 	return strings.Join(s, ", ")
+}
+
+// CheckBaseline says whether base can be this run's baseline. refuse is
+// set when comparing would prove nothing or read backwards: base is the
+// run itself (one of the runs merged into it: results.json links to the
+// latest run, so "the last results" right after a run is that run), or it
+// started after the run (its regressions would read as improvements).
+// warn lists what the reader must know but may have meant: a baseline of
+// another cluster (a new cluster against a reference one is a legitimate
+// comparison, node names permitting).
+func CheckBaseline(base, run Run) (refuse string, warn []string) {
+	if base.RunID != "" && slices.Contains(strings.Split(run.RunID, "+"), base.RunID) {
+		return fmt.Sprintf("the baseline is run %s, which this report already holds: a run compared with itself shows no regression "+
+			"whatever it measured; give an earlier run's file (results-<run>.json in the report directory: results.json "+
+			"links to the latest run)", base.RunID), nil
+	}
+	if !base.Started.IsZero() && !run.Started.IsZero() && base.Started.After(run.Started) {
+		return fmt.Sprintf("the baseline (run %s, started %s) is newer than this run (%s, started %s): its regressions would read "+
+			"as improvements; swap the files (rdmasuite report NEWER.json --baseline OLDER.json)", base.RunID,
+			base.Started.UTC().Format(time.RFC3339), run.RunID, run.Started.UTC().Format(time.RFC3339)), nil
+	}
+	if b, r := base.Cluster.Server, run.Cluster.Server; b != "" && r != "" && b != r {
+		warn = append(warn, fmt.Sprintf("the baseline is of another cluster (%s; this run: %s): compared node by node, by name", b, r))
+	}
+	return "", warn
 }

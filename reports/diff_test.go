@@ -6,6 +6,9 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/mattn/go-runewidth"
 )
 
 var floor180 = &Threshold{Op: ">=", Value: 180, Source: "sku"}
@@ -134,7 +137,7 @@ func TestDiffTable(t *testing.T) {
 	if err := DiffTable(&b, d); err != nil {
 		t.Fatal(err)
 	}
-	if out := b.String(); !strings.Contains(out, "no nodes in common between the baseline and this run: nothing to compare") ||
+	if out := b.String(); !strings.Contains(out, "the baseline and this run share no node (baseline: x, y; this run: a, b): nothing was compared") ||
 		strings.Contains(out, "write_1MiB_avg") || strings.Contains(out, "REGRESSION") {
 		t.Fatalf("no common nodes:\n%s", out)
 	}
@@ -241,5 +244,98 @@ func TestDiffComparesEverythingInTheBaseline(t *testing.T) {
 	var jb bytes.Buffer
 	if err := JUnitWithDiff(&jb, runOf(bwCheck("a", "b", 190, Pass)), other); err != nil || !strings.Contains(jb.String(), `<failure message="the baseline comparison compared nothing`) {
 		t.Errorf("junit: %v\n%s", err, jb.String())
+	}
+}
+
+// At fleet scale the diff reads like the report: the count and kinds on
+// the first line, the regressions right under it, the thousands of
+// unchanged rows one count line, --width honoured by every line but the
+// unwrapped title; and two unrelated fleets name 8 nodes each, not 256.
+func TestDiffAtFleetScale(t *testing.T) {
+	base := fleetRun(256, 8)
+	now := fleetRun(256, 8, fleetPort{17, 3}) // one bad port: 2 links × 2 ops fail
+	now.RunID = "fleet-tonight"
+	d := Diff(base, now, 0.05)
+	var b bytes.Buffer
+	title := "baseline before.json (run fleet-256x8) → this run fleet-tonight"
+	if err := DiffTableWith(&b, d, DiffOptions{Title: title, Width: 80}); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimRight(b.String(), "\n"), "\n")
+	if !strings.HasPrefix(lines[0], fmt.Sprintf("%d regression(s) against the baseline (", d.Regressions())) || d.Regressions() == 0 {
+		t.Fatalf("first line: %q (%d regressions)", lines[0], d.Regressions())
+	}
+	if len(lines) > 60 {
+		t.Errorf("%d lines for %d rows:\n%s", len(lines), len(d.Deltas), b.String())
+	}
+	for i, l := range lines {
+		if l != title && runewidth.StringWidth(l) > 80 {
+			t.Errorf("line %d is %d columns at --width 80: %q", i+1, runewidth.StringWidth(l), l)
+		}
+	}
+	firstRow := strings.Index(b.String(), "REGRESSION")
+	if firstRow < 0 || firstRow > 1500 {
+		t.Errorf("the first regression row at byte %d:\n%s", firstRow, b.String())
+	}
+	if !strings.Contains(b.String(), "unchanged row(s) folded (--all lists them)") {
+		t.Errorf("unchanged rows not folded:\n%s", b.String())
+	}
+	b.Reset()
+	if err := DiffTableWith(&b, d, DiffOptions{All: true}); err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(b.String(), "\n"); n < len(d.Deltas) {
+		t.Errorf("--all: %d lines for %d rows", n, len(d.Deltas))
+	}
+
+	other := fleetRun(256, 8)
+	for i := range other.Nodes {
+		other.Nodes[i].Name = "x" + other.Nodes[i].Name
+	}
+	for i := range other.Checks {
+		for k := range other.Checks[i].Nodes {
+			other.Checks[i].Nodes[k] = "x" + other.Checks[i].Nodes[k]
+		}
+		for k := range other.Checks[i].Measured {
+			other.Checks[i].Measured[k].Node = "x" + other.Checks[i].Measured[k].Node
+		}
+	}
+	d = Diff(base, other, 0.05)
+	b.Reset()
+	if err := DiffTableWith(&b, d, DiffOptions{Width: 80}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "… and 248 more (256 in all)") || len(b.String()) > 1200 {
+		t.Errorf("unrelated fleets:\n%s", b.String())
+	}
+}
+
+// A baseline that is the run itself, one newer than the run, and one of
+// another cluster.
+func TestCheckBaseline(t *testing.T) {
+	at := func(id string, day int, server string) Run {
+		return Run{RunID: id, Started: time.Date(2026, 12, day, 3, 0, 0, 0, time.UTC), Cluster: Cluster{Server: server}}
+	}
+	run := at("r2", 6, "https://a:6443")
+	for _, c := range []struct {
+		name      string
+		base, run Run
+		refuse    string
+		warn      string
+	}{
+		{"itself", run, run, "which this report already holds", ""},
+		{"one of the merged runs", at("r1", 5, "https://a:6443"), Run{RunID: "r1+r2", Started: run.Started}, "which this report already holds", ""},
+		{"newer", at("r3", 7, "https://a:6443"), run, "is newer than this run", ""},
+		{"older", at("r1", 5, "https://a:6443"), run, "", ""},
+		{"another cluster", at("r0", 1, "https://lab:6443"), run, "", "another cluster (https://lab:6443; this run: https://a:6443)"},
+		{"no start times", Run{RunID: "x"}, Run{RunID: "y"}, "", ""},
+	} {
+		refuse, warn := CheckBaseline(c.base, c.run)
+		if c.refuse == "" && refuse != "" || c.refuse != "" && !strings.Contains(refuse, c.refuse) {
+			t.Errorf("%s: refuse %q, want %q", c.name, refuse, c.refuse)
+		}
+		if got := strings.Join(warn, "; "); c.warn == "" && got != "" || c.warn != "" && !strings.Contains(got, c.warn) {
+			t.Errorf("%s: warn %q, want %q", c.name, got, c.warn)
+		}
 	}
 }

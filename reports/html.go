@@ -180,24 +180,33 @@ type checkRow struct {
 
 type baselineSection struct {
 	Regressions        int
-	NoCommonNodes      bool
-	NothingCompared    string
+	Headline           string   // DiffResult.Headline: the count and kinds first
+	Warnings           []string // about the baseline itself
 	OnlyInBase, OnlyIn string
-	Rows               []deltaRow // regressions, then other changes
-	Unchanged          []deltaRow // same value and status: folded
+	Rows               []deltaRow // what to act on, then what improved (DiffResult.Ordered)
+	Unchanged          []deltaRow // the rows that only inform: folded
 }
 
 type deltaRow struct {
-	Regression                                    bool
-	Check, Node, Port, Name, Base, Now, Pct, Note string
+	Regression                                          bool
+	Kind, Check, Node, Port, Name, Base, Now, Pct, Note string
 }
 
-// baselineView lists regressions first, then every other change.
+// baselineView is the diff as the text table shows it: the headline, then
+// regressions by kind, then improvements, the informing rows folded.
 func baselineView(d DiffResult) *baselineSection {
-	b := &baselineSection{Regressions: d.Regressions(), NoCommonNodes: d.NoCommonNodes, NothingCompared: d.NothingCompared(),
-		OnlyInBase: strings.Join(d.OnlyInBase, ", "), OnlyIn: strings.Join(d.OnlyInRun, ", ")}
-	for _, x := range d.Deltas {
-		row := deltaRow{Regression: x.Regression, Check: x.Check, Node: x.Node, Port: x.Port, Name: x.Name, Note: x.Note}
+	b := &baselineSection{Regressions: d.Regressions(), Headline: d.Headline(), Warnings: d.Warnings}
+	if !d.NoCommonNodes { // else the headline names both sets
+		if len(d.OnlyInBase) > 0 {
+			b.OnlyInBase = NodeList(d.OnlyInBase)
+		}
+		if len(d.OnlyInRun) > 0 {
+			b.OnlyIn = NodeList(d.OnlyInRun)
+		}
+	}
+	for _, x := range d.Ordered() {
+		k := x.Kind()
+		row := deltaRow{Regression: x.Regression, Kind: k.String(), Check: x.Check, Node: x.Node, Port: x.Port, Name: x.Name, Note: x.Note}
 		switch {
 		case x.Name == "":
 			row.Name, row.Base, row.Now = "status", string(x.BaseStatus), string(x.NowStatus)
@@ -213,13 +222,12 @@ func baselineView(d DiffResult) *baselineSection {
 				row.Pct = fmt.Sprintf("%+.1f %%", x.Pct)
 			}
 		}
-		if !x.Regression && row.Pct == "" && x.Note == "" && (x.Name != "" || x.BaseStatus == x.NowStatus) {
+		if k.Folded() {
 			b.Unchanged = append(b.Unchanged, row)
 			continue
 		}
 		b.Rows = append(b.Rows, row)
 	}
-	sort.SliceStable(b.Rows, func(i, j int) bool { return b.Rows[i].Regression && !b.Rows[j].Regression })
 	return b
 }
 
@@ -782,20 +790,20 @@ ul.legend { list-style: none; padding: 0; margin: .3em 0; columns: 2; font-size:
 <body>
 <h1>rdmasuite acceptance report</h1>
 <p class="muted">run <code>{{.RunID}}</code>{{if .Server}} against <code>{{.Server}}</code>{{end}}{{if .Version}} (Kubernetes {{.Version}}){{end}}{{if .When}}, {{.When}}{{end}}</p>
-<p class="verdict {{if .Passed}}passed{{else}}failed{{end}}" id="verdict">{{.Summary}}{{if .Baseline}}{{if .Baseline.Regressions}} — {{.Baseline.Regressions}} regression(s) against the baseline{{end}}{{end}} — exit code {{.Exit}}</p>
+<p class="verdict {{if .Passed}}passed{{else}}failed{{end}}" id="verdict">{{.Summary}}{{if .Baseline}}{{if .Baseline.Regressions}} — {{.Baseline.Regressions}} regression(s) against the baseline{{end}}{{range .Baseline.Warnings}} — warning: {{.}}{{end}}{{end}} — exit code {{.Exit}}</p>
 {{with .Culprits}}<div class="culprits" id="culprits"><b>Where it fails</b> (localised from the pairs that failed; the partners of a culprit failed with it, not on their own):<ul>{{range .Items}}<li><b>{{.Text}}</b>: {{.Explanation}}</li>{{end}}{{if .More}}<li>and {{.More}} more: see the localisation under the matrix.</li>{{end}}</ul></div>{{end}}
 
 <h2 id="baseline">Since the baseline</h2>
 {{with .Baseline}}
-{{if .NoCommonNodes}}<p>The baseline and this run share no node: nothing was compared.</p>{{else if .NothingCompared}}<p>{{.NothingCompared}}</p>{{end}}
+<p><b>{{.Headline}}</b></p>
+{{range .Warnings}}<p class="fix">Warning: {{.}}</p>{{end}}
 {{if .OnlyInBase}}<p>Nodes only in the baseline: {{.OnlyInBase}}</p>{{end}}
 {{if .OnlyIn}}<p>Nodes new in this run: {{.OnlyIn}}</p>{{end}}
-<p>{{.Regressions}} regression(s).</p>
 {{if .Rows}}<table><tr><th>check</th><th>node</th><th>port</th><th>measurement</th><th>baseline</th><th>now</th><th>change</th><th>note</th></tr>
-{{range .Rows}}<tr{{if .Regression}} class="regression"{{end}}><td>{{.Check}}</td><td>{{.Node}}</td><td>{{.Port}}</td><td>{{.Name}}</td><td>{{.Base}}</td><td>{{.Now}}</td><td>{{.Pct}}</td><td>{{if .Regression}}<b>regression</b> {{end}}{{.Note}}</td></tr>
+{{range .Rows}}<tr{{if .Regression}} class="regression"{{end}}><td>{{.Check}}</td><td>{{.Node}}</td><td>{{.Port}}</td><td>{{.Name}}</td><td>{{.Base}}</td><td>{{.Now}}</td><td>{{.Pct}}</td><td>{{if .Regression}}<b>regression</b>: {{end}}{{.Kind}}{{if .Note}} ({{.Note}}){{end}}</td></tr>
 {{end}}</table>{{else}}<p>Nothing changed.</p>{{end}}
-{{if .Unchanged}}<details><summary>{{len .Unchanged}} value(s) and status(es) unchanged</summary><table><tr><th>check</th><th>node</th><th>port</th><th>measurement</th><th>baseline</th><th>now</th></tr>
-{{range .Unchanged}}<tr><td>{{.Check}}</td><td>{{.Node}}</td><td>{{.Port}}</td><td>{{.Name}}</td><td>{{.Base}}</td><td>{{.Now}}</td></tr>
+{{if .Unchanged}}<details><summary>{{len .Unchanged}} row(s) that only inform: unchanged, new and passing, or of a node that left</summary><table><tr><th>check</th><th>node</th><th>port</th><th>measurement</th><th>baseline</th><th>now</th><th>note</th></tr>
+{{range .Unchanged}}<tr><td>{{.Check}}</td><td>{{.Node}}</td><td>{{.Port}}</td><td>{{.Name}}</td><td>{{.Base}}</td><td>{{.Now}}</td><td>{{.Kind}}{{if .Note}} ({{.Note}}){{end}}</td></tr>
 {{end}}</table></details>{{end}}
 {{else}}<p class="muted">No baseline given: render with <code>--baseline OLDER.json</code> to see what changed since then.</p>{{end}}
 

@@ -189,11 +189,17 @@ func runReport(args []string, stdout io.Writer) error {
 	}
 	var diff *reports.DiffResult
 	var base reports.Run
+	var baseWarn []string
 	if *baseline != "" {
 		if base, err = reports.Read(*baseline); err != nil {
 			return fmt.Errorf("baseline: %w", err)
 		}
+		var refuse string
+		if refuse, baseWarn = reports.CheckBaseline(base, run); refuse != "" {
+			return fmt.Errorf("baseline %s: %s", *baseline, refuse)
+		}
 		d := reports.Diff(base, run, *tolerance)
+		d.Warnings = baseWarn
 		diff = &d
 	}
 	w := stdout
@@ -210,12 +216,12 @@ func runReport(args []string, stdout io.Writer) error {
 		defer f.Close()
 		w = f
 	}
+	width := *widthFlag
+	if width < 0 {
+		width = termwidth.Fit(w)
+	}
 	switch *format {
 	case "table":
-		width := *widthFlag
-		if width < 0 {
-			width = termwidth.Fit(w)
-		}
 		err = reports.TableWith(w, run, reports.TableOptions{Width: width, All: *all})
 	case "markdown", "md":
 		err = reports.MarkdownWith(w, run, reports.MarkdownOptions{All: *all})
@@ -240,8 +246,13 @@ func runReport(args []string, stdout io.Writer) error {
 			fence = "```\n"
 			fmt.Fprintf(w, "\n## Baseline\n")
 		}
-		fmt.Fprintf(w, "\nBaseline %s (run %s) → this run %s:\n%s", *baseline, base.RunID, run.RunID, fence)
-		if err := reports.DiffTable(w, *diff); err != nil {
+		o := reports.DiffOptions{Title: fmt.Sprintf("baseline %s (run %s) → this run %s", *baseline, base.RunID, run.RunID),
+			Width: width, All: *all}
+		if fence != "" {
+			o.Width = 0 // a fenced block is read at any width: one line per row
+		}
+		fmt.Fprintf(w, "\n%s", fence)
+		if err := reports.DiffTableWith(w, *diff, o); err != nil {
 			return err
 		}
 		fmt.Fprint(w, fence)
@@ -251,14 +262,27 @@ func runReport(args []string, stdout io.Writer) error {
 			return err
 		}
 	}
-	if err := verdict(run); err != nil {
+	return reportVerdict(run, diff, *baseline)
+}
+
+// reportVerdict is report's outcome as an error (nil: the run passed and
+// nothing regressed), its message the one line a script's log keeps: the
+// run's summary and, with a baseline, the comparison and its warnings.
+func reportVerdict(run reports.Run, diff *reports.DiffResult, baseline string) error {
+	err := verdict(run)
+	if diff == nil {
 		return err
 	}
-	if diff != nil && diff.Regressions() > 0 {
-		return &exitError{reports.ExitRegression, fmt.Errorf("%d regression(s) against the baseline %s", diff.Regressions(), *baseline)}
+	cmp := fmt.Sprintf("baseline %s: %s", baseline, diff.Headline())
+	for _, w := range diff.Warnings {
+		cmp += "; warning: " + w
 	}
-	if diff != nil && diff.NothingCompared() != "" {
-		return &exitError{reports.ExitRegression, fmt.Errorf("baseline %s: %s", *baseline, diff.NothingCompared())}
+	var e *exitError
+	switch {
+	case errors.As(err, &e):
+		return &exitError{e.code, fmt.Errorf("%s; %s", e.err, cmp)}
+	case diff.Regressions() > 0 || diff.NothingCompared() != "":
+		return &exitError{reports.ExitRegression, errors.New(cmp)}
 	}
 	return nil
 }

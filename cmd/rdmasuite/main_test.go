@@ -5,12 +5,14 @@ import (
 	"compress/gzip"
 	"encoding/xml"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/rdmasuite/rdmasuite/reports"
 	"github.com/rdmasuite/rdmasuite/workloads/probeout"
@@ -19,11 +21,15 @@ import (
 func results(t *testing.T, checks ...reports.Check) string {
 	t.Helper()
 	p := filepath.Join(t.TempDir(), "results.json")
-	if err := reports.Write(p, reports.Run{RunID: "r", Checks: checks}); err != nil {
+	resultsMade++ // each file its own run, as two runs' files are
+	if err := reports.Write(p, reports.Run{RunID: fmt.Sprintf("r%d", resultsMade), Checks: checks}); err != nil {
 		t.Fatal(err)
 	}
 	return p
 }
+
+// resultsMade numbers the runs results writes.
+var resultsMade int
 
 func bw(node string, gbps float64, st reports.Status) reports.Check {
 	return reports.Check{ID: "bandwidth/write", Nodes: []string{node, "peer-" + node}, Status: st,
@@ -52,6 +58,20 @@ func TestReportExitCodes(t *testing.T) {
 	slow.Measured[0].Threshold.Value = 160
 	slower := results(t, slow)
 	otherNodes := results(t, bw("z", 190, reports.Pass))
+	// Baselines that cannot be one: the run itself, a newer run; and one
+	// of another cluster, which is said.
+	at := func(id string, start time.Time, server string) string {
+		p := filepath.Join(t.TempDir(), "results-"+id+".json")
+		if err := reports.Write(p, reports.Run{RunID: id, Started: start, Cluster: reports.Cluster{Server: server},
+			Checks: []reports.Check{bw("a", 190, reports.Pass)}}); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	day := time.Date(2026, 12, 6, 3, 0, 0, 0, time.UTC)
+	tonight, yesterday := at("tonight", day, "https://k8s:6443"), at("yesterday", day.Add(-24*time.Hour), "https://k8s:6443")
+	sameAsTonight := at("tonight", day, "https://k8s:6443")
+	otherCluster := at("reference", day.Add(-48*time.Hour), "https://lab:6443")
 
 	for _, c := range []struct {
 		name string
@@ -85,9 +105,14 @@ func TestReportExitCodes(t *testing.T) {
 		{"a check failed, html", []string{failed, "--format", "html"}, reports.ExitChecksFailed, "NOT PASSED — 0 pass, 1 fail, 0 error, 0 not run (0 allowed) — exit code 1"},
 		{"passed, html", []string{passed, "--format", "html"}, reports.ExitPassed, "exit code 0"},
 		{"regression, html: the page and the exit code agree", []string{slower, "--baseline", passed, "--format", "html"}, reports.ExitRegression, "1 regression(s) against the baseline — exit code 3"},
-		{"no regression", []string{passed, "--baseline", slower}, reports.ExitPassed, "0 regression(s)"},
+		{"no regression", []string{passed, "--baseline", slower}, reports.ExitPassed, "no regression against the baseline; 1 improved"},
 		// A diff that compared nothing proves nothing: never green.
-		{"no nodes in common is never green", []string{otherNodes, "--baseline", passed}, reports.ExitRegression, "no nodes in common"},
+		{"no nodes in common is never green", []string{otherNodes, "--baseline", passed}, reports.ExitRegression, "share no node"},
+		{"the run itself is no baseline", []string{tonight, "--baseline", sameAsTonight}, reports.ExitBroken, ""},
+		{"the run itself is no baseline, html", []string{tonight, "--baseline", sameAsTonight, "--format", "html"}, reports.ExitBroken, ""},
+		{"a newer baseline is refused", []string{yesterday, "--baseline", tonight}, reports.ExitBroken, ""},
+		{"an older baseline", []string{tonight, "--baseline", yesterday}, reports.ExitPassed, "no regression against the baseline; 1 unchanged"},
+		{"another cluster's baseline is said", []string{tonight, "--baseline", otherCluster}, reports.ExitPassed, "warning: the baseline is of another cluster (https://lab:6443; this run: https://k8s:6443)"},
 		{"no nodes in common, junit", []string{otherNodes, "--baseline", passed, "--format", "junit"}, reports.ExitRegression, "the baseline comparison compared nothing"},
 		{"no nodes in common, html", []string{otherNodes, "--baseline", passed, "--format", "html"}, reports.ExitRegression, "exit code 3"},
 		{"unreadable baseline", []string{passed, "--baseline", garbage}, reports.ExitBroken, ""},
@@ -108,7 +133,7 @@ func TestReportExitCodes(t *testing.T) {
 		if strings.Contains(strings.Join(c.args, " "), "prometheus") && out.Len() > 0 {
 			parseText(t, out.Bytes())
 		}
-		if strings.Contains(strings.Join(c.args, " "), "html") && (!strings.HasPrefix(out.String(), "<!DOCTYPE html>") || strings.Contains(out.String(), "Baseline ")) {
+		if strings.Contains(strings.Join(c.args, " "), "html") && out.Len() > 0 && (!strings.HasPrefix(out.String(), "<!DOCTYPE html>") || strings.Contains(out.String(), "Baseline ")) {
 			t.Errorf("%s: an html report is one page, with no text table appended:\n%s", c.name, out.String())
 		}
 	}
