@@ -315,6 +315,26 @@ func TestCompletion(t *testing.T) {
 
 // rdmasuite run refuses, before any API call, what would send the results
 // where it cannot fetch them or is not a flag of its own.
+// A binary without a release version says its default runner image tag
+// is not released; one with --image says nothing.
+func TestRunJobWarnsOfAnUnreleasedDefaultImage(t *testing.T) {
+	var out, errw bytes.Buffer
+	run([]string{"run", "--kubeconfig", "/nonexistent"}, &out, &errw)
+	if !strings.Contains(errw.String(), "warning: image "+RunnerImageRepo+":dev is the default of a build without a release version") {
+		t.Errorf("no warning: %q", errw.String())
+	}
+	errw.Reset()
+	run([]string{"run", "--kubeconfig", "/nonexistent", "--image", "registry.example.com/rdmasuite-runner:v1.2.3"}, &out, &errw)
+	if strings.Contains(errw.String(), "warning: image") {
+		t.Errorf("a warning for an image given: %q", errw.String())
+	}
+	for v, want := range map[string]bool{"v1.2.3": true, "v0.10.0": true, "dev": false, "bdf4618": false, "v1.2.3-4-gbdf4618": false, "v1.2.3-dirty": false, "1.2.3": false, "v1.2": false} {
+		if probeout.Released(v) != want {
+			t.Errorf("Released(%q) = %v", v, !want)
+		}
+	}
+}
+
 func TestRunJobRefusesBeforeTheCluster(t *testing.T) {
 	for _, c := range []struct {
 		args []string
@@ -327,6 +347,11 @@ func TestRunJobRefusesBeforeTheCluster(t *testing.T) {
 		{[]string{"run", "--kubeconfig", "/nonexistent", "--runner-node-selector", "node-1"}, "--runner-node-selector \"node-1\": want KEY=VALUE"},
 		{[]string{"run", "--kubeconfig", "/nonexistent", "--namespace", "Bad_NS"}, "namespace \"Bad_NS\""},
 		{[]string{"results", "--kubeconfig", "/nonexistent", "extra"}, "unexpected argument \"extra\""},
+		// The suite's own flags, as the runner will parse them.
+		{[]string{"run", "--kubeconfig", "/nonexistent", "--", "--lables", "suite=rdma"}, "unknown suite flag --lables: did you mean --labels?"},
+		{[]string{"run", "--kubeconfig", "/nonexistent", "--", "--bogus-flag"}, "unknown suite flag --bogus-flag"},
+		{[]string{"run", "--kubeconfig", "/nonexistent", "--", "--bw-sizes", "huge"}, "--bw-sizes"},
+		{[]string{"run", "--kubeconfig", "/nonexistent", "--", "--labels", "suite=disruptive"}, "--allow-disruptive"},
 	} {
 		var out, errw bytes.Buffer
 		code := run(c.args, &out, &errw)

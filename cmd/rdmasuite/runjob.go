@@ -20,6 +20,7 @@ import (
 
 	"github.com/rdmasuite/rdmasuite/internal/cluster"
 	"github.com/rdmasuite/rdmasuite/internal/incluster"
+	"github.com/rdmasuite/rdmasuite/internal/lifecycle"
 	"github.com/rdmasuite/rdmasuite/internal/runner"
 	"github.com/rdmasuite/rdmasuite/internal/termwidth"
 	"github.com/rdmasuite/rdmasuite/reports"
@@ -96,6 +97,16 @@ func runJob(args []string, stdout, stderr io.Writer) error {
 	}
 	if err := incluster.CheckSuiteArgs(suiteArgs); err != nil {
 		return err
+	}
+	// Every suite flag is checked here, as the runner will parse it,
+	// before anything is applied: a typo fails in a second, not after the
+	// namespace, the RBAC and the Job exist.
+	if err := lifecycle.CheckArgs(suiteArgs); err != nil {
+		return fmt.Errorf("%w (the suite's flags, after --)", err)
+	}
+	if *image == RunnerImageRepo+":"+probeout.Version && !probeout.Released(probeout.Version) {
+		fmt.Fprintf(stderr, "rdmasuite run: warning: image %s is the default of a build without a release version (this binary is %s): "+
+			"no registry serves that tag; pass --image with a released runner or your own build (make push-images)\n", *image, probeout.Version)
 	}
 	sel, err := keyValues(selector, "--runner-node-selector")
 	if err != nil {

@@ -189,22 +189,42 @@ func Register(fs *flag.FlagSet) *Flags {
 	return f
 }
 
-// config turns the f.s into the runner's settings, naming a bad one.
-func (f *Flags) RunnerConfig(out io.Writer, gate func() error) (runner.Config, error) {
+// checkValues checks what the flags' values say without a cluster or a
+// file (RunnerConfig reads the thresholds files), so that rdmasuite run
+// can refuse them before it applies anything (CheckArgs): the QP timeout,
+// the size lists and the NCCL figures. It returns the parsed size lists.
+func (f *Flags) checkValues() (bwSizes, msgRateSizes, latSizes []int, err error) {
 	if *f.QPTimeout == 0 {
-		return runner.Config{}, fmt.Errorf("--qp-timeout 0: the IBTA's wait forever would hang a probe on one lost packet; want 1..31 (default %d)", bw.DefaultQPTimeout)
+		return nil, nil, nil, fmt.Errorf("--qp-timeout 0: the IBTA's wait forever would hang a probe on one lost packet; want 1..31 (default %d)", bw.DefaultQPTimeout)
 	}
-	sizes, err := runner.ParseSizes(*f.BWSizes)
-	if err != nil {
-		return runner.Config{}, fmt.Errorf("--bw-sizes: %w", err)
+	if bwSizes, err = runner.ParseSizes(*f.BWSizes); err != nil {
+		return nil, nil, nil, fmt.Errorf("--bw-sizes: %w", err)
 	}
-	msgRateSizes, err := runner.ParseSizes(*f.MsgRateSizes)
-	if err != nil {
-		return runner.Config{}, fmt.Errorf("--msgrate-sizes: %w", err)
+	if msgRateSizes, err = runner.ParseSizes(*f.MsgRateSizes); err != nil {
+		return nil, nil, nil, fmt.Errorf("--msgrate-sizes: %w", err)
 	}
-	latSizes, err := runner.ParseSizes(*f.LatSizes)
+	if latSizes, err = runner.ParseSizes(*f.LatSizes); err != nil {
+		return nil, nil, nil, fmt.Errorf("--lat-sizes: %w", err)
+	}
+	if *f.NCCLIters < 1 {
+		return nil, nil, nil, fmt.Errorf("--nccl-iters %d: give at least 1 timed iteration", *f.NCCLIters)
+	}
+	if _, err := runner.ParseByteSize(*f.NCCLMinBytes); err != nil {
+		return nil, nil, nil, fmt.Errorf("--nccl-min-bytes: %w", err)
+	}
+	if _, err := runner.ParseByteSize(*f.NCCLMaxBytes); err != nil {
+		return nil, nil, nil, fmt.Errorf("--nccl-max-bytes: %w", err)
+	}
+	return bwSizes, msgRateSizes, latSizes, nil
+}
+
+// RunnerConfig turns the flags into the runner's settings, naming a bad
+// one: checkValues, the thresholds (files read here), the disruptive gate
+// and the SKU.
+func (f *Flags) RunnerConfig(out io.Writer, gate func() error) (runner.Config, error) {
+	sizes, msgRateSizes, latSizes, err := f.checkValues()
 	if err != nil {
-		return runner.Config{}, fmt.Errorf("--lat-sizes: %w", err)
+		return runner.Config{}, err
 	}
 	set, err := thresholds.LoadSuite(*f.Thresholds, *f.ThresholdsRepl, *f.ThresholdsOver)
 	if err != nil {
@@ -235,15 +255,8 @@ func (f *Flags) RunnerConfig(out io.Writer, gate func() error) (runner.Config, e
 	c.NCCLCollectives, c.NCCLIters, c.NCCLWarmup = runner.SplitList(*f.NCCLCollectives), *f.NCCLIters, *f.NCCLWarmup
 	c.NCCLWorlds, c.NCCLTimeout = runner.SplitList(*f.NCCLWorlds), *f.NCCLTimeout
 	c.GPUDirectOps, c.GPUDirectMem = runner.SplitList(*f.GPUDirectOps), *f.GPUDirectMem
-	if *f.NCCLIters < 1 {
-		return c, fmt.Errorf("--nccl-iters %d: give at least 1 timed iteration", *f.NCCLIters)
-	}
-	if c.NCCLMinBytes, err = runner.ParseByteSize(*f.NCCLMinBytes); err != nil {
-		return c, fmt.Errorf("--nccl-min-bytes: %w", err)
-	}
-	if c.NCCLMaxBytes, err = runner.ParseByteSize(*f.NCCLMaxBytes); err != nil {
-		return c, fmt.Errorf("--nccl-max-bytes: %w", err)
-	}
+	c.NCCLMinBytes, _ = runner.ParseByteSize(*f.NCCLMinBytes) // checkValues proved both
+	c.NCCLMaxBytes, _ = runner.ParseByteSize(*f.NCCLMaxBytes)
 	if err := gate(); err != nil {
 		return c, err
 	}

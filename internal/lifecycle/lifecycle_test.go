@@ -408,3 +408,33 @@ func TestUnwritableResultsAreNotAPass(t *testing.T) {
 		t.Fatalf("exit %v, stderr %s", ts.exited, ts.stderr.String())
 	}
 }
+
+// rdmasuite run checks the suite flags it will pass before it applies
+// anything: typos, unknown flags, wrong types and refused values fail
+// with the flag named; what the runner binary accepts passes.
+func TestCheckArgs(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string // "" passes
+	}{
+		{[]string{"--labels", "suite=rdma", "--bw-sizes", "64K,1M", "-test.run", "TestBandwidth", "--v=2", "--fail-fast"}, ""},
+		{[]string{"--labels=suite=latency-load", "--thresholds-overlay", "/etc/rdmasuite/overlay.yaml"}, ""},
+		{[]string{"--lables", "suite=rdma"}, "unknown suite flag --lables: did you mean --labels?"},
+		{[]string{"--bogus-flag"}, "unknown suite flag --bogus-flag"},
+		{[]string{"--labels", "suite"}, "label format error"},
+		{[]string{"--bw-qps", "many"}, "bw-qps"},
+		{[]string{"--bw-sizes", "3 lemons"}, "--bw-sizes"},
+		{[]string{"--qp-timeout", "0"}, "--qp-timeout 0"},
+		{[]string{"--nccl-iters", "0"}, "--nccl-iters 0"},
+		{[]string{"--labels", "suite=disruptive"}, "--allow-disruptive"},
+		{[]string{"--labels", "suite=rdma", "stray"}, `unexpected argument "stray"`},
+	} {
+		err := CheckArgs(c.args)
+		switch {
+		case c.want == "" && err != nil:
+			t.Errorf("%v: %v", c.args, err)
+		case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
+			t.Errorf("%v: %v, want %q", c.args, err, c.want)
+		}
+	}
+}

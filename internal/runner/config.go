@@ -398,7 +398,7 @@ func DefaultProbeImage() string { return ProbeImageRepo + ":" + probeout.Version
 // ImageNote is a header line when the probe image is a development build's
 // default, which no registry serves; "" otherwise.
 func ImageNote(image string) string {
-	if image == ProbeImageRepo+":dev" {
+	if image == DefaultProbeImage() && !probeout.Released(probeout.Version) {
 		return "image " + image + ": the default of a build without a release version (go test from a source tree); " +
 			"on a real cluster pass --image with a released tag or your own build (make push-images)"
 	}

@@ -18,6 +18,24 @@ const Schema = 2
 // -ldflags "-X github.com/rdmasuite/rdmasuite/workloads/probeout.Version=…".
 var Version = "dev"
 
+// Released says whether version is a release's (vMAJOR.MINOR.PATCH, as
+// a release tag reads): what make stamps from a source tree (git describe:
+// a commit, "-dirty", or commits past a tag) and "dev" are not, and no
+// image of that tag was published.
+func Released(version string) bool {
+	v, ok := strings.CutPrefix(version, "v")
+	parts := strings.Split(v, ".")
+	if !ok || len(parts) != 3 {
+		return false
+	}
+	for _, p := range parts {
+		if p == "" || strings.Trim(p, "0123456789") != "" {
+			return false
+		}
+	}
+	return true
+}
+
 // Commit is the source commit the binary was built from, stamped by make
 // the same way (-X …probeout.Commit=…); empty when not stamped, and then
 // the Go toolchain's vcs.revision (when it embedded one) stands in.
