@@ -307,6 +307,11 @@ runjob=("$rdmasuite" run --kubeconfig "$BED_DIR/kubeconfig" --image docker.io/rd
   { cat "$results/run-detached.log"; echo "rdmasuite run --wait=false failed"; exit 1; }
 job=$(sed -n 's/.*rdmasuite results --namespace rdmasuite --job \([^ ]*\) --delete.*/\1/p' "$results/run-detached.log")
 [[ -n $job ]] || { cat "$results/run-detached.log"; echo "rdmasuite run --wait=false did not name the command that fetches the run"; exit 1; }
+# Polled while it runs (its runner pod has only just been created): exit 4,
+# still running, which a script polls on; not 2, broken.
+rc=0
+"$rdmasuite" results --kubeconfig "$BED_DIR/kubeconfig" --namespace rdmasuite --job "$job" --wait=false >"$results/results-poll.log" 2>&1 || rc=$?
+[[ $rc == 4 ]] || { cat "$results/results-poll.log"; echo "rdmasuite results --wait=false on a running job exited $rc, want 4 (still running)"; exit 1; }
 rc=0
 "$rdmasuite" results --kubeconfig "$BED_DIR/kubeconfig" --namespace rdmasuite --job "$job" --delete --report-dir "$results/detached" \
   >"$results/results-detached.log" 2>&1 || rc=$?
@@ -318,6 +323,23 @@ rrc=0
 left=$(kc get ns,pods,jobs -A -l app.kubernetes.io/part-of=rdmasuite -o name 2>/dev/null; kc get clusterrole,clusterrolebinding rdmasuite-runner -o name 2>/dev/null || true)
 [[ -z $left ]] || { echo "left in the cluster after rdmasuite results --delete: $left"; exit 1; }
 echo "rdmasuite run --wait=false, then rdmasuite results: job $job followed, results back, exit $rc as the suite's, nothing left"
+# An rdmasuite run killed outright (SIGKILL: no cleanup of its own) leaves
+# its Job and what it created; rdmasuite cleanup --run finds them by the
+# run's label and deletes them (the in-cluster suite deletes its pods).
+"${runjob[@]}" -- --labels suite=doctor >"$results/run-killed.log" 2>&1 &
+kpid=$!
+for _ in $(seq 60); do grep -q '^rdmasuite run: created' "$results/run-killed.log" && break; sleep 1; done
+kill -9 "$kpid" 2>/dev/null || true
+wait "$kpid" 2>/dev/null || true
+killed=$(sed -n 's|.*job rdmasuite/rdmasuite-run-\([^,]*\),.*|\1|p' "$results/run-killed.log" | head -1)
+[[ -n $killed ]] || { cat "$results/run-killed.log"; echo "the killed rdmasuite run named no job"; exit 1; }
+"$rdmasuite" cleanup --kubeconfig "$BED_DIR/kubeconfig" --run "$killed" >"$results/cleanup-killed.log" 2>&1 ||
+  { cat "$results/cleanup-killed.log"; echo "rdmasuite cleanup --run $killed failed"; exit 1; }
+grep -q "deleted job rdmasuite/rdmasuite-run-$killed" "$results/cleanup-killed.log" ||
+  { cat "$results/cleanup-killed.log"; echo "rdmasuite cleanup did not find the killed run's job"; exit 1; }
+left=$(kc get ns,pods,jobs -A -l app.kubernetes.io/part-of=rdmasuite -o name 2>/dev/null; kc get clusterrole,clusterrolebinding rdmasuite-runner -o name 2>/dev/null || true)
+[[ -z $left ]] || { echo "left in the cluster after rdmasuite cleanup of a killed run: $left"; exit 1; }
+echo "rdmasuite run killed with SIGKILL: rdmasuite cleanup --run $killed deleted its job and what it created, nothing left"
 # Ctrl-C while the in-cluster suite has probe pods running (the host probe
 # samples for 60 s, so the run is surely mid-way): the Job goes, the suite
 # deletes its pods on SIGTERM, and what the run created goes after it.

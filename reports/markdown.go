@@ -24,9 +24,11 @@ func Markdown(w io.Writer, r Run) error { return MarkdownWith(w, r, MarkdownOpti
 // checks that did not pass, a line for the passing ones, the per-node
 // roll-up, the localisation, the evidence of what failed, time per phase.
 func MarkdownWith(w io.Writer, r Run, o MarkdownOptions) error {
-	fmt.Fprintf(w, "# rdmasuite acceptance report\n\nRun `%s` against `%s` (%s), %s → %s.\n\n**%s**\n\n",
-		r.RunID, r.Cluster.Server, r.Cluster.Version, r.Started.Format("2006-01-02 15:04:05Z07:00"),
-		r.Finished.Format("15:04:05"), SummaryText(r))
+	when := ""
+	if !r.Started.IsZero() {
+		when = fmt.Sprintf(", %s → %s", r.Started.Format("2006-01-02 15:04:05Z07:00"), r.Finished.Format("15:04:05"))
+	}
+	fmt.Fprintf(w, "# rdmasuite acceptance report\n\n%s%s.\n\n**%s**\n\n", runTitle(r), when, SummaryText(r))
 	if len(r.Nodes) > 0 {
 		fmt.Fprintf(w, "## Nodes\n\n| node | SKU | thresholds file | kubelet | kernel |\n|---|---|---|---|---|\n")
 		for _, g := range nodeGroups(r.Nodes, o.All) {

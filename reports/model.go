@@ -234,6 +234,9 @@ const (
 	// ExitRegression: the checks passed but the baseline diff found a
 	// regression (a failed check wins: 1, not 3).
 	ExitRegression = 3
+	// ExitStillRunning: rdmasuite results --wait=false found the run still
+	// going; nothing is wrong yet, so a script polls on it (not 2).
+	ExitStillRunning = 4
 )
 
 // ExitCode is the run's exit code on its own: ExitPassed, ExitChecksFailed,

@@ -363,3 +363,20 @@ func fmtVal(v float64, unit string) string {
 	}
 	return strings.TrimSpace(fmt.Sprintf("%.4g %s", v, unit))
 }
+
+// runTitle names the run and its cluster, saying which of them the
+// results file did not record (a hand-made or truncated file) instead of
+// printing blanks.
+func runTitle(r Run) string {
+	id, server := "(no run id recorded)", "an unrecorded cluster"
+	if r.RunID != "" {
+		id = r.RunID
+	}
+	if r.Cluster.Server != "" {
+		server = r.Cluster.Server
+	}
+	if r.Cluster.Version != "" {
+		server += " (" + r.Cluster.Version + ")"
+	}
+	return "rdmasuite run " + id + " on " + server
+}

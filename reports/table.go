@@ -47,7 +47,7 @@ func TableWith(w io.Writer, r Run, o TableOptions) error {
 	}
 	// The verdict starts its own line: at 80 columns the culprit is then
 	// on the first line of it, not pushed down by the run's name.
-	fmt.Fprintln(w, wrapText(fmt.Sprintf("rdmasuite run %s on %s (%s):", r.RunID, r.Cluster.Server, r.Cluster.Version), width, ""))
+	fmt.Fprintln(w, wrapText(runTitle(r)+":", width, ""))
 	fmt.Fprintln(w, wrapText(SummaryText(r), width, ""))
 	shown, fold := foldRows(r, o.All)
 	if len(shown) > 0 {

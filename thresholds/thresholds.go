@@ -293,6 +293,11 @@ func parse(name string, data []byte, base *Set) (*Set, error) {
 			add(k.line, "sku %q: match.gpuProduct is empty: nodes can never match it (force it with --sku, or add patterns)", k.Name)
 		}
 		for _, p := range k.Match.GPUProduct {
+			if strings.TrimSpace(p) == "" {
+				add(k.line, "sku %q: an empty gpuProduct pattern matches no GPU node (GPU feature discovery always writes a product name): "+
+					"remove it or write the product, e.g. \"NVIDIA-H100-80GB-HBM3\" or \"NVIDIA-H100-*\"", k.Name)
+				continue
+			}
 			if _, err := path.Match(p, ""); err != nil {
 				add(k.line, "sku %q: bad pattern %q: %v", k.Name, p, err)
 			} else if c, ok := outsideLabelValue(p); ok {
@@ -659,6 +664,24 @@ func (s *Set) Overlay(o *Set) *Set {
 // over every built-in SKU. Allowed (an overlay exists to take over), but
 // never silent.
 func (s *Set) TakeOvers() []string { return append([]string(nil), s.takeOvers...) }
+
+// MatchAll names the SKUs with a pattern that matches every GPU node
+// ("*"): right for a fleet of one node type, a mistake anywhere else
+// (its floors would judge every node, whatever its GPU and NIC), so
+// thresholds check says so.
+func (s *Set) MatchAll() []string {
+	var out []string
+	for _, k := range s.SKUs {
+		for _, p := range k.Match.GPUProduct {
+			if strings.Trim(p, "*") == "" {
+				out = append(out, fmt.Sprintf("sku %s matches every GPU node (pattern %q): its floors judge every node whatever its GPU and NIC, "+
+					"and the SKUs after it are never matched; right for a fleet of one node type only", k.Name, p))
+				break
+			}
+		}
+	}
+	return out
+}
 
 // takeOver says what of b's products k, matched first, takes: all of them
 // when k's patterns cover every one of b's, part when they cover some of

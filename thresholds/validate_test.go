@@ -152,3 +152,23 @@ func TestPortCounterAllowances(t *testing.T) {
 		t.Errorf("a SKU without portCounters has allowances %v", allow)
 	}
 }
+
+// An empty gpuProduct pattern matches no node: refused with the fix. A
+// match-everything pattern is right for a one-type fleet: accepted and
+// named (MatchAll), never silently.
+func TestMatchPatternsThatMatchNothingOrEverything(t *testing.T) {
+	expectParseErrors(t, []parseCase{
+		{"empty pattern", `["X-*"]`, `[""]`, `an empty gpuProduct pattern matches no GPU node`},
+		{"blank pattern", `["X-*"]`, `["X-*", " "]`, `an empty gpuProduct pattern matches no GPU node`},
+	})
+	set, err := Parse("t.yaml", []byte(strings.Replace(good, `["X-*"]`, `["*"]`, 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := set.MatchAll(); len(got) != 1 || !strings.Contains(got[0], `sku X matches every GPU node (pattern "*")`) {
+		t.Errorf("MatchAll: %q", got)
+	}
+	if set, _ := Parse("t.yaml", []byte(good)); len(set.MatchAll()) != 0 {
+		t.Errorf("MatchAll of X-*: %q", set.MatchAll())
+	}
+}

@@ -3,15 +3,18 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
 	"strings"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/rdmasuite/rdmasuite/internal/cluster"
+	"github.com/rdmasuite/rdmasuite/internal/incluster"
 )
 
 // cleanupOptions are rdmasuite cleanup's flags.
@@ -44,6 +47,11 @@ func runCleanup(args []string, stdout io.Writer) error {
 	if len(pos) > 0 {
 		return fmt.Errorf("unexpected argument %q: rdmasuite cleanup [--namespace NS] [--older-than D | --run ID] [--dry-run] (see: rdmasuite cleanup --help)", pos[0])
 	}
+	olderGiven := false
+	fs.Visit(func(f *flag.Flag) { olderGiven = olderGiven || f.Name == "older-than" })
+	if o.RunID != "" && olderGiven {
+		return fmt.Errorf("--run %s and --older-than %s both select runs: give one (--run deletes that run whatever its age)", o.RunID, o.OlderThan)
+	}
 	if o.RunID == "" && o.OlderThan < 0 {
 		// A negative age is a typo (-1h for 1h), never a request: it would
 		// select every run, a live one included. 0s says that on purpose.
@@ -63,20 +71,37 @@ func runCleanup(args []string, stdout io.Writer) error {
 	return cleanup(context.Background(), cs, o, time.Now(), stdout)
 }
 
-// cleanup is runCleanup on a clientset.
+// cleanup is runCleanup on a clientset: the suite's runs, then the Jobs
+// of rdmasuite run invocations that did not clean up after themselves (a
+// killed CLI leaves its Job, and the objects it created, behind).
 func cleanup(ctx context.Context, cs kubernetes.Interface, o cleanupOptions, now time.Time, stdout io.Writer) error {
+	jobs, jerr := cleanupCLIRuns(ctx, cs, o, now, stdout)
+	var err error
 	if o.Namespace != "" {
-		return cleanupShared(ctx, cs, o, now, stdout)
+		err = cleanupShared(ctx, cs, o, now, stdout, jobs > 0)
+	} else {
+		err = cleanupNamespaces(ctx, cs, o, now, stdout, jobs > 0)
 	}
+	return errors.Join(err, jerr)
+}
+
+// cleanupNamespaces deletes run namespaces: the one of --run, or those at
+// least --older-than old. foundJob: --run matched a CLI run's Job, so no
+// namespace of that id is no error.
+func cleanupNamespaces(ctx context.Context, cs kubernetes.Interface, o cleanupOptions, now time.Time, stdout io.Writer, foundJob bool) error {
 	stale, err := cluster.StaleRuns(ctx, cs, o.OlderThan, o.RunID, now)
 	if err != nil {
 		return err
 	}
 	if len(stale) == 0 {
-		if o.RunID != "" {
-			return fmt.Errorf("no run namespace for run %q (labels %s=%s, %s=%s)", o.RunID, cluster.ManagedByLabel, cluster.ManagedBy, cluster.RunLabel, o.RunID)
+		switch {
+		case o.RunID != "" && foundJob:
+		case o.RunID != "":
+			return fmt.Errorf("no run namespace and no rdmasuite run job for run %q (labels %s=%s, %s=%s; %s=%s)", o.RunID,
+				cluster.ManagedByLabel, cluster.ManagedBy, cluster.RunLabel, o.RunID, incluster.RunLabel, o.RunID)
+		default:
+			fmt.Fprintf(stdout, "no run namespace older than %s\n", o.OlderThan)
 		}
-		fmt.Fprintf(stdout, "no run namespace older than %s\n", o.OlderThan)
 		return nil
 	}
 	var errs []error
@@ -101,7 +126,7 @@ func cleanup(ctx context.Context, cs kubernetes.Interface, o cleanupOptions, now
 // cleanupShared deletes runs' objects in the shared namespace o.Namespace:
 // the one of --run (found by its label on any kind of object), or every run
 // whose oldest pod is at least --older-than old. The namespace stays.
-func cleanupShared(ctx context.Context, cs kubernetes.Interface, o cleanupOptions, now time.Time, stdout io.Writer) error {
+func cleanupShared(ctx context.Context, cs kubernetes.Interface, o cleanupOptions, now time.Time, stdout io.Writer, foundJob bool) error {
 	ns := o.Namespace
 	if err := cluster.CheckNamespace(ctx, cs, ns); err != nil {
 		return err
@@ -113,6 +138,9 @@ func cleanupShared(ctx context.Context, cs kubernetes.Interface, o cleanupOption
 		objs, err := cluster.ListRunObjects(ctx, cs, ns, o.RunID)
 		if err != nil {
 			return err
+		}
+		if objs.Empty() && foundJob {
+			return nil
 		}
 		if objs.Empty() {
 			return fmt.Errorf("no object of run %q in namespace %s (labels %s)", o.RunID, ns, cluster.RunSelector(o.RunID))
@@ -173,4 +201,45 @@ func warnSkipped(o cluster.RunObjects) {
 		fmt.Fprintf(os.Stderr, "rdmasuite: not allowed to list %s in %s: skipped them for run %s (a run without that RBAC created none)\n",
 			strings.Join(o.Skipped, ", "), o.Namespace, o.RunID)
 	}
+}
+
+// cleanupCLIRuns deletes the Jobs of rdmasuite run invocations (label
+// incluster.RunLabel) that --run names or that are at least --older-than
+// old, in --namespace or in every namespace, with the objects each one's
+// run created (its created annotation). It returns how many it found.
+func cleanupCLIRuns(ctx context.Context, cs kubernetes.Interface, o cleanupOptions, now time.Time, stdout io.Writer) (int, error) {
+	sel := incluster.RunLabel
+	if o.RunID != "" {
+		sel += "=" + o.RunID
+	}
+	list, err := cs.BatchV1().Jobs(o.Namespace).List(ctx, metav1.ListOptions{LabelSelector: sel})
+	if err != nil {
+		return 0, fmt.Errorf("list rdmasuite run jobs (%s): %w", sel, err)
+	}
+	found := 0
+	var errs []error
+	for i := range list.Items {
+		j := &list.Items[i]
+		age := now.Sub(j.CreationTimestamp.Time)
+		if o.RunID == "" && age < o.OlderThan {
+			continue
+		}
+		found++
+		state := "running"
+		if incluster.Finished(j) {
+			state = "finished"
+		}
+		what := fmt.Sprintf("job %s/%s (rdmasuite run %s, %s, age %s)", j.Namespace, j.Name, j.Labels[incluster.RunLabel], state, age.Round(time.Second))
+		if o.DryRun {
+			fmt.Fprintf(stdout, "would delete %s and what it created\n", what)
+			continue
+		}
+		r := &incluster.Runner{Kube: cs, Out: io.Discard, Err: io.Discard, GracePeriod: graceOf(j.Spec.Template.Spec.TerminationGracePeriodSeconds) + 30*time.Second}
+		if err := r.Cleanup(j.Namespace, j.Name, incluster.ParseCreated(j)); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		fmt.Fprintf(stdout, "deleted %s and what it created\n", what)
+	}
+	return found, errors.Join(errs...)
 }

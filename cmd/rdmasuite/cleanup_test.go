@@ -8,11 +8,13 @@ import (
 	"testing"
 	"time"
 
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/rdmasuite/rdmasuite/internal/cluster"
+	"github.com/rdmasuite/rdmasuite/internal/incluster"
 )
 
 var cleanupNow = time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
@@ -140,5 +142,48 @@ func TestCleanupRefusesANegativeAge(t *testing.T) {
 		if code != 2 || !strings.Contains(errb.String(), "--older-than") || strings.Contains(errb.String(), "kubeconfig") {
 			t.Errorf("--older-than %s: exit %d, %q", v, code, errb.String())
 		}
+	}
+}
+
+// The Job of an rdmasuite run that was killed (it could not delete what it
+// made) is found by its label: deleted with what its run created when old
+// enough or named with --run, kept when young; --run and --older-than
+// together are refused.
+func TestCleanupFindsAKilledCLIRunsJob(t *testing.T) {
+	job := func(id string, age time.Duration) *batchv1.Job {
+		m := metav1.ObjectMeta{Name: "rdmasuite-run-" + id, Namespace: "rdmasuite", CreationTimestamp: metav1.NewTime(cleanupNow.Add(-age)),
+			Labels: map[string]string{incluster.RunLabel: id}, Annotations: map[string]string{incluster.CreatedAnnotation: "ConfigMap/rdmasuite-thresholds-" + id}}
+		return &batchv1.Job{ObjectMeta: m}
+	}
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "rdmasuite-thresholds-old1", Namespace: "rdmasuite"}}
+	ctx := context.Background()
+	cs := fake.NewClientset(job("old1", 5*time.Hour), job("new1", 10*time.Minute), cm)
+	var out bytes.Buffer
+	if err := cleanup(ctx, cs, cleanupOptions{OlderThan: 2 * time.Hour, Wait: time.Second}, cleanupNow, &out); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "deleted job rdmasuite/rdmasuite-run-old1 (rdmasuite run old1, running, age 5h0m0s) and what it created") {
+		t.Errorf("printed %q", out.String())
+	}
+	jobs, _ := cs.BatchV1().Jobs("rdmasuite").List(ctx, metav1.ListOptions{})
+	if len(jobs.Items) != 1 || jobs.Items[0].Name != "rdmasuite-run-new1" {
+		t.Errorf("jobs left: %v", jobs.Items)
+	}
+	if _, err := cs.CoreV1().ConfigMaps("rdmasuite").Get(ctx, cm.Name, metav1.GetOptions{}); err == nil {
+		t.Error("the old run's ConfigMap was left")
+	}
+	out.Reset()
+	if err := cleanup(ctx, cs, cleanupOptions{RunID: "new1", Wait: time.Second}, cleanupNow, &out); err != nil {
+		t.Fatalf("--run of a CLI run: %v", err)
+	}
+	if !strings.Contains(out.String(), "deleted job rdmasuite/rdmasuite-run-new1") {
+		t.Errorf("--run new1 printed %q", out.String())
+	}
+	if err := cleanup(ctx, cs, cleanupOptions{RunID: "nope", Wait: time.Second}, cleanupNow, &out); err == nil || !strings.Contains(err.Error(), "no rdmasuite run job") {
+		t.Errorf("--run of nothing: %v", err)
+	}
+	var o, e strings.Builder
+	if code := run([]string{"cleanup", "--kubeconfig", "/nonexistent", "--run", "x", "--older-than", "1h"}, &o, &e); code != 2 || !strings.Contains(e.String(), "give one") {
+		t.Errorf("--run with --older-than: exit %d, %q", code, e.String())
 	}
 }

@@ -183,6 +183,14 @@ func runReport(args []string, stdout io.Writer) error {
 	if *tolerance < 0 || *tolerance >= 1 {
 		return fmt.Errorf("--tolerance %g: want a fraction in [0, 1), e.g. 0.05", *tolerance)
 	}
+	widthGiven := false
+	fs.Visit(func(f *flag.Flag) { widthGiven = widthGiven || f.Name == "width" })
+	if widthGiven && *widthFlag < 0 {
+		return fmt.Errorf("--width %d: want the columns to fit (e.g. 120), or 0 for one line per row", *widthFlag)
+	}
+	if err := outputIsAFile(*out); err != nil {
+		return err
+	}
 	run, err := readRun(pos, allow)
 	if err != nil {
 		return err
@@ -350,6 +358,9 @@ func runThresholds(args []string, stdout io.Writer) error {
 	}
 	if args[0] == "check" {
 		fmt.Fprintf(stdout, "%s: ok, %d SKUs: %s\n", set.File, len(set.SKUs), strings.Join(set.Names(), ", "))
+		for _, n := range set.MatchAll() {
+			fmt.Fprintf(stdout, "note: %s\n", n)
+		}
 		// The last layer's changes: the overlay's, else FILE's when it
 		// was laid over the built-ins.
 		last := *overlay
@@ -384,8 +395,9 @@ func runThresholds(args []string, stdout io.Writer) error {
 		if opt != "" {
 			opt = "  " + opt
 		}
-		fmt.Fprintf(stdout, "%-18s link %4g Gb/s × %g ports  write ≥ %g Gb/s  read ≥ %g Gb/s  memlock ≥ %.0f B  NFS stall ≤ %g s%s%s\n",
-			k.Name, *k.LinkRateGbps.Value, *k.PortsPerNode.Value, w.Value, r.Value, *k.MinMemlockBytes.Value, *k.MaxNFSStallSec.Value, opt, from)
+		fmt.Fprintf(stdout, "%-18s link %4g Gb/s × %g ports  write ≥ %g Gb/s  read ≥ %g Gb/s  memlock ≥ %.0f B  NFS stall ≤ %g s%s  match %s%s\n",
+			k.Name, *k.LinkRateGbps.Value, *k.PortsPerNode.Value, w.Value, r.Value, *k.MinMemlockBytes.Value, *k.MaxNFSStallSec.Value, opt,
+			strings.Join(k.Match.GPUProduct, ","), from)
 	}
 	for _, l := range unsetOptional(set) {
 		fmt.Fprintln(stdout, l)
@@ -480,4 +492,19 @@ func opOf(key string) string {
 		}
 	}
 	return "*"
+}
+
+// outputIsAFile refuses an -o that names a format (kubectl's -o json
+// habit): report would write the table into a file called json.
+func outputIsAFile(out string) error {
+	switch strings.ToLower(out) {
+	case "json", "yaml", "wide", "table", "markdown", "md", "junit", "prometheus", "html", "text":
+	default:
+		return nil
+	}
+	if _, err := os.Stat(out); err == nil {
+		return nil // an existing file of that name: written as asked
+	}
+	return fmt.Errorf("-o %s names the output FILE here, not a format (it would write a file called %q): the format is --format "+
+		"(table, markdown, junit, prometheus, html) and -o FILE where to write it; the results are JSON already (the results file itself)", out, out)
 }

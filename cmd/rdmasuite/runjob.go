@@ -43,13 +43,15 @@ type jobFlags struct {
 	kubeconfig, context, namespace, reportDir *string
 }
 
+// addJobFlags adds them; nsUsage says what --namespace means to the
+// command (run creates it when missing, results only reads it).
 func addJobFlags(fs interface {
 	String(name, value, usage string) *string
-}) jobFlags {
+}, nsUsage string) jobFlags {
 	return jobFlags{
 		kubeconfig: fs.String("kubeconfig", "", "kubeconfig (default: as kubectl: $KUBECONFIG, ~/.kube/config)"),
 		context:    fs.String("context", "", "kubeconfig context to use (default: its current context)"),
-		namespace:  fs.String("namespace", incluster.DefaultNamespace, "namespace of the run (created with the runner's ServiceAccount and RBAC when missing, and deleted again)"),
+		namespace:  fs.String("namespace", incluster.DefaultNamespace, nsUsage),
 		reportDir:  fs.String("report-dir", "rdmasuite-results", "where the results come back to: results-<run>.json, results.json and the acceptance page"),
 	}
 }
@@ -72,7 +74,7 @@ func (f jobFlags) client() (kubernetes.Interface, string, error) {
 // deleted, the suite's exit code returned.
 func runJob(args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("run")
-	jf := addJobFlags(fs)
+	jf := addJobFlags(fs, "namespace of the run (created with the runner's ServiceAccount and RBAC when missing, and deleted again)")
 	image := fs.String("image", RunnerImageRepo+":"+probeout.Version, "runner image (the compiled suite); default: the release of this binary's version")
 	timeout := fs.Duration("timeout", 110*time.Minute, "the suite's go test -timeout; the Job's deadline is 15 minutes more")
 	startTimeout := fs.Duration("start-timeout", incluster.DefaultStartTimeout, "how long the runner pod may take to start (scheduling, image pull)")
@@ -192,9 +194,9 @@ func runJob(args []string, stdout, stderr io.Writer) error {
 // suite's exit code; --delete then deletes what that run created.
 func runResults(args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("results")
-	jf := addJobFlags(fs)
+	jf := addJobFlags(fs, "namespace the run's Job is in (read only; with --delete, what that run created is deleted)")
 	jobName := fs.String("job", "", "the run's Job (rdmasuite run prints it; default: the newest Job rdmasuite run created in --namespace)")
-	waitRun := fs.Bool("wait", true, "wait for a run still going; --wait=false says it is still running (exit 2) instead")
+	waitRun := fs.Bool("wait", true, "wait for a run still going; --wait=false says it is still running (exit 4, so a script can poll) instead")
 	del := fs.Bool("delete", false, "after fetching, delete the Job and what its run created")
 	startTimeout := fs.Duration("start-timeout", incluster.DefaultStartTimeout, "how long the runner pod of a run still starting may take (scheduling, image pull)")
 	pos, err := parseArgs(fs, args)
@@ -222,7 +224,8 @@ func runResults(args []string, stdout, stderr io.Writer) error {
 	r := &incluster.Runner{Kube: cs, Out: stdout, Err: stderr, StartTimeout: *startTimeout,
 		GracePeriod: graceOf(j.Spec.Template.Spec.TerminationGracePeriodSeconds) + 30*time.Second}
 	if !*waitRun && !incluster.Finished(j) {
-		return fmt.Errorf("job %s/%s is still running (kubectl -n %s logs -f job/%s); fetch again later or with --wait", ns, j.Name, ns, j.Name)
+		return &exitError{reports.ExitStillRunning, fmt.Errorf("job %s/%s is still running (kubectl -n %s logs -f job/%s); fetch again later or with --wait (exit %d: still running, poll again)",
+			ns, j.Name, ns, j.Name, reports.ExitStillRunning)}
 	}
 	var out incluster.Outcome
 	if incluster.Finished(j) {
