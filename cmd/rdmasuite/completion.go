@@ -24,19 +24,31 @@ const zshCompletion = `# rdmasuite completion for zsh: source <(rdmasuite comple
 autoload -U +X bashcompinit && bashcompinit
 ` + bashCompletion
 
+// fish asks the same helper with the words before the cursor and the
+// one being typed; files stay fish's own completion.
+const fishCompletion = `# rdmasuite completion for fish: rdmasuite completion fish | source
+function __rdmasuite_complete
+    set -l words (commandline -opc) (commandline -ct)
+    rdmasuite __complete $words[2..-1] 2>/dev/null
+end
+complete -c rdmasuite -a '(__rdmasuite_complete)'
+`
+
 func runCompletion(args []string, stdout io.Writer) error {
 	if len(args) != 1 {
-		return errors.New("give the shell: rdmasuite completion bash|zsh (then: source <(rdmasuite completion bash))")
+		return errors.New("give the shell: rdmasuite completion bash|zsh|fish (then: source <(rdmasuite completion bash), or rdmasuite completion fish | source)")
 	}
 	switch args[0] {
 	case "bash":
 		fmt.Fprint(stdout, bashCompletion)
 	case "zsh":
 		fmt.Fprint(stdout, zshCompletion)
+	case "fish":
+		fmt.Fprint(stdout, fishCompletion)
 	case "-h", "-help", "--help":
 		return &helpError{command: "completion"}
 	default:
-		return fmt.Errorf("unknown shell %q: bash or zsh", args[0])
+		return fmt.Errorf("unknown shell %q: bash, zsh or fish", args[0])
 	}
 	return nil
 }
@@ -53,7 +65,7 @@ func complete(words []string, stdout io.Writer) {
 	cmd, cur := words[0], words[len(words)-1]
 	switch {
 	case cmd == "completion":
-		fmt.Fprintln(stdout, "bash\nzsh")
+		fmt.Fprintln(stdout, "bash\nzsh\nfish")
 		return
 	case cmd == "help":
 		for _, c := range commandOrder {

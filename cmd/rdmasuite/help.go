@@ -89,9 +89,9 @@ var helps = map[string]commandHelp{
 		"List the SKUs and their floors in matching order (the overlay's first).",
 		"  rdmasuite thresholds list --overlay my-overlay.yaml"},
 	"version": {"print the version and the commit", "rdmasuite version | rdmasuite --version", "Print the version and the commit it was built from.", "  rdmasuite --version"},
-	"completion": {"print a shell completion script (bash, zsh)", "rdmasuite completion bash|zsh",
-		"Print a completion script for bash or zsh; it asks this binary for commands and flags as you type.",
-		"  source <(rdmasuite completion bash)     # in ~/.bashrc\n  source <(rdmasuite completion zsh)      # in ~/.zshrc"},
+	"completion": {"print a shell completion script (bash, zsh, fish)", "rdmasuite completion bash|zsh|fish",
+		"Print a completion script for bash, zsh or fish; it asks this binary for commands and flags as you type.",
+		"  source <(rdmasuite completion bash)     # in ~/.bashrc\n  source <(rdmasuite completion zsh)      # in ~/.zshrc\n  rdmasuite completion fish | source      # in ~/.config/fish/config.fish"},
 }
 
 // commandOrder is the order of the root help.

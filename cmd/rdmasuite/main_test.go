@@ -302,13 +302,13 @@ func TestCompletion(t *testing.T) {
 	has(ask("report", "--"), "--format", "--baseline", "--all", "--width", "-o")
 	has(ask("doctor", "--c"), "--context", "--kubeconfig")
 	has(ask("thresholds", ""), "check", "list")
-	for _, sh := range []string{"bash", "zsh"} {
+	for _, sh := range []string{"bash", "zsh", "fish"} {
 		var out bytes.Buffer
 		if code := run([]string{"completion", sh}, &out, io.Discard); code != reports.ExitPassed || !strings.Contains(out.String(), "rdmasuite __complete") {
 			t.Errorf("completion %s: %d %q", sh, code, out.String())
 		}
 	}
-	if code := run([]string{"completion", "fish"}, io.Discard, io.Discard); code != reports.ExitBroken {
+	if code := run([]string{"completion", "tcsh"}, io.Discard, io.Discard); code != reports.ExitBroken {
 		t.Errorf("an unknown shell must exit 2, got %d", code)
 	}
 }

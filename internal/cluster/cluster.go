@@ -11,8 +11,10 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -24,6 +26,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/client-go/util/homedir"
 )
 
@@ -124,11 +127,38 @@ func restConfig(kubeconfigFlag, context string) (*rest.Config, string, error) {
 		where = strings.Join(found, string(os.PathListSeparator))
 	}
 	over := &clientcmd.ConfigOverrides{CurrentContext: context}
-	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, over).ClientConfig()
+	loader := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, over)
+	if raw, err := loader.RawConfig(); err == nil {
+		if err := checkContext(raw, context, where); err != nil {
+			return nil, "", err
+		}
+	}
+	cfg, err := loader.ClientConfig()
 	if err != nil {
 		return nil, "", fmt.Errorf("kubeconfig %s: %w", where, err)
 	}
 	return cfg, where, nil
+}
+
+// checkContext names what client-go would report as "invalid
+// configuration: no configuration has been provided, try setting
+// KUBERNETES_MASTER": a kubeconfig without a current context, or a
+// --context it lacks, with the contexts it has and the fix.
+func checkContext(raw clientcmdapi.Config, context, where string) error {
+	names := slices.Sorted(maps.Keys(raw.Contexts))
+	have := "it has none: add one (kubectl config set-context) or use the kubeconfig your cluster's installer wrote"
+	if len(names) > 0 {
+		have = "it has: " + strings.Join(names, ", ")
+	}
+	switch {
+	case context != "" && raw.Contexts[context] == nil:
+		return fmt.Errorf("kubeconfig %s has no context %q; %s", where, context, have)
+	case context == "" && raw.CurrentContext == "":
+		return fmt.Errorf("kubeconfig %s has no current context: pass --context NAME (%s) or set one with kubectl config use-context NAME", where, strings.TrimPrefix(have, "it has: "))
+	case context == "" && raw.Contexts[raw.CurrentContext] == nil:
+		return fmt.Errorf("kubeconfig %s: its current context %q does not exist; %s (kubectl config use-context NAME)", where, raw.CurrentContext, have)
+	}
+	return nil
 }
 
 // ReachableFrom asks the API server of the cluster RESTConfig found at

@@ -103,3 +103,28 @@ func TestUnreachableNamesTheRealFix(t *testing.T) {
 		t.Errorf("unreachable cluster of %s: %v", other, err)
 	}
 }
+
+// A kubeconfig without a current context, or a --context it lacks, is
+// named with the contexts it has and the fix, never client-go's "try
+// setting KUBERNETES_MASTER".
+func TestKubeconfigContextErrorsListTheContexts(t *testing.T) {
+	dir := t.TempDir()
+	kc := filepath.Join(dir, "config")
+	writeKubeconfig(t, kc, "https://10.0.0.1:6443", "prod")
+	if _, _, err := RESTConfig(kc, "nope"); err == nil || !strings.Contains(err.Error(), `has no context "nope"; it has: prod`) {
+		t.Errorf("--context nope: %v", err)
+	}
+	body, _ := os.ReadFile(kc)
+	os.WriteFile(kc, []byte(strings.Replace(string(body), "current-context: prod", "current-context: \"\"", 1)), 0o600)
+	_, _, err := RESTConfig(kc, "")
+	if err == nil || !strings.Contains(err.Error(), "has no current context: pass --context NAME (prod)") || strings.Contains(err.Error(), "KUBERNETES_MASTER") {
+		t.Errorf("no current context: %v", err)
+	}
+	if cfg, _, err := RESTConfig(kc, "prod"); err != nil || cfg.Host != "https://10.0.0.1:6443" {
+		t.Errorf("--context prod: %v %v", cfg, err)
+	}
+	os.WriteFile(kc, []byte(strings.Replace(string(body), "current-context: prod", "current-context: gone", 1)), 0o600)
+	if _, _, err := RESTConfig(kc, ""); err == nil || !strings.Contains(err.Error(), `its current context "gone" does not exist; it has: prod`) {
+		t.Errorf("a current context that is gone: %v", err)
+	}
+}
