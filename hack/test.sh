@@ -468,6 +468,10 @@ expect_rc 1 "$rdmasuite" report "$guest_results/results.json" >"$results/guest-r
 md=$("$rdmasuite" report "$guest_results/results.json" --format markdown 2>/dev/null || true)
 grep -Eq 'inconclusive.*the port counters rose at (one end only|both ends): [^;]*rxe-node-[12] rxe0/1 \(with rxe-node-[12]\)' <<<"$md" ||
   { grep -i 'localis' -A4 <<<"$md"; echo "the localisation does not name the end whose counters rose on the lossy rail"; exit 1; }
+# The port the probe read DOWN is the verdict's culprit, whatever the one
+# partner each guest has could tell.
+grep -Eq '^\*\*NOT PASSED — culprits?: [^*]*port rxe1/1 on node rxe-node-2 \(bad port' <<<"$md" ||
+  { grep -m1 'NOT PASSED' <<<"$md"; echo "the guest run's verdict does not name the port its probe read DOWN"; exit 1; }
 cut -c1-220 "$results/guest-report.txt"
 guest_s=$((SECONDS - t))
 

@@ -98,11 +98,19 @@ func locPairFailed(cs []Check) bool {
 // one partner only is inconclusive. Not-run checks are no evidence either
 // way. Loopback checks (their traits say so, or both nodes are the same)
 // are not pairs: they only add to a node's explanation whether the node
-// works on its own. The order is deterministic.
+// works on its own. A failing check whose probe saw a fault on its own host
+// (Check.HostFaults) blames that port or node directly, and is no pairing
+// evidence. The order is deterministic.
 func Localize(run Run) []Finding {
 	byVariant := map[string]*variantEvidence{}
 	for _, c := range run.Checks {
 		if !c.Is().Localize || (c.Status != Pass && !locFailing(c.Status)) {
+			continue
+		}
+		// A failure its own probe traced to a host (a port DOWN, no
+		// device) blames that host (hostFaultFindings), and is no
+		// evidence against the node it was paired with.
+		if locFailing(c.Status) && len(c.HostFaults) > 0 {
 			continue
 		}
 		loop := c.Is().Loopback || (len(c.Nodes) == 2 && c.Nodes[0] == c.Nodes[1])
@@ -125,6 +133,7 @@ func Localize(run Run) []Finding {
 	for v, ev := range byVariant {
 		out = append(out, ev.localize(v)...)
 	}
+	out = append(out, hostFaultFindings(run)...)
 	sort.SliceStable(out, func(i, j int) bool {
 		a, b := out[i], out[j]
 		if a.Variant != b.Variant {
@@ -132,6 +141,54 @@ func Localize(run Run) []Finding {
 		}
 		return locusLess(a.Kind, b.Kind, a.Nodes, b.Nodes, a.Rail, b.Rail)
 	})
+	return out
+}
+
+// hostFaultFindings blame what a failing check's own probe saw on its host
+// (Check.HostFaults): a port it read as not ACTIVE is a bad port, a node
+// whose pod sees no RDMA device a bad node, whatever the pairing can tell
+// (one partner, or none). One finding per variant, node and port, naming
+// every check it explains.
+func hostFaultFindings(run Run) []Finding {
+	type key struct{ variant, node, port string }
+	var order []key
+	found := map[key]*Finding{}
+	for _, c := range run.Checks {
+		if !locFailing(c.Status) {
+			continue
+		}
+		for _, hf := range c.HostFaults {
+			k := key{c.Variant, hf.Node, hf.Port}
+			f := found[k]
+			if f == nil {
+				f = &Finding{Kind: BadNode, Variant: c.Variant, Nodes: []string{hf.Node}, Rail: hf.Port,
+					Explanation: fmt.Sprintf("%s: the probe on %s itself saw it: %s; a fault of the node whatever its partners", hf.Node, hf.Node, hf.What)}
+				if hf.Port != "" {
+					f.Kind = BadPort
+					f.Explanation = fmt.Sprintf("port %s on %s: the probe on %s itself read it: %s; a fault of that port whatever its partners (ibstat on the node shows the same)",
+						hf.Port, hf.Node, hf.Node, hf.What)
+				}
+				found[k] = f
+				order = append(order, k)
+			}
+			if !slices.Contains(f.Checks, c.ID) {
+				f.Checks = append(f.Checks, c.ID)
+			}
+			for _, p := range c.Nodes {
+				if p != hf.Node && !slices.Contains(f.FailedWith, p) {
+					f.FailedWith = append(f.FailedWith, p)
+				}
+			}
+		}
+	}
+	out := make([]Finding, 0, len(order))
+	for _, k := range order {
+		f := found[k]
+		sort.Strings(f.Checks)
+		sort.Strings(f.FailedWith)
+		f.PartnersFailed = len(f.FailedWith)
+		out = append(out, *f)
+	}
 	return out
 }
 

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"math/rand"
 	"reflect"
+	"slices"
+	"strings"
 	"testing"
 )
 
@@ -401,4 +403,47 @@ func TestLocalizeLoopbackOtherWay(t *testing.T) {
 			Explanation: "n2 failed with all 2 partners (n1, n3) on every rail (mlx5_0/1, mlx5_1/1): its loopback passed: suspect its cables or switch ports, not its HCA or the rest of the fabric",
 		},
 	})
+}
+
+// A port its own probe read as DOWN is a culprit in the verdict line and
+// in localisation even when the pairing alone is inconclusive (two nodes,
+// one partner each); a node whose pod saw no RDMA device too. A passing
+// check's host facts blame nothing.
+func TestHostFaultsAreCulpritsWhateverThePairing(t *testing.T) {
+	pair := func(id, client, server, rail string, st Status, hf ...HostFault) Check {
+		return Check{ID: id, Variant: "shared-dev", Nodes: []string{client, server}, Rail: rail, Status: st, HostFaults: hf,
+			Traits: &Traits{Pair: true, Localize: true, Op: "write"}}
+	}
+	down := HostFault{Node: "rxe-node-2", Port: "rxe1/1", What: "port not ACTIVE (rxe1/1 is DOWN)"}
+	r := Run{RunID: "r", Checks: []Check{
+		pair("bandwidth/write", "rxe-node-1", "rxe-node-2", "rxe1/1→rxe1/1", Fail, down),
+		pair("bandwidth/write", "rxe-node-2", "rxe-node-1", "rxe1/1→rxe1/1", Fail, down),
+		pair("bandwidth/write", "rxe-node-1", "rxe-node-2", "rxe0/1→rxe0/1", Pass),
+	}}
+	fs := Localize(r)
+	var port *Finding
+	for i := range fs {
+		if fs[i].Kind == BadPort {
+			port = &fs[i]
+		}
+	}
+	if port == nil || port.Nodes[0] != "rxe-node-2" || port.Rail != "rxe1/1" || !strings.Contains(port.Explanation, "rxe1/1 is DOWN") ||
+		port.PartnersFailed != 1 {
+		t.Fatalf("no bad-port finding for the port read DOWN: %+v", fs)
+	}
+	if s := SummaryText(r); !strings.Contains(s, "port rxe1/1 on node rxe-node-2 (bad port") {
+		t.Errorf("the verdict line names no culprit: %s", s)
+	}
+	nodev := HostFault{Node: "rxe-node-3", What: "no RDMA device visible in pod p"}
+	r.Checks = append(r.Checks, pair("bandwidth/write", "rxe-node-3", "rxe-node-1", "", Fail, nodev),
+		pair("latency/write", "rxe-node-3", "rxe-node-1", "", Pass, nodev))
+	cs := Culprits(Localize(r))
+	if len(cs) != 2 || cs[0].Kind != BadNode || cs[0].Nodes[0] != "rxe-node-3" {
+		t.Errorf("culprits: %+v", cs)
+	}
+	for _, f := range Localize(r) {
+		if f.Kind == BadNode && slices.Contains(f.Checks, "latency/write") {
+			t.Errorf("a passing check blamed a node: %+v", f)
+		}
+	}
 }

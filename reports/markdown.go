@@ -42,13 +42,27 @@ func MarkdownWith(w io.Writer, r Run, o MarkdownOptions) error {
 	if len(shown) > 0 {
 		fmt.Fprintf(w, "| status | check | variant | nodes | measured | diagnosis / fix |\n|---|---|---|---|---|---|\n")
 	}
-	for _, c := range shown {
+	// A text several rows share (a source, a fix, a cause) is a numbered
+	// note under the table, as in the terminal table.
+	var notes footnotes
+	diags := make([]string, len(shown))
+	for i, c := range shown {
+		diags[i] = verdictText(c)
+	}
+	diags = notes.shorten(shown, diags)
+	for i, c := range shown {
 		badge := statusBadge(c.Status)
 		if r.Allowed(c) {
 			badge += " (allowed)"
 		}
 		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s |\n", badge, md(checkLabel(c)), md(c.Variant),
-			md(strings.Join(c.Nodes, ", ")), md(measuredText(c)), md(verdictText(c)))
+			md(strings.Join(c.Nodes, ", ")), md(measuredText(c)), md(diags[i]))
+	}
+	if len(notes.texts) > 0 {
+		fmt.Fprintln(w)
+		for i, t := range notes.texts {
+			fmt.Fprintf(w, "%d. %s\n", i+1, md(t))
+		}
 	}
 	if fold.rows() > 0 {
 		if len(shown) > 0 {

@@ -103,6 +103,20 @@ type Check struct {
 	// Traits say how reports present and use the check (Is); absent in
 	// files written before checks carried them.
 	Traits *Traits `json:"traits,omitempty"`
+	// HostFaults are what the check's own probe saw on a host that needs
+	// no pairing to blame: a port it read as not ACTIVE, a node whose pod
+	// sees no RDMA device. Localisation blames them whatever its partners
+	// could tell.
+	HostFaults []HostFault `json:"hostFaults,omitempty"`
+}
+
+// HostFault is one fault a probe saw on its own host.
+type HostFault struct {
+	Node string `json:"node"`
+	// Port is the faulty port ("rxe1/1"); "" blames the node as a whole.
+	Port string `json:"port,omitempty"`
+	// What the probe saw, in a few words ("port DOWN, not ACTIVE").
+	What string `json:"what"`
 }
 
 // Span is one interval of a check's timeline in seconds from its moment T

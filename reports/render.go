@@ -113,6 +113,20 @@ func wrapCell(s string, width int) string {
 	return strings.Join(lines, "\n")
 }
 
+// wrapUnits are s's words, a `code span` being one unit however many
+// spaces it holds: a line never breaks inside a command or a snippet.
+func wrapUnits(s string) []string {
+	var units []string
+	for _, f := range strings.Fields(s) {
+		if n := len(units); n > 0 && strings.Count(units[n-1], "`")%2 == 1 {
+			units[n-1] += " " + f
+			continue
+		}
+		units = append(units, f)
+	}
+	return units
+}
+
 // NodesText is a check's nodes: "client → server" for a pair check (the
 // first node measures, see Check.Nodes), a comma list for anything else
 // (a node's own check, an NCCL world).
@@ -123,14 +137,34 @@ func NodesText(c Check) string {
 	return strings.Join(c.Nodes, ", ")
 }
 
-// wrapText breaks s into lines of at most width columns (wrapCell), the
-// first indented by indent, the rest by indent and two spaces.
+// wrapText breaks s at spaces into lines of at most width columns, the
+// first indented by indent, the rest by indent and two spaces. It never
+// splits a word: a check id, a node or port name, a path or a number in
+// a snippet is what a reader greps for or pastes, so a word wider than
+// the line runs past it instead.
 func wrapText(s string, width int, indent string) string {
 	if width <= 0 {
 		return indent + s
 	}
 	cont := indent + "  "
-	return indent + strings.ReplaceAll(wrapCell(s, width-runewidth.StringWidth(cont)), "\n", "\n"+cont)
+	limit := width - runewidth.StringWidth(cont)
+	var lines []string
+	line := ""
+	for _, word := range wrapUnits(s) {
+		switch {
+		case line == "":
+			line = word
+		case runewidth.StringWidth(line)+1+runewidth.StringWidth(word) <= limit:
+			line += " " + word
+		default:
+			lines = append(lines, line)
+			line = word
+		}
+	}
+	if line != "" || len(lines) == 0 {
+		lines = append(lines, line)
+	}
+	return indent + strings.Join(lines, "\n"+cont)
 }
 
 // findingText is one localisation finding on one line: kind, variant,

@@ -221,6 +221,7 @@ func checkRows(w io.Writer, r Run, cs []Check, width int) error {
 	var rows [][]string
 	var widths []int
 	var l tableLayout
+	fits := false
 	for _, l = range layouts {
 		rows = rows[:0]
 		for i, c := range cs {
@@ -228,10 +229,14 @@ func checkRows(w io.Writer, r Run, cs []Check, width int) error {
 			row[0] = statusText(r, c)
 			rows = append(rows, row)
 		}
-		var whole bool
-		if widths, whole = fitWidths(width, l.header, rows, l.cols); whole {
+		if widths, fits = fitWidths(width, l.header, rows, l.cols); fits {
 			break
 		}
+	}
+	if !fits {
+		listRows(w, r, cs, diags, width)
+		notes.print(w, width)
+		return nil
 	}
 	if err := renderTable(w, width, widths, l.header, rows); err != nil {
 		return err
@@ -241,6 +246,27 @@ func checkRows(w io.Writer, r Run, cs []Check, width int) error {
 	}
 	notes.print(w, width)
 	return nil
+}
+
+// listRows prints the checks as records, for a width no table layout fits
+// without splitting a word: the status, the check and its nodes whole on
+// the first line; what was measured and the diagnosis under it, wrapped at
+// spaces.
+func listRows(w io.Writer, r Run, cs []Check, diags []string, width int) {
+	for i, c := range cs {
+		head := fmt.Sprintf("%-8s %s", statusText(r, c), variantLabel(c))
+		if nodes := NodesText(c); runewidth.StringWidth(head)+2+runewidth.StringWidth(nodes) <= width {
+			fmt.Fprintf(w, "%s  %s\n", head, nodes)
+		} else {
+			fmt.Fprintf(w, "%s\n         %s\n", head, nodes)
+		}
+		if m := measuredText(notStated(c, diags[i])); m != "" {
+			fmt.Fprintln(w, wrapText("measured: "+m, width, "         "))
+		}
+		if diags[i] != "" {
+			fmt.Fprintln(w, wrapText(diags[i], width, "         "))
+		}
+	}
 }
 
 // footnotes hold the long texts that several rows repeat (a threshold's
@@ -294,7 +320,63 @@ func (f *footnotes) shorten(cs []Check, diags []string) []string {
 			out[i] = strings.ReplaceAll(out[i], s, ref)
 		}
 	}
-	return out
+	// Then the diagnoses' shared tails: rows that fail for one cause say
+	// it after their own node, pod and rail ("…, rail rxe0/1: write: no
+	// CUDA driver: libcuda.so.1 could not be loaded …"), and the cause is
+	// printed once, the rows listed with their reference.
+	final := len(f.texts) // the sources' and fixes' notes: no note points past them
+	refersToTail := func(t string) bool {
+		for j := final + 1; j <= len(f.texts); j++ {
+			if strings.Contains(t, fmt.Sprintf("[%d]", j)) {
+				return true
+			}
+		}
+		return false
+	}
+	for {
+		tail, n := sharedTail(out, refersToTail)
+		if n < 2 {
+			return out
+		}
+		ref := f.ref(tail)
+		for i := range out {
+			if strings.HasSuffix(out[i], tail) {
+				out[i] = strings.TrimSuffix(out[i], tail) + "see " + ref
+			}
+		}
+	}
+}
+
+// minSharedTail: a shared ending shorter than this stays in the rows.
+const minSharedTail = 2 * minFootnote
+
+// sharedTail is the ending (from the start of a diagnosis, or after ": "
+// or "; ") that most diagnoses share, the longest of those; n counts them.
+// Quadratic in a diagnosis's length per row: diagnoses are a few hundred
+// bytes, and only the rows shown (not the folded passes) are read.
+func sharedTail(diags []string, skip func(string) bool) (tail string, n int) {
+	count := map[string]int{}
+	for _, d := range diags {
+		seen := map[string]bool{}
+		for i := 0; i < len(d); i++ {
+			if i > 0 && !strings.HasSuffix(d[:i], ": ") && !strings.HasSuffix(d[:i], "; ") {
+				continue
+			}
+			// A tail that points at another shared tail's note stays in
+			// its rows: a note pointing at such a note is a chain to
+			// follow (one pointing at a fix's note is fine).
+			if t := d[i:]; len(t) >= minSharedTail && !seen[t] && !skip(t) {
+				seen[t] = true
+				count[t]++
+			}
+		}
+	}
+	for t, c := range count {
+		if c > n || c == n && (len(t) > len(tail) || len(t) == len(tail) && t < tail) {
+			tail, n = t, c
+		}
+	}
+	return tail, n
 }
 
 // longTexts are the texts of c worth a footnote: its thresholds' sources
@@ -322,6 +404,9 @@ func (f *footnotes) ref(s string) string {
 	return fmt.Sprintf("[%d]", len(f.texts))
 }
 
+// print writes the notes wrapped at spaces, never inside a word or a
+// `code span` (a containerd spec's JSON, an rdma command), which must
+// paste as printed.
 func (f *footnotes) print(w io.Writer, width int) {
 	for i, t := range f.texts {
 		fmt.Fprintln(w, wrapText(fmt.Sprintf("[%d] %s", i+1, t), width, ""))

@@ -102,7 +102,14 @@ func Bandwidth(in BWInput) BWResult {
 		in.serverView = o.srv.PodView
 	}
 	if st, msg, fix, stop := in.unjudgeable(o); stop {
-		return in.everyOp(res, st, msg, fix)
+		res = in.everyOp(res, st, msg, fix)
+		// A side whose probe found no RDMA device blames its node,
+		// whatever the pairing can tell.
+		for i := range res.Checks {
+			addHostFault(&res.Checks[i], in.Client, "", o.cPerr)
+			addHostFault(&res.Checks[i], in.Server, "", o.sPerr)
+		}
+		return res
 	}
 	results := indexResults(o.cli, o.srv)
 	pairs, clientRails, serverRails := in.pairsOwed(o)

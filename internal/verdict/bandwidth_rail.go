@@ -249,6 +249,7 @@ func (in BWInput) railFailed(c *reports.Check, port string, own, srvErr *probeou
 		msg += fmt.Sprintf(" (not measured: %s)", strings.Join(missing, ", "))
 	}
 	setOutcome(c, st, msg, fix)
+	addHostFault(c, side, port, perr)
 }
 
 // serverFailedRail sets the outcome of a rail the client measured while
@@ -261,6 +262,28 @@ func (in BWInput) serverFailedRail(c *reports.Check, rr bw.RailResult, srvErr *p
 		st = reports.Error
 	}
 	setOutcome(c, st, "the client measured this rail but the server reported: "+msg, fix)
+	addHostFault(c, in.Server, rr.Peer.Name(), srvErr)
+}
+
+// addHostFault records on c what a side's probe saw on its own host that
+// blames the host whatever the pairing: a port it read as not ACTIVE, or
+// no RDMA device in a pod of a node that advertises one.
+func addHostFault(c *reports.Check, s Side, port string, e *probeout.Error) {
+	if e == nil || s.Node == "" {
+		return
+	}
+	var f reports.HostFault
+	switch {
+	case e.Kind == probeout.KindLinkDown && port != "":
+		f = reports.HostFault{Node: s.Node, Port: port, What: "port not ACTIVE (" + e.Message + ")"}
+	case e.Kind == probeout.KindNoDevice && port == "":
+		f = reports.HostFault{Node: s.Node, What: "no RDMA device visible in pod " + s.Pod + " (" + e.Message + ")"}
+	default:
+		return
+	}
+	if !slices.Contains(c.HostFaults, f) {
+		c.HostFaults = append(c.HostFaults, f)
+	}
 }
 
 // missedBound fails a rail whose judged size missed the SKU's bound (why:

@@ -354,6 +354,15 @@ func TestExplainedExitKeepsTheMeasuredRails(t *testing.T) {
 			t.Errorf("an unmeasured rail shows a judged value: %+v", m)
 		}
 	}
+	// The rail's own probe read its port DOWN: the check says which port
+	// on which node, so the report blames it whatever the pairing; the
+	// measured rail blames nothing.
+	if hf := cs[1].HostFaults; len(hf) != 1 || hf[0].Node != in.Client.Node || hf[0].Port == "" || !strings.Contains(hf[0].What, "rxe1/1 is DOWN") {
+		t.Errorf("host faults of the DOWN rail: %+v", hf)
+	}
+	if len(cs[0].HostFaults) != 0 {
+		t.Errorf("a measured rail blames %+v", cs[0].HostFaults)
+	}
 }
 
 // --device: the pods see two ports but the run measured one; the port the

@@ -60,11 +60,14 @@ type Result struct {
 // FixMemlock is what seed 002 established: raising the limit inside the pod
 // (ulimit, limits.conf) does not work under containerd; the OCI base spec
 // does.
-const FixMemlock = "raise RLIMIT_MEMLOCK for containers: export the default spec (ctr oci spec > /etc/containerd/rdma-spec.json), " +
-	"add {\"type\":\"RLIMIT_MEMLOCK\",\"hard\":18446744073709551615,\"soft\":18446744073709551615} to process.rlimits, " +
-	"set base_runtime_spec = \"/etc/containerd/rdma-spec.json\" under [plugins.\"io.containerd.grpc.v1.cri\".containerd.runtimes.<runtime>] " +
-	"and restart containerd (also LimitMEMLOCK=infinity for containerd.service); or give the pod the IPC_LOCK capability " +
-	"(securityContext.capabilities.add: [IPC_LOCK]), which exempts it from the limit"
+//
+// The code in it is in backquotes: reports never break a line inside
+// them, so what is pasted from a log is what was printed.
+const FixMemlock = "raise RLIMIT_MEMLOCK for containers: export the default spec (`ctr oci spec > /etc/containerd/rdma-spec.json`), " +
+	"add `{\"type\":\"RLIMIT_MEMLOCK\",\"hard\":18446744073709551615,\"soft\":18446744073709551615}` to process.rlimits, " +
+	"set `base_runtime_spec = \"/etc/containerd/rdma-spec.json\"` under `[plugins.\"io.containerd.grpc.v1.cri\".containerd.runtimes.<runtime>]` " +
+	"and restart containerd (also `LimitMEMLOCK=infinity` for containerd.service); or give the pod the IPC_LOCK capability " +
+	"(`securityContext.capabilities.add: [IPC_LOCK]`), which exempts it from the limit"
 
 // Sizes returns powers of two from min to max inclusive.
 func Sizes(minBytes, maxBytes int64) []int64 {
