@@ -308,7 +308,9 @@ func parse(name string, data []byte, base *Set) (*Set, error) {
 		checkValue(add, k.Name, "linkRateGbps", k.LinkRateGbps, k.line, 0.001, 10000)
 		checkValue(add, k.Name, "portsPerNode", k.PortsPerNode, k.line, 1, 64)
 		checkWhole(add, k.Name, "portsPerNode", "ports", k.PortsPerNode)
-		checkValue(add, k.Name, "maxNFSStallSec", k.MaxNFSStallSec, k.line, 1, 3600)
+		if k.MaxNFSStallSec.line != 0 { // a SKU may leave it out (skippable)
+			checkValue(add, k.Name, "maxNFSStallSec", k.MaxNFSStallSec, k.line, 1, 3600)
+		}
 		checkValue(add, k.Name, "minMemlockBytes", k.MinMemlockBytes, k.line, 4096, 1<<50)
 		checkWhole(add, k.Name, "minMemlockBytes", "bytes", k.MinMemlockBytes)
 		for _, opt := range k.optionalBounds() {
@@ -323,8 +325,12 @@ func parse(name string, data []byte, base *Set) (*Set, error) {
 		}
 		checkFloor(add, k.Name, "write", k.Write, k.line, false, link)
 		checkFloor(add, k.Name, "read", k.Read, k.line, false, link)
-		checkFloor(add, k.Name, "gpuDirectWrite", k.GPUDirectWrite, k.line, false, link)
-		checkFloor(add, k.Name, "ncclAllReduceBusBw", k.NCCLAllReduceBusBw, k.line, true, nil)
+		if k.GPUDirectWrite.line != 0 {
+			checkFloor(add, k.Name, "gpuDirectWrite", k.GPUDirectWrite, k.line, false, link)
+		}
+		if k.NCCLAllReduceBusBw.line != 0 {
+			checkFloor(add, k.Name, "ncclAllReduceBusBw", k.NCCLAllReduceBusBw, k.line, true, nil)
+		}
 		if by, p, q, ok := shadowedBy(s.SKUs, k); ok {
 			add(k.line, "sku %q: every match pattern is already matched by an earlier SKU (%s's %q matches %q): nodes take the first SKU that matches, "+
 				"so none can get this one; move it above %s or narrow %s's patterns", k.Name, by, q, p, by, by)
@@ -530,6 +536,12 @@ func (k *SKU) droppedOptional(base *SKU) []string {
 			lost = append(lost, have.field)
 		}
 	}
+	wantFloors := base.skippableFloors()
+	for i, have := range k.skippableFloors() {
+		if wantFloors[i].given && !have.given {
+			lost = append(lost, have.field)
+		}
+	}
 	return lost
 }
 
@@ -541,16 +553,69 @@ func (k *SKU) Dropped() []string { return k.dropped }
 // overlay dropped it, it says so and how to keep it.
 func (k *SKU) missingOptional(field, why string) error {
 	if slices.Contains(k.dropped, field) {
-		return fmt.Errorf("sku %s has no %s: the overlay %s replaced the SKU whole and left out the %s the one it replaced had; "+
-			"copy it into the overlay (rdmasuite thresholds list, without the overlay, shows the built-ins)", k.Name, field, k.file, field)
+		return notSetError{fmt.Sprintf("sku %s has no %s: the overlay %s replaced the SKU whole and left out the %s the one it replaced had; "+
+			"copy it into the overlay (rdmasuite thresholds list, without the overlay, shows the built-ins)", k.Name, field, k.file, field)}
 	}
-	return fmt.Errorf("sku %s has no %s: %s", k.Name, field, why)
+	return notSetError{fmt.Sprintf("sku %s has no %s: %s", k.Name, field, why)}
 }
 
-// incomplete says a threshold of k is missing.
+// skippableFloor is a floor a SKU may leave out when its site does not
+// judge what it bounds: GPUDirect, NCCL, or NFS over RDMA under a driver
+// restart. Its checks are then not-run naming the key; given, it is
+// validated as strictly as any.
+type skippableFloor struct {
+	field string
+	given bool
+	why   string
+}
+
+func (k *SKU) skippableFloors() []skippableFloor {
+	return []skippableFloor{
+		{"gpuDirectWrite", k.GPUDirectWrite.line != 0, "give it (e.g. fractionOfLink: 0.9) to judge GPUDirect RDMA bandwidth"},
+		{"ncclAllReduceBusBw", k.NCCLAllReduceBusBw.line != 0, "give it (e.g. fractionOfAggregate: 0.85) to judge NCCL all_reduce bus bandwidth"},
+		{"maxNFSStallSec", k.MaxNFSStallSec.line != 0, "give it (e.g. value: 60) to judge the NFS I/O stall of a MOFED driver restart"},
+	}
+}
+
+// SkippableKeys are the floors a SKU may leave out (skippableFloor).
+func SkippableKeys() []string {
+	var keys []string
+	for _, f := range (&SKU{}).skippableFloors() {
+		keys = append(keys, f.field)
+	}
+	return keys
+}
+
+// Given says whether the SKU has key, an optional bound (OptionalKeys) or
+// a skippable floor (SkippableKeys): nil when it does, else an error
+// (errors.Is ErrNotSet) naming the key and how to set it.
+func (k *SKU) Given(key string) error {
+	for _, f := range k.skippableFloors() {
+		if f.field == key {
+			if f.given {
+				return nil
+			}
+			return k.missingOptional(f.field, f.why)
+		}
+	}
+	_, err := k.Optional(key)
+	return err
+}
+
+// ErrNotSet is what a SKU without an optional key or a skippable floor
+// answers (errors.Is): the checks that need it are not-run, not errors.
+var ErrNotSet = errors.New("threshold not set")
+
+// notSetError is a missing key's message, which is ErrNotSet.
+type notSetError struct{ msg string }
+
+func (e notSetError) Error() string        { return e.msg }
+func (e notSetError) Is(target error) bool { return target == ErrNotSet }
+
+// incomplete says a threshold every SKU must give is missing.
 func (k *SKU) incomplete() bool {
-	for _, line := range []int{k.LinkRateGbps.line, k.PortsPerNode.line, k.MaxNFSStallSec.line, k.MinMemlockBytes.line,
-		k.Write.line, k.Read.line, k.GPUDirectWrite.line, k.NCCLAllReduceBusBw.line} {
+	for _, line := range []int{k.LinkRateGbps.line, k.PortsPerNode.line, k.MinMemlockBytes.line,
+		k.Write.line, k.Read.line} {
 		if line == 0 {
 			return true
 		}

@@ -1,6 +1,7 @@
 package thresholds
 
 import (
+	"errors"
 	"os/exec"
 	"path/filepath"
 	"runtime"
@@ -82,7 +83,7 @@ func TestParseErrorsCarryFileLine(t *testing.T) {
 	cases := []struct{ name, from, to, want string }{
 		{"unknown field", "    read: {gbps: 150, source: s}", "    read: {gbps: 150, source: s}\n    reed: {gbps: 1, source: s}", `t.yaml:9: unknown field "reed"`},
 		{"fraction out of range", "fractionOfLink: 0.9", "fractionOfLink: 90", "t.yaml:7: sku \"X\": write fraction 90 is outside 0..1"},
-		{"missing value", "    maxNFSStallSec: {value: 60, source: s}\n", "", "t.yaml:3: sku \"X\": maxNFSStallSec is missing"},
+		{"missing value", "    minMemlockBytes: {value: 1048576, source: s}\n", "", "t.yaml:3: sku \"X\": minMemlockBytes is missing"},
 		{"no source", "portsPerNode: {value: 8, source: s}", "portsPerNode: {value: 8}", "t.yaml:6: sku \"X\": portsPerNode has no source"},
 		{"two bounds", "read: {gbps: 150, source: s}", "read: {gbps: 150, fractionOfLink: 0.9, source: s}", "t.yaml:8: sku \"X\": read needs exactly one"},
 		{"bad yaml", "  - name: X", "  - name: [X", "t.yaml:"},
@@ -171,5 +172,38 @@ func TestLatencyCeiling(t *testing.T) {
 	in := strings.Replace(good, "minMemlockBytes:", "writeLatencyUs: {value: 0, source: \"x\"}\n    minMemlockBytes:", 1)
 	if _, err := Parse("t.yaml", []byte(in)); err == nil || !strings.Contains(err.Error(), "writeLatencyUs = 0 is out of range") {
 		t.Errorf("a zero ceiling passes nothing and must be rejected: %v", err)
+	}
+}
+
+// A SKU may leave out the floors of what its site does not judge
+// (GPUDirect, NCCL, the NFS stall): it parses, and each such key answers
+// ErrNotSet with its name and how to set it; the floors every run judges
+// stay required.
+func TestSkippableFloors(t *testing.T) {
+	in := good
+	for _, l := range []string{"    gpuDirectWrite:", "    ncclAllReduceBusBw:", "    maxNFSStallSec:"} {
+		i := strings.Index(in, l)
+		if i < 0 {
+			t.Fatalf("%q not in the test file", l)
+		}
+		j := strings.Index(in[i:], "\n")
+		in = in[:i] + in[i+j+1:]
+	}
+	set, err := Parse("t.yaml", []byte(in))
+	if err != nil {
+		t.Fatalf("a SKU without GPUDirect, NCCL and NFS floors: %v", err)
+	}
+	k := &set.SKUs[0]
+	for _, key := range SkippableKeys() {
+		err := k.Given(key)
+		if !errors.Is(err, ErrNotSet) || !strings.Contains(err.Error(), "has no "+key+": give it") {
+			t.Errorf("%s: %v", key, err)
+		}
+	}
+	if err := k.Given("write"); err == nil || errors.Is(err, ErrNotSet) {
+		t.Errorf("write is no optional key: %v", err)
+	}
+	if _, err := k.Optional("writeLatencyUs"); err != nil && !errors.Is(err, ErrNotSet) {
+		t.Errorf("a missing optional bound is ErrNotSet: %v", err)
 	}
 }

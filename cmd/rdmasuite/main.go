@@ -395,8 +395,11 @@ func runThresholds(args []string, stdout io.Writer) error {
 		if opt != "" {
 			opt = "  " + opt
 		}
-		fmt.Fprintf(stdout, "%-18s link %4g Gb/s × %g ports  write ≥ %g Gb/s  read ≥ %g Gb/s  memlock ≥ %.0f B  NFS stall ≤ %g s%s  match %s%s\n",
-			k.Name, *k.LinkRateGbps.Value, *k.PortsPerNode.Value, w.Value, r.Value, *k.MinMemlockBytes.Value, *k.MaxNFSStallSec.Value, opt,
+		if k.Given("maxNFSStallSec") == nil {
+			opt = fmt.Sprintf("  NFS stall ≤ %g s", *k.MaxNFSStallSec.Value) + opt
+		}
+		fmt.Fprintf(stdout, "%-18s link %4g Gb/s × %g ports  write ≥ %g Gb/s  read ≥ %g Gb/s  memlock ≥ %.0f B%s  match %s%s\n",
+			k.Name, *k.LinkRateGbps.Value, *k.PortsPerNode.Value, w.Value, r.Value, *k.MinMemlockBytes.Value, opt,
 			strings.Join(k.Match.GPUProduct, ","), from)
 	}
 	for _, l := range unsetOptional(set) {
@@ -411,12 +414,12 @@ func unsetOptional(set *thresholds.Set) []string {
 	var out []string
 	for _, spec := range runner.PairedSpecs() {
 		for _, key := range spec.Thresholds {
-			if !slices.Contains(thresholds.OptionalKeys(), key) {
+			if !slices.Contains(thresholds.OptionalKeys(), key) && !slices.Contains(thresholds.SkippableKeys(), key) {
 				continue
 			}
 			var lacking, having []string
 			for i := range set.SKUs {
-				if _, err := set.SKUs[i].Optional(key); err != nil {
+				if err := set.SKUs[i].Given(key); err != nil {
 					lacking = append(lacking, set.SKUs[i].Name)
 				} else {
 					having = append(having, set.SKUs[i].Name)

@@ -204,6 +204,10 @@ func round(ctx context.Context, env Env, o Options, vol Volume, target, peer str
 	if err != nil {
 		return pair(target, peer, reports.Error, fmt.Sprintf("no stall limit for %s, so nothing was disrupted: %v", target, err)), false
 	}
+	if err := sku.Given("maxNFSStallSec"); err != nil {
+		// Nothing to judge the stall against: nothing is disrupted.
+		return pair(target, peer, reports.NotRun, fmt.Sprintf("%v; nothing was disrupted", err)), false
+	}
 	r.Max = &reports.Threshold{Op: "<=", Value: *sku.MaxNFSStallSec.Value, Source: sku.Name + ": " + sku.MaxNFSStallSec.Source}
 
 	old, why, err := findDriverPod(ctx, env, o, target)

@@ -210,6 +210,9 @@ func (r *Runner) ncclFloor(nodes []string, byName map[string]corev1.Node) (thres
 		if err != nil {
 			return floor, err
 		}
+		if err := sku.Given("ncclAllReduceBusBw"); err != nil {
+			return floor, err // thresholds.ErrNotSet: the all_reduce check is not-run
+		}
 		b, err := sku.NCCLAllReduceFloor(ncclGPUsPerRank)
 		if err != nil {
 			return floor, err

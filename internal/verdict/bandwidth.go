@@ -486,6 +486,9 @@ var (
 		m := bandwidthMetric
 		m.prefix, m.titleHead, m.memory, m.rails = GPUDirectPrefix, "GPUDirect RDMA", "GPU memory on both sides", "GPUDirect"
 		m.bound = func(sku *thresholds.SKU, op string) (thresholds.Bound, error, error) {
+			if missing := sku.Given("gpuDirectWrite"); missing != nil {
+				return thresholds.Bound{}, missing, nil // a SKU that does not judge GPUDirect: not-run
+			}
 			k := *sku
 			k.Write, k.Read = k.GPUDirectWrite, k.GPUDirectWrite
 			k.Read.Source = "the gpuDirectWrite floor (the SKU has no GPUDirect read floor): " + k.Read.Source

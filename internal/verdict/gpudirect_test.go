@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/rdmasuite/rdmasuite/reports"
+	"github.com/rdmasuite/rdmasuite/thresholds"
 	"github.com/rdmasuite/rdmasuite/workloads/bw"
 	"github.com/rdmasuite/rdmasuite/workloads/probeout"
 )
@@ -190,5 +191,36 @@ func TestGPUDirectDownPeerRailFailsDespiteNoGPU(t *testing.T) {
 	})
 	if c = onlyCheck(t, GPUDirect(in)); c.Status != reports.NotRun {
 		t.Fatalf("peer echo: %s %q", c.Status, c.Diagnosis+c.Reason)
+	}
+}
+
+// noGPUDirectSKU is a SKU of a site that does not judge GPUDirect, NCCL
+// or the NFS stall: it leaves those floors out.
+func noGPUDirectSKU(t *testing.T) *thresholds.SKU {
+	t.Helper()
+	set, err := thresholds.Parse("site.yaml", []byte(`schema: rdmasuite.io/thresholds/v1
+skus:
+  - name: SITE/HDR-200
+    match: {gpuProduct: ["NVIDIA-A100-*"]}
+    linkRateGbps: {value: 200, source: site}
+    portsPerNode: {value: 1, source: site}
+    write: {fractionOfLink: 0.9, source: site}
+    read: {fractionOfLink: 0.9, source: site}
+    minMemlockBytes: {value: 1048576, source: site}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &set.SKUs[0]
+}
+
+// A SKU without gpuDirectWrite: a GPUDirect pair that measured is
+// not-run naming the key, never a pass against no floor or an error.
+func TestGPUDirectWithoutAFloorIsNotRun(t *testing.T) {
+	in := gdPair(t, []string{"write"}, 185, nil)
+	in.SKU = noGPUDirectSKU(t)
+	c := onlyCheck(t, GPUDirect(in))
+	if c.Status != reports.NotRun || !strings.Contains(c.Reason, "has no gpuDirectWrite") {
+		t.Fatalf("%+v", c)
 	}
 }

@@ -3,6 +3,7 @@ package verdict
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -578,6 +579,12 @@ func (in NCCLInput) judgeCollective(c *reports.Check, coll nccl.Collective, res 
 	if coll == nccl.AllReduce {
 		if in.FloorErr != nil {
 			floorSt, floorMsg = reports.Error, in.FloorErr.Error()
+			if errors.Is(in.FloorErr, thresholds.ErrNotSet) { // a SKU that does not judge NCCL
+				floorSt = reports.NotRun
+				if judged != nil && finite(*judged) {
+					c.Measured = append(c.Measured, reports.Measurement{Name: largestName, Value: *judged, Unit: "GB/s"})
+				}
+			}
 		} else {
 			m, st, _ := reports.Judge(largestName, "GB/s", "", "", judged,
 				reports.Threshold{Op: in.Floor.Op, Value: in.Floor.Value, Source: in.Floor.Source})
@@ -626,6 +633,8 @@ func (in NCCLInput) judgeCollective(c *reports.Check, coll nccl.Collective, res 
 		setOutcome(c, reports.Error, fmt.Sprintf("the data of %s was not checked (#wrong N/A): the probe ran without --check, so a pass cannot be vouched for", strings.Join(unchecked, ", ")), "")
 	case floorSt == reports.Error:
 		setOutcome(c, reports.Error, floorMsg, "")
+	case floorSt == reports.NotRun:
+		setOutcome(c, reports.NotRun, "measured, not judged: "+floorMsg, "")
 	case floorSt == reports.Fail:
 		if hint != "" {
 			floorMsg += "; likely why: " + hint

@@ -304,6 +304,15 @@ func TestNCCLAllReduceBelowTheFloorFails(t *testing.T) {
 	if got["nccl/alltoall"].Status != reports.Pass {
 		t.Fatal("alltoall needs no floor")
 	}
+	// A SKU that leaves the NCCL floor out: all_reduce is measured and
+	// not-run naming the key, never a pass against no floor.
+	w = cleanWorld(t)
+	w.in.FloorErr = noGPUDirectSKU(t).Given("ncclAllReduceBusBw")
+	got = w.judge(t)
+	if c := got["nccl/all_reduce"]; c.Status != reports.NotRun || !strings.Contains(c.Reason, "has no ncclAllReduceBusBw") || len(c.Measured) == 0 ||
+		c.Measured[len(c.Measured)-1].Threshold != nil {
+		t.Fatalf("%+v", c)
+	}
 }
 
 func TestNCCLWrongDataFails(t *testing.T) {
