@@ -412,32 +412,51 @@ func runThresholds(args []string, stdout io.Writer) error {
 // on which SKUs its checks will be not-run because the key is unset.
 func unsetOptional(set *thresholds.Set) []string {
 	var out []string
+	claimed := map[string]bool{}
 	for _, spec := range runner.PairedSpecs() {
 		for _, key := range spec.Thresholds {
 			if !slices.Contains(thresholds.OptionalKeys(), key) && !slices.Contains(thresholds.SkippableKeys(), key) {
 				continue
 			}
-			var lacking, having []string
-			for i := range set.SKUs {
-				if err := set.SKUs[i].Given(key); err != nil {
-					lacking = append(lacking, set.SKUs[i].Name)
-				} else {
-					having = append(having, set.SKUs[i].Name)
-				}
+			claimed[key] = true
+			if l := unsetLine(set, key, fmt.Sprintf("%s/%s checks", spec.Name, opOf(key))); l != "" {
+				out = append(out, l)
 			}
-			checks := fmt.Sprintf("%s/%s checks are not-run there (set it in an overlay: --overlay)", spec.Name, opOf(key))
-			switch {
-			case len(lacking) == 0:
-			case len(having) == 0:
-				out = append(out, fmt.Sprintf("not set: %s on any SKU: %s", key, checks))
-			case len(lacking) > len(having):
-				out = append(out, fmt.Sprintf("not set: %s on %d of %d SKUs (all but %s): %s", key, len(lacking), len(set.SKUs), strings.Join(having, ", "), checks))
-			default:
-				out = append(out, fmt.Sprintf("not set: %s on %d of %d SKUs (%s): %s", key, len(lacking), len(set.SKUs), strings.Join(lacking, ", "), checks))
+		}
+	}
+	// The floors of the features that are not paired (NCCL, the
+	// disruptive round).
+	for _, key := range thresholds.SkippableKeys() {
+		if !claimed[key] {
+			if l := unsetLine(set, key, "the checks judged against it"); l != "" {
+				out = append(out, l)
 			}
 		}
 	}
 	return out
+}
+
+// unsetLine says on which SKUs key is unset ("" when on none), and that
+// the checks are then not-run there.
+func unsetLine(set *thresholds.Set, key, checks string) string {
+	var lacking, having []string
+	for i := range set.SKUs {
+		if err := set.SKUs[i].Given(key); err != nil {
+			lacking = append(lacking, set.SKUs[i].Name)
+		} else {
+			having = append(having, set.SKUs[i].Name)
+		}
+	}
+	checks += " are not-run there (set it in an overlay: --overlay)"
+	switch {
+	case len(lacking) == 0:
+		return ""
+	case len(having) == 0:
+		return fmt.Sprintf("not set: %s on any SKU: %s", key, checks)
+	case len(lacking) > len(having):
+		return fmt.Sprintf("not set: %s on %d of %d SKUs (all but %s): %s", key, len(lacking), len(set.SKUs), strings.Join(having, ", "), checks)
+	}
+	return fmt.Sprintf("not set: %s on %d of %d SKUs (%s): %s", key, len(lacking), len(set.SKUs), strings.Join(lacking, ", "), checks)
 }
 
 // orNone lists names, or says there are none.
