@@ -545,6 +545,12 @@ flap_pid=$!
 rc=0
 "${runjob[@]}" --report-dir "$results/exclusive" -- --labels suite=rdma,suite=doctor "${GUEST_DEFAULT_SWEEP_ARGS[@]}" --loopback=false \
   --node-probe-window 15s >"$results/exclusive.log" 2>&1 || rc=$?
+# A run refused before it applied anything (exit 2) never starts the host
+# probe the flap waits for: say the refusal, not the flap's timeout.
+if [[ $rc == 2 ]]; then
+  kill "$flap_pid" 2>/dev/null || true
+  tail -20 "$results/exclusive.log"; echo "rdmasuite run of the exclusive-mode suite exited 2 (refused or broken)"; exit 1
+fi
 frc=0
 wait "$flap_pid" || frc=$?
 cat "$results/flap.log"

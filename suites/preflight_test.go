@@ -2,7 +2,6 @@ package suites
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"testing"
 	"time"
@@ -14,14 +13,6 @@ import (
 	"github.com/rdmasuite/rdmasuite/internal/doctor"
 	"github.com/rdmasuite/rdmasuite/internal/runner"
 	"github.com/rdmasuite/rdmasuite/reports"
-)
-
-var (
-	flagPreflightRes = flag.String("preflight-resources", "", "extended resources every selected node must advertise (allocatable > 0); empty: derived per node from the NicClusterPolicy's device-plugin config on RDMA nodes and nvidia.com/gpu on nodes labelled nvidia.com/gpu.present=true")
-	flagUnusedPorts  = flag.String("unused-ports", "", "RDMA ports left unused or disabled on purpose, not reported down: mlx5_3/1, mlx5_3 (every port) or node-7:mlx5_3/1")
-	flagNetOpNS      = flag.String("network-operator-namespace", "nvidia-network-operator", "namespace of the NVIDIA Network Operator (MOFED driver pods)")
-	flagNetOp        = flag.Bool("network-operator", true, "the cluster runs the NVIDIA Network Operator; false when RDMA drivers are managed outside Kubernetes (host MOFED / inbox): a missing NicClusterPolicy is then expected, not a check that could not run")
-	flagGPUOpNS      = flag.String("gpu-operator-namespaces", "gpu-operator,nvidia-gpu-operator", "namespaces of the NVIDIA GPU Operator")
 )
 
 // TestPreflight runs the doctor: node readiness after upgrades and every
@@ -41,8 +32,8 @@ func TestPreflight(t *testing.T) {
 				return ctx
 			}
 			state, err := doctor.Gather(ctx, kube, dyn, doctor.GatherOptions{NodeSelector: *cli.NodeLabels, Nodes: doctorNodes(ctx),
-				Resources: runner.SplitList(*flagPreflightRes), NetworkOperatorNS: *flagNetOpNS, GPUOperatorNS: runner.SplitList(*flagGPUOpNS),
-				NoNetworkOperator: !*flagNetOp, UnusedPorts: runner.SplitList(*flagUnusedPorts)})
+				Resources: runner.SplitList(*cli.PreflightRes), NetworkOperatorNS: *cli.NetOpNS, GPUOperatorNS: runner.SplitList(*cli.GPUOpNS),
+				NoNetworkOperator: !*cli.NetOp, UnusedPorts: runner.SplitList(*cli.UnusedPorts)})
 			if err != nil {
 				assertChecks(t, []reports.Check{{ID: "doctor/gather", Title: "the doctor could read the cluster",
 					Status: reports.Error, Reason: fmt.Sprintf("reading nodes, operator pods and NicClusterPolicy failed: %v", err)}})

@@ -21,6 +21,11 @@ import (
 // (--kubeconfig, --labels, --feature, --assess, --fail-fast, …) work as
 // documented there.
 type Flags struct {
+	// The doctor's (TestPreflight): what every node must advertise, the
+	// ports left unused on purpose, the operators' namespaces.
+	PreflightRes, UnusedPorts, NetOpNS, GPUOpNS *string
+	NetOp                                       *bool
+
 	Image           *string
 	RDMARes         *string
 	PodTimeout      *time.Duration
@@ -151,6 +156,11 @@ func Register(fs *flag.FlagSet) *Flags {
 	f.PushGrouping = fs.String("pushgateway-grouping", "", "more grouping labels of the --pushgateway group, NAME=VALUE, comma-separated (e.g. cluster=prod)")
 	f.AllowNotRun = fs.String("allow-not-run", "", "check ids (bandwidth/write) or prefixes (bandwidth/) whose not-run does not fail the run, comma-separated; every other not-run fails it")
 	f.KeepOnFailure = fs.Bool("keep-on-failure", false, "keep the run namespace and its probe pods when the run did not pass (delete later with rdmasuite cleanup --run ID; with --namespace the run's objects are kept and its pods labelled rdmasuite.io/kept=true: rdmasuite cleanup --namespace NS --run ID)")
+	f.PreflightRes = fs.String("preflight-resources", "", "extended resources every selected node must advertise (allocatable > 0); empty: derived per node from the NicClusterPolicy's device-plugin config on RDMA nodes and nvidia.com/gpu on nodes labelled nvidia.com/gpu.present=true")
+	f.UnusedPorts = fs.String("unused-ports", "", "RDMA ports left unused or disabled on purpose, not reported down: mlx5_3/1, mlx5_3 (every port) or node-7:mlx5_3/1")
+	f.NetOpNS = fs.String("network-operator-namespace", "nvidia-network-operator", "namespace of the NVIDIA Network Operator (MOFED driver pods)")
+	f.NetOp = fs.Bool("network-operator", true, "the cluster runs the NVIDIA Network Operator; false when RDMA drivers are managed outside Kubernetes (host MOFED / inbox): a missing NicClusterPolicy is then expected, not a check that could not run")
+	f.GPUOpNS = fs.String("gpu-operator-namespaces", "gpu-operator,nvidia-gpu-operator", "namespaces of the NVIDIA GPU Operator")
 	f.NodeProbe = fs.Bool("node-probe", true, "run the host probe (a short-lived privileged pod per node, host / mounted read-only); without it doctor/node checks are not-run")
 	f.NodeProbePath = fs.String("node-probe-host-path", "/", "host path mounted as the probe's host root; {node} is replaced by the node name (tests point it at fixture roots)")
 	f.NodeProbeWin = fs.String("node-probe-window", "2s", "PSI / iowait sampling window of the host probe, also the window every RDMA port's counters are read around at rest (0: no at-rest read, the node check is then not-run)")

@@ -6,6 +6,9 @@ import (
 	"encoding/json"
 	"errors"
 	"flag"
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"io"
 	"os"
 	"path/filepath"
@@ -436,5 +439,44 @@ func TestCheckArgs(t *testing.T) {
 		case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
 			t.Errorf("%v: %v, want %q", c.args, err, c.want)
 		}
+	}
+}
+
+// Every suite flag is registered by Register: rdmasuite run checks a run's
+// suite flags against Register (CheckArgs) before it applies anything, so
+// a flag the suites package registered on its own would be refused there
+// although the runner accepts it. The suites' Go files register none.
+func TestSuitesRegisterNoFlagOfTheirOwn(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join("..", "..", "suites", "*.go"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no suites files: %v", err)
+	}
+	fset := token.NewFileSet()
+	for _, path := range files {
+		f, err := parser.ParseFile(fset, path, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ast.Inspect(f, func(n ast.Node) bool {
+			call, ok := n.(*ast.CallExpr)
+			if !ok {
+				return true
+			}
+			sel, ok := call.Fun.(*ast.SelectorExpr)
+			if !ok {
+				return true
+			}
+			if pkg, ok := sel.X.(*ast.Ident); ok && pkg.Name == "flag" && sel.Sel.Name != "Lookup" && sel.Sel.Name != "Parse" &&
+				sel.Sel.Name != "NewFlagSet" && sel.Sel.Name != "CommandLine" {
+				t.Errorf("%s: flag.%s: register suite flags in lifecycle.Register, where rdmasuite run's check sees them",
+					fset.Position(call.Pos()), sel.Sel.Name)
+			}
+			return true
+		})
+	}
+	// And the runner's own check knows them (a flag of every kind).
+	if err := CheckArgs([]string{"--preflight-resources", "rdma/ib", "--unused-ports", "mlx5_3/1", "--network-operator=false",
+		"--gpu-operator-namespaces", "gpu-operator", "--network-operator-namespace", "nvidia-network-operator"}); err != nil {
+		t.Errorf("the doctor's flags: %v", err)
 	}
 }
