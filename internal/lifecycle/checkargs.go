@@ -33,9 +33,11 @@ var (
 // suite's own, e2e-framework's, klog's and go test's), without a cluster,
 // and checks what their values say without reading a file (the
 // thresholds files it names are read where the suite runs): an unknown
-// flag (with the closest known one), a value of the wrong type, sizes, the
-// QP timeout, the NCCL figures and the disruptive gate. rdmasuite run
-// calls it before it applies anything.
+// flag (with the closest known one), a value of the wrong type, and every
+// value the suite itself refuses before its first API call (RunnerConfig,
+// Publishing: sizes, variants, pairing, the QP timeout, the NCCL figures,
+// the node marks, the disruptive gate). rdmasuite run calls it before it
+// applies anything.
 func CheckArgs(args []string) error {
 	fs := flag.NewFlagSet("suite", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
@@ -65,13 +67,20 @@ func CheckArgs(args []string) error {
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected argument %q among the suite flags: each flag takes its value as --flag=value or --flag value", fs.Arg(0))
 	}
-	if _, _, _, err := f.checkValues(); err != nil {
+	// The thresholds files are read where the suite runs: the rest is
+	// checked against the built-ins, and --sku only when no file given
+	// could define it.
+	if *f.Thresholds != "" || *f.ThresholdsOver != "" {
+		*f.Thresholds, *f.ThresholdsOver, *f.ThresholdsRepl, *f.SKU = "", "", false, ""
+	}
+	if _, err := f.RunnerConfig(io.Discard, func() error {
+		_, err := f.DisruptiveGate(fs)
+		return err
+	}); err != nil {
 		return err
 	}
-	if _, err := f.DisruptiveGate(fs); err != nil {
-		return err
-	}
-	return nil
+	_, err := f.Publishing()
+	return err
 }
 
 // explainFlagError names the closest known flag when err is an unknown

@@ -199,10 +199,9 @@ func Register(fs *flag.FlagSet) *Flags {
 	return f
 }
 
-// checkValues checks what the flags' values say without a cluster or a
-// file (RunnerConfig reads the thresholds files), so that rdmasuite run
-// can refuse them before it applies anything (CheckArgs): the QP timeout,
-// the size lists and the NCCL figures. It returns the parsed size lists.
+// checkValues is RunnerConfig's first step: the QP timeout, the size
+// lists and the NCCL figures, each refused with its flag named. It returns
+// the parsed size lists.
 func (f *Flags) checkValues() (bwSizes, msgRateSizes, latSizes []int, err error) {
 	if *f.QPTimeout == 0 {
 		return nil, nil, nil, fmt.Errorf("--qp-timeout 0: the IBTA's wait forever would hang a probe on one lost packet; want 1..31 (default %d)", bw.DefaultQPTimeout)

@@ -431,6 +431,12 @@ func TestCheckArgs(t *testing.T) {
 		{[]string{"--nccl-iters", "0"}, "--nccl-iters 0"},
 		{[]string{"--labels", "suite=disruptive"}, "--allow-disruptive"},
 		{[]string{"--labels", "suite=rdma", "stray"}, `unexpected argument "stray"`},
+		{[]string{"--variants", "bogus"}, "variant"},
+		{[]string{"--pairing", "ringg"}, "ringg"},
+		{[]string{"--taint-effect", "NoExecute"}, "--taint-effect needs --taint-failed-nodes"},
+		{[]string{"--sku", "NOPE/X"}, "--sku"},
+		// A SKU an overlay in the runner pod defines is not refused here.
+		{[]string{"--thresholds-overlay", "/etc/rdmasuite/site.yaml", "--sku", "SITE/X"}, ""},
 	} {
 		err := CheckArgs(c.args)
 		switch {
