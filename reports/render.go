@@ -80,23 +80,30 @@ func verdictText(c Check) string {
 }
 
 // wrapCell breaks s into lines of at most width columns: at spaces, and
-// inside a word that alone is wider than the column.
+// inside a word that alone is wider than the column (a table cell has no
+// room to let it run over).
 func wrapCell(s string, width int) string {
 	if width <= 0 || runewidth.StringWidth(s) <= width {
 		return s
 	}
-	var lines []string
-	line := ""
+	var pieces []string
 	for _, word := range strings.Fields(s) {
 		for runewidth.StringWidth(word) > width {
-			if line != "" {
-				lines = append(lines, line)
-				line = ""
-			}
 			head := runewidth.Truncate(word, width, "")
-			lines = append(lines, head)
+			pieces = append(pieces, head)
 			word = word[len(head):]
 		}
+		pieces = append(pieces, word)
+	}
+	return strings.Join(fillLines(pieces, width), "\n")
+}
+
+// fillLines puts words on lines of at most width columns, as many as fit,
+// in order; a word wider than width has a line of its own.
+func fillLines(words []string, width int) []string {
+	var lines []string
+	line := ""
+	for _, word := range words {
 		switch {
 		case line == "":
 			line = word
@@ -107,10 +114,24 @@ func wrapCell(s string, width int) string {
 			line = word
 		}
 	}
-	if line != "" {
+	if line != "" || len(lines) == 0 {
 		lines = append(lines, line)
 	}
-	return strings.Join(lines, "\n")
+	return lines
+}
+
+// wrapText breaks s at spaces into lines of at most width columns, the
+// first indented by indent, the rest by indent and two spaces. It never
+// splits a word: a check id, a node or port name, a path or a number in
+// a snippet is what a reader greps for or pastes, so a word wider than
+// the line runs past it instead.
+func wrapText(s string, width int, indent string) string {
+	if width <= 0 {
+		return indent + s
+	}
+	cont := indent + "  "
+	lines := fillLines(wrapUnits(s), width-runewidth.StringWidth(cont))
+	return indent + strings.Join(lines, "\n"+cont)
 }
 
 // wrapUnits are s's words, a `code span` being one unit however many
@@ -135,36 +156,6 @@ func NodesText(c Check) string {
 		return c.Nodes[0] + " → " + c.Nodes[1]
 	}
 	return strings.Join(c.Nodes, ", ")
-}
-
-// wrapText breaks s at spaces into lines of at most width columns, the
-// first indented by indent, the rest by indent and two spaces. It never
-// splits a word: a check id, a node or port name, a path or a number in
-// a snippet is what a reader greps for or pastes, so a word wider than
-// the line runs past it instead.
-func wrapText(s string, width int, indent string) string {
-	if width <= 0 {
-		return indent + s
-	}
-	cont := indent + "  "
-	limit := width - runewidth.StringWidth(cont)
-	var lines []string
-	line := ""
-	for _, word := range wrapUnits(s) {
-		switch {
-		case line == "":
-			line = word
-		case runewidth.StringWidth(line)+1+runewidth.StringWidth(word) <= limit:
-			line += " " + word
-		default:
-			lines = append(lines, line)
-			line = word
-		}
-	}
-	if line != "" || len(lines) == 0 {
-		lines = append(lines, line)
-	}
-	return indent + strings.Join(lines, "\n"+cont)
 }
 
 // findingText is one localisation finding on one line: kind, variant,
