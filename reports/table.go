@@ -324,37 +324,44 @@ func (f *footnotes) shorten(cs []Check, diags []string) []string {
 	// it after their own node, pod and rail ("…, rail rxe0/1: write: no
 	// CUDA driver: libcuda.so.1 could not be loaded …"), and the cause is
 	// printed once, the rows listed with their reference.
-	final := len(f.texts) // the sources' and fixes' notes: no note points past them
-	refersToTail := func(t string) bool {
-		for j := final + 1; j <= len(f.texts); j++ {
-			if strings.Contains(t, fmt.Sprintf("[%d]", j)) {
-				return true
-			}
+	notes := 0
+	for _, tail := range sharedTails(out) {
+		if notes == maxSharedTails {
+			break
 		}
-		return false
-	}
-	for {
-		tail, n := sharedTail(out, refersToTail)
-		if n < 2 {
-			return out
-		}
-		ref := f.ref(tail)
+		// A tail counted before a more shared one took its rows' endings
+		// may be shared no more.
+		var at []int
 		for i := range out {
 			if strings.HasSuffix(out[i], tail) {
-				out[i] = strings.TrimSuffix(out[i], tail) + "see " + ref
+				at = append(at, i)
 			}
 		}
+		if len(at) < 2 {
+			continue
+		}
+		ref := f.ref(tail)
+		for _, i := range at {
+			out[i] = strings.TrimSuffix(out[i], tail) + "see " + ref
+		}
+		notes++
 	}
+	return out
 }
+
+// maxSharedTails bounds the notes made of shared causes: a report with
+// more distinct causes than this is read by its first ones (the most
+// shared) anyway.
+const maxSharedTails = 24
 
 // minSharedTail: a shared ending shorter than this stays in the rows.
 const minSharedTail = 2 * minFootnote
 
-// sharedTail is the ending (from the start of a diagnosis, or after ": "
-// or "; ") that most diagnoses share, the longest of those; n counts them.
-// Quadratic in a diagnosis's length per row: diagnoses are a few hundred
-// bytes, and only the rows shown (not the folded passes) are read.
-func sharedTail(diags []string, skip func(string) bool) (tail string, n int) {
+// sharedTails are the endings (from the start of a diagnosis, or after
+// ": " or "; ") that two diagnoses or more share, most shared first, then
+// the longest: counted once, in one pass over the rows, so a fleet's
+// thousands of failing rows cost one pass, not one per note.
+func sharedTails(diags []string) []string {
 	count := map[string]int{}
 	for _, d := range diags {
 		seen := map[string]bool{}
@@ -362,21 +369,29 @@ func sharedTail(diags []string, skip func(string) bool) (tail string, n int) {
 			if i > 0 && !strings.HasSuffix(d[:i], ": ") && !strings.HasSuffix(d[:i], "; ") {
 				continue
 			}
-			// A tail that points at another shared tail's note stays in
-			// its rows: a note pointing at such a note is a chain to
-			// follow (one pointing at a fix's note is fine).
-			if t := d[i:]; len(t) >= minSharedTail && !seen[t] && !skip(t) {
+			if t := d[i:]; len(t) >= minSharedTail && !seen[t] {
 				seen[t] = true
 				count[t]++
 			}
 		}
 	}
-	for t, c := range count {
-		if c > n || c == n && (len(t) > len(tail) || len(t) == len(tail) && t < tail) {
-			tail, n = t, c
+	var tails []string
+	for t, n := range count {
+		if n >= 2 {
+			tails = append(tails, t)
 		}
 	}
-	return tail, n
+	sort.Slice(tails, func(i, j int) bool {
+		a, b := tails[i], tails[j]
+		if count[a] != count[b] {
+			return count[a] > count[b]
+		}
+		if len(a) != len(b) {
+			return len(a) > len(b)
+		}
+		return a < b
+	})
+	return tails
 }
 
 // longTexts are the texts of c worth a footnote: its thresholds' sources
