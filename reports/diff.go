@@ -600,13 +600,6 @@ func diffRow(x Delta, k DeltaKind) []string {
 	return []string{x.Check, x.Node, x.Port, name, base, now, change, verdict}
 }
 
-func orNone(s []string) string {
-	if len(s) == 0 {
-		return "none"
-	}
-	return strings.Join(s, ", ")
-}
-
 // CheckBaseline says whether base can be this run's baseline. refuse is
 // set when comparing would prove nothing or read backwards: base is the
 // run itself (one of the runs merged into it: results.json links to the
