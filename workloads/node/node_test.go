@@ -121,6 +121,7 @@ func TestCollectScenarios(t *testing.T) {
 				want := Port{Port: 1, State: "4: ACTIVE", StateName: "ACTIVE", PhysState: "5: LinkUp", PhysStateName: "LinkUp",
 					Rate: "200 Gb/sec (4X HDR)", RateGbps: 200, LinkLayer: "InfiniBand", Active: true, LinkUp: true,
 					Netdevs: []Netdev{{Name: "ib0", OperState: "up"}}}
+				p.Config = nil // judged in hostcfg_test.go
 				if !reflect.DeepEqual(p, want) {
 					t.Errorf("mlx5_0 port 1 = %+v\nwant %+v", p, want)
 				}

@@ -29,7 +29,13 @@ type Device struct {
 	// HCAType is ibstat's "CA type", e.g. "MT4123".
 	HCAType   string `json:"hcaType,omitempty"`
 	FWVersion string `json:"fwVersion,omitempty"`
-	Ports     []Port `json:"ports"`
+	// BoardID is ibstat's "Board id" (the adapter's PSID, e.g.
+	// MT_0000000222): firmware images are per board id.
+	BoardID string `json:"boardId,omitempty"`
+	Ports   []Port `json:"ports"`
+	// PCIe is where the device's PCI function sits and what its links
+	// allow; nil from probes older than this field.
+	PCIe *DevicePCIe `json:"pcie,omitempty"`
 }
 
 // Port is one port of a device, from ports/<n>/{state,phys_state,rate,link_layer}.
@@ -53,6 +59,9 @@ type Port struct {
 	LinkUp    bool    `json:"linkUp"`
 	// Netdevs is the ibdev2netdev mapping for this port.
 	Netdevs []Netdev `json:"netdevs"`
+	// Config is the port's LID/SM, MTU, GID table and congestion
+	// settings; nil from probes older than this field.
+	Config *PortConfig `json:"config,omitempty"`
 }
 
 // Netdev is a network interface bound to an RDMA port.
@@ -130,11 +139,14 @@ func collectRDMA(h hostFS) RDMA {
 	}
 	sort.Strings(names)
 	netdevs := netdevsByDevice(h)
+	topo, gpus := readGPUs(h)
 	for _, name := range names {
 		base := classInfiniband + "/" + name
 		d := Device{Name: name, Ports: []Port{}}
 		d.HCAType, _ = h.readTrim(base + "/hca_type")
 		d.FWVersion, _ = h.readTrim(base + "/fw_ver")
+		d.BoardID, _ = h.readTrim(base + "/board_id")
+		d.PCIe = readDevicePCIe(h, name, gpus, topo)
 		if target, err := os.Readlink(h.path(base + "/device")); err == nil {
 			d.PCIAddress = filepath.Base(target)
 		}
@@ -176,6 +188,11 @@ func readPort(h hostFS, dev string, n int, devNetdevs []string) Port {
 		state, _ := h.readTrim("/sys/class/net/" + name + "/operstate")
 		p.Netdevs = append(p.Netdevs, Netdev{Name: name, OperState: state})
 	}
+	first := ""
+	if len(p.Netdevs) > 0 {
+		first = p.Netdevs[0].Name
+	}
+	p.Config = readPortConfig(h, base, p.LinkLayer, first)
 	return p
 }
 
