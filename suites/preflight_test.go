@@ -40,6 +40,7 @@ func TestPreflight(t *testing.T) {
 				return ctx
 			}
 			state.Hosts, state.HostsMissing = run.ProbeHosts(ctx, state)
+			state.SKUs = run.NodeSKUs(state.Nodes)
 			assertChecks(t, doctor.Checks(state, doctor.Diagnose(state), time.Since(start)))
 			return ctx
 		}).Feature()

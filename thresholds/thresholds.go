@@ -75,6 +75,9 @@ type SKU struct {
 	// measurement on one side (optional: without it the counter table's
 	// defaults apply, 0 for every error counter; workloads/portcounters).
 	PortCounters CounterBounds `yaml:"portCounters"`
+	// Host pins what every node of the SKU must show on its host
+	// (optional: without it nodes are only compared with each other).
+	Host         HostExpect `yaml:"host"`
 	line         int
 	file         string   // the file that defined it
 	overlay      bool     // it came from an overlay (Set.Overlay)
@@ -97,6 +100,70 @@ func (m *Match) UnmarshalYAML(n *yaml.Node) error {
 	}
 	*m = Match(p)
 	return nil
+}
+
+// HostExpect is the host configuration a SKU's nodes must have, checked
+// by the doctor on the node probe's facts. Every field is optional; a set
+// field is a finding on every node that differs.
+type HostExpect struct {
+	// Firmware is the fw_ver every RDMA device must run ("28.41.1000").
+	Firmware string `yaml:"firmware"`
+	// ActiveMTU is the least active MTU of every RoCE port (256 … 4096).
+	ActiveMTU int `yaml:"activeMTU"`
+	// Lossless says the RoCE fabric runs PFC and ECN: every RoCE port must
+	// have PFC on some priority and ECN (notification and reaction point)
+	// on some priority, and a port whose state is not exposed is unknown.
+	Lossless bool `yaml:"lossless"`
+	// PKey is a partition key every InfiniBand port must hold ("0x8001").
+	PKey   string `yaml:"pkey"`
+	Source string `yaml:"source"`
+	line   int
+}
+
+// Set says whether anything is pinned.
+func (h HostExpect) Set() bool {
+	return h.Firmware != "" || h.ActiveMTU != 0 || h.Lossless || h.PKey != ""
+}
+
+// UnmarshalYAML rejects unknown keys under host:.
+func (h *HostExpect) UnmarshalYAML(n *yaml.Node) error {
+	type plain HostExpect
+	var p plain
+	if err := strictDecode(n, &p); err != nil {
+		return err
+	}
+	*h = HostExpect(p)
+	h.line = n.Line
+	return nil
+}
+
+func checkHostExpect(add adder, sku string, h HostExpect, skuLine int) {
+	line := h.line
+	if line == 0 {
+		line = skuLine
+	}
+	if !h.Set() {
+		if h.line != 0 {
+			add(line, "sku %q: host: is empty (set firmware, activeMTU, lossless or pkey, or remove it)", sku)
+		}
+		return
+	}
+	if strings.TrimSpace(h.Source) == "" {
+		add(line, "sku %q: host: needs a source saying where the pinned values come from (the fleet's firmware manifest, the fabric design)", sku)
+	}
+	switch h.ActiveMTU {
+	case 0, 256, 512, 1024, 2048, 4096:
+	default:
+		add(line, "sku %q: host.activeMTU %d: want an IB MTU (256, 512, 1024, 2048 or 4096)", sku, h.ActiveMTU)
+	}
+	if h.PKey != "" {
+		if v, err := strconv.ParseUint(strings.TrimPrefix(strings.ToLower(h.PKey), "0x"), 16, 16); err != nil || v&0x7fff == 0 {
+			add(line, "sku %q: host.pkey %q: want a partition key in hex, e.g. 0x8001 (0x0000 and 0x8000 are invalid)", sku, h.PKey)
+		}
+	}
+	if h.Firmware != "" && strings.ContainsAny(h.Firmware, " \t") {
+		add(line, "sku %q: host.firmware %q: want fw_ver as sysfs prints it, e.g. 28.41.1000", sku, h.Firmware)
+	}
 }
 
 // Value is a number with its source.
@@ -319,6 +386,7 @@ func parse(name string, data []byte, base *Set) (*Set, error) {
 			}
 		}
 		checkCounterBounds(add, k.Name, k.PortCounters, k.line)
+		checkHostExpect(add, k.Name, k.Host, k.line)
 		link := k.LinkRateGbps.Value
 		if link != nil && notFinite(*link) != "" {
 			link = nil

@@ -3,6 +3,8 @@ package doctor
 import (
 	"time"
 
+	"github.com/rdmasuite/rdmasuite/thresholds"
+	"github.com/rdmasuite/rdmasuite/workloads/node"
 	"github.com/rdmasuite/rdmasuite/workloads/portcounters"
 
 	corev1 "k8s.io/api/core/v1"
@@ -42,6 +44,10 @@ type HostFacts struct {
 	// suite); both empty say nothing (no port, or facts from elsewhere).
 	PortsAtRest        []PortAtRest
 	PortsAtRestNotRead string
+	// Devices are the RDMA devices with their host configuration (PCIe
+	// path, NUMA node, nearest GPU, each port's LID/SM, MTU, GIDs, ECN,
+	// PFC), as the probe reported them.
+	Devices []node.Device
 }
 
 // PortAtRest is one port's counter deltas at rest, or why they are unknown.
@@ -91,6 +97,17 @@ type State struct {
 	// on purpose: "mlx5_3/1", "mlx5_3" (every port) or "node-7:mlx5_3/1".
 	UnusedPorts []string
 	Roles       Roles
+	// SKUs is each node's thresholds SKU (its name and pinned host
+	// configuration), when the caller knows it: nodes are compared with
+	// the others of their SKU. A node without one is compared with the
+	// nodes of the same HCA types.
+	SKUs map[string]NodeSKU
+}
+
+// NodeSKU is the SKU a node was matched to.
+type NodeSKU struct {
+	Name string
+	Host thresholds.HostExpect
 }
 
 // Roles recognise operator pods by name prefix, container and label.

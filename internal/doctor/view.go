@@ -111,6 +111,7 @@ func NewView(s State) *View {
 			}
 			notes, unjudged := v.atRestFacts(n)
 			n.Notes, n.Unjudged = append(n.Notes, notes...), append(n.Unjudged, unjudged...)
+			n.Unjudged = append(n.Unjudged, v.hostConfigUnjudged(n)...)
 		}
 	}
 	return v

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"sync"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"github.com/rdmasuite/rdmasuite/internal/doctor"
 	"github.com/rdmasuite/rdmasuite/internal/podrun"
 	"github.com/rdmasuite/rdmasuite/workloads/node"
@@ -76,6 +78,7 @@ func hostFacts(r node.Report) doctor.HostFacts {
 		h.IOWaitPct = &v
 	}
 	h.PortsAtRest, h.PortsAtRestNotRead = atRestFacts(r)
+	h.Devices = r.RDMA.Devices
 	return h
 }
 
@@ -98,4 +101,21 @@ func atRestFacts(r node.Report) ([]doctor.PortAtRest, string) {
 		out = append(out, doctor.PortAtRest{Port: fmt.Sprintf("%s/%d", p.Device, p.Port), Deltas: p.Deltas, Err: p.Err})
 	}
 	return out, a.NotRead
+}
+
+// NodeSKUs is each node's thresholds SKU for the doctor: its host facts
+// are compared with the other nodes of the same SKU, and judged against
+// the SKU's host: pins. A node no SKU matches is left out (the doctor then
+// compares it only with nodes of the same HCA types).
+func (r *Runner) NodeSKUs(nodes []corev1.Node) map[string]doctor.NodeSKU {
+	out := map[string]doctor.NodeSKU{}
+	if r.Cfg.Thresholds == nil {
+		return out
+	}
+	for _, n := range nodes {
+		if k, err := r.Cfg.Thresholds.ForNode(n.Name, n.Labels, r.Cfg.SKU); err == nil && k != nil {
+			out[n.Name] = doctor.NodeSKU{Name: k.Name, Host: k.Host}
+		}
+	}
+	return out
 }

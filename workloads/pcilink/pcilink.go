@@ -84,6 +84,18 @@ func Encoding(gts float64) float64 {
 	}
 }
 
+// EncodingName names the line coding at a rate.
+func EncodingName(gts float64) string {
+	switch {
+	case gts <= 5:
+		return "8b/10b"
+	case gts <= 32:
+		return "128b/130b"
+	default:
+		return "242/256 FLIT"
+	}
+}
+
 // Gbps is lanes × per-lane rate × encoding, rounded to 0.1 Gb/s.
 func Gbps(gts float64, width int) float64 {
 	return math.Round(gts*float64(width)*Encoding(gts)*10) / 10
