@@ -208,6 +208,13 @@ evidence hack/seeds/expect-000-hostroot.txt doctor/mofed-storage-modules node-1 
   "host: storage modules loaded: rpcrdma, xprtrdma" "host: /run/mellanox/drivers/.driver-ready absent"
 undo
 
+echo "== host configuration: node-1's HCA trained at PCIe x8 of x16, a RoCE address without a v2 GID; node-2 healthy"
+hack/seeds/hostroot.sh "$BED_DIR/hostroots/node-1" host-config
+hack/seeds/hostroot.sh "$BED_DIR/hostroots/node-2" healthy
+doctor hack/seeds/expect-field-hostcfg.txt --node-probe-host-path="$BED_DIR/hostroots/{node}" \
+  --preflight-resources=rdma/rdma_shared_device_a
+undo
+
 echo "== seed 000's look-alike: host-installed MOFED with rpcrdma for NFS over RDMA on both nodes"
 hack/seeds/hostroot.sh "$BED_DIR/hostroots/node-1" host-mofed
 hack/seeds/hostroot.sh "$BED_DIR/hostroots/node-2" host-mofed

@@ -64,6 +64,8 @@ func (c Culprit) Text(withVariants bool) string {
 	switch c.Kind {
 	case BadPort:
 		return fmt.Sprintf("port %s on node %s (%s%s)", c.Rail, c.Nodes[0], what, partners)
+	case HostConfig:
+		return fmt.Sprintf("port %s on node %s (host configuration, not the fabric)", c.Rail, c.Nodes[0])
 	case BadLink:
 		on := ""
 		if c.Rail != "" {

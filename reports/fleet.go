@@ -84,6 +84,8 @@ func newCulpritEnds(r Run, fs []Finding) culpritEnds {
 		switch f.Kind {
 		case BadPort:
 			c.ports[portEnd{f.Nodes[0], f.Rail}] = "bad port " + f.Rail + " on node " + f.Nodes[0]
+		case HostConfig:
+			c.ports[portEnd{f.Nodes[0], f.Rail}] = "host configuration of port " + f.Rail + " on node " + f.Nodes[0] + " (not the fabric)"
 		case BadNode:
 			c.nodes[f.Nodes[0]] = "bad node " + f.Nodes[0]
 		case BadLink:

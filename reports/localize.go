@@ -21,13 +21,16 @@ const (
 	// BadLink: a pair failed while both of its nodes passed with some
 	// other partner.
 	BadLink FindingKind = "bad-link"
+	// HostConfig: the failing checks of a port are explained by its
+	// host's configuration (AttachHostCauses): no cable or switch blamed.
+	HostConfig FindingKind = "host-config"
 	// Inconclusive: a failing pair where a node was measured with one
 	// partner only: a bad node and a bad link read the same.
 	Inconclusive FindingKind = "inconclusive"
 )
 
 // kindOrder sorts findings: nodes, ports, links, then what is undecided.
-var kindOrder = map[FindingKind]int{BadNode: 0, BadPort: 1, BadLink: 2, Inconclusive: 3}
+var kindOrder = map[FindingKind]int{BadNode: 0, BadPort: 1, HostConfig: 2, BadLink: 3, Inconclusive: 4}
 
 // Finding localises failing pair checks of one variant to a node, one of
 // its ports, or the link between two nodes.
@@ -110,7 +113,7 @@ func Localize(run Run) []Finding {
 		// A failure its own probe traced to a host (a port DOWN, no
 		// device) blames that host (hostFaultFindings), and is no
 		// evidence against the node it was paired with.
-		if locFailing(c.Status) && len(c.HostFaults) > 0 {
+		if locFailing(c.Status) && (len(c.HostFaults) > 0 || len(c.HostCauses) > 0) {
 			continue
 		}
 		loop := c.Is().Loopback || (len(c.Nodes) == 2 && c.Nodes[0] == c.Nodes[1])
@@ -134,6 +137,7 @@ func Localize(run Run) []Finding {
 		out = append(out, ev.localize(v)...)
 	}
 	out = append(out, hostFaultFindings(run)...)
+	out = append(out, hostCauseFindings(run)...)
 	sort.SliceStable(out, func(i, j int) bool {
 		a, b := out[i], out[j]
 		if a.Variant != b.Variant {
@@ -176,6 +180,47 @@ func hostFaultFindings(run Run) []Finding {
 			}
 			for _, p := range c.Nodes {
 				if p != hf.Node && !slices.Contains(f.FailedWith, p) {
+					f.FailedWith = append(f.FailedWith, p)
+				}
+			}
+		}
+	}
+	out := make([]Finding, 0, len(order))
+	for _, k := range order {
+		f := found[k]
+		sort.Strings(f.Checks)
+		sort.Strings(f.FailedWith)
+		f.PartnersFailed = len(f.FailedWith)
+		out = append(out, *f)
+	}
+	return out
+}
+
+// hostCauseFindings name, per variant, node and port, the host
+// configuration that explains its failing checks (Check.HostCauses).
+func hostCauseFindings(run Run) []Finding {
+	type key struct{ variant, node, port string }
+	var order []key
+	found := map[key]*Finding{}
+	for _, c := range run.Checks {
+		if !locFailing(c.Status) || len(c.HostFaults) > 0 {
+			continue
+		}
+		for _, hc := range c.HostCauses {
+			k := key{c.Variant, hc.Node, hc.Port}
+			f := found[k]
+			if f == nil {
+				f = &Finding{Kind: HostConfig, Variant: c.Variant, Nodes: []string{hc.Node}, Rail: hc.Port,
+					Explanation: fmt.Sprintf("port %s on %s: its host's configuration caps it (%s: %s); fix the host before suspecting a cable or switch",
+						hc.Port, hc.Node, hc.Finding, hc.What)}
+				found[k] = f
+				order = append(order, k)
+			}
+			if !slices.Contains(f.Checks, c.ID) {
+				f.Checks = append(f.Checks, c.ID)
+			}
+			for _, p := range c.Nodes {
+				if p != hc.Node && !slices.Contains(f.FailedWith, p) {
 					f.FailedWith = append(f.FailedWith, p)
 				}
 			}

@@ -108,6 +108,10 @@ type Check struct {
 	// sees no RDMA device. Localisation blames them whatever its partners
 	// could tell.
 	HostFaults []HostFault `json:"hostFaults,omitempty"`
+	// HostCauses are the run's host-configuration findings that explain
+	// this check's figure on one of its ends (AttachHostCauses).
+	// Localisation blames the host's configuration, not the fabric.
+	HostCauses []HostCause `json:"hostCauses,omitempty"`
 }
 
 // HostFault is one fault a probe saw on its own host.

@@ -77,11 +77,11 @@ type SKU struct {
 	PortCounters CounterBounds `yaml:"portCounters"`
 	// Host pins what every node of the SKU must show on its host
 	// (optional: without it nodes are only compared with each other).
-	Host         HostExpect `yaml:"host"`
-	line         int
-	file         string   // the file that defined it
-	overlay      bool     // it came from an overlay (Set.Overlay)
-	dropped      []string // optional bounds the SKU it replaced had and the overlay left out
+	Host    HostExpect `yaml:"host"`
+	line    int
+	file    string   // the file that defined it
+	overlay bool     // it came from an overlay (Set.Overlay)
+	dropped []string // optional bounds the SKU it replaced had and the overlay left out
 }
 
 // Match is how a node is matched to a SKU: its nvidia.com/gpu.product

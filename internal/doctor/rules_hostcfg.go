@@ -270,7 +270,9 @@ var _ = register(Rule{ID: IBNoSubnetManager, Severity: Critical, Seed: "field",
 		return out
 	}})
 
-func zeroLID(s string) bool { return strings.Trim(strings.TrimPrefix(strings.ToLower(s), "0x"), "0") == "" }
+func zeroLID(s string) bool {
+	return strings.Trim(strings.TrimPrefix(strings.ToLower(s), "0x"), "0") == ""
+}
 
 var _ = register(Rule{ID: LosslessOff, Severity: Warning, Seed: "field",
 	Cause: "the SKU says its RoCE fabric is lossless, yet a port has PFC off on every priority or ECN off (notification or reaction point): under load that node " +

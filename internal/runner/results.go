@@ -35,6 +35,7 @@ func (r *Runner) Results(started time.Time, server, version string) reports.Run 
 			run.Nodes = append(run.Nodes, r.nodeFacts(n))
 		}
 	}
+	reports.AttachHostCauses(&run)
 	run.Sort()
 	return run
 }
