@@ -32,6 +32,9 @@ type fleetCell struct {
 	ownNotRun       bool
 	failNote        string // a failing check's diagnosis, when it recorded no value
 	culprit         string // "bad port": the port is a culprit
+	// hostCapped: the port's failures are explained by its host's
+	// configuration (a host-config finding); drawn apart from a bad port.
+	hostCapped bool
 	partnerOf       []string
 	// dirtyLink: a <feature>/link check on this port failed (its port
 	// counters rose while it carried the test), with the first diagnosis.
@@ -49,10 +52,11 @@ const (
 	stateNoFloor
 	stateUnmeasured
 	stateDirtyLink
+	stateHostCapped
 	nStates
 )
 
-var stateColor = [nStates]string{ColorAboveFloor, ColorNearFloor, ColorBelowFloor, ColorPartner, ColorNoFloor, ColorUnmeasured, ColorDirtyLink}
+var stateColor = [nStates]string{ColorAboveFloor, ColorNearFloor, ColorBelowFloor, ColorPartner, ColorNoFloor, ColorUnmeasured, ColorDirtyLink, ColorHostCapped}
 
 var stateText = [nStates]string{
 	"met the floor (≥ 1.00×): healthy",
@@ -62,12 +66,14 @@ var stateText = [nStates]string{
 	"measured, no floor to compare with",
 	"not measured (not run)",
 	"bandwidth met the floor but the link was dirty: its port counters rose while it carried the test (fails)",
+	"failed, and its host's configuration explains it (PCIe link, MTU, NUMA, ACS, unlike its SKU's ports): fix the host, not the fabric",
 }
 
 // culprits maps the ends a localisation blames to what it blames them for.
 type culpritEnds struct {
 	ports map[portEnd]string // bad ports and both ends of bad links
 	nodes map[string]string  // bad nodes: every port
+	host  map[portEnd]bool   // ports whose host's configuration explains them (also in ports)
 }
 
 func (c culpritEnds) of(e portEnd) string {
@@ -78,7 +84,7 @@ func (c culpritEnds) of(e portEnd) string {
 }
 
 func newCulpritEnds(r Run, fs []Finding) culpritEnds {
-	c := culpritEnds{ports: map[portEnd]string{}, nodes: map[string]string{}}
+	c := culpritEnds{ports: map[portEnd]string{}, nodes: map[string]string{}, host: map[portEnd]bool{}}
 	links := map[locPair]string{}
 	for _, f := range fs {
 		switch f.Kind {
@@ -86,6 +92,7 @@ func newCulpritEnds(r Run, fs []Finding) culpritEnds {
 			c.ports[portEnd{f.Nodes[0], f.Rail}] = "bad port " + f.Rail + " on node " + f.Nodes[0]
 		case HostConfig:
 			c.ports[portEnd{f.Nodes[0], f.Rail}] = "host configuration of port " + f.Rail + " on node " + f.Nodes[0] + " (not the fabric)"
+			c.host[portEnd{f.Nodes[0], f.Rail}] = true
 		case BadNode:
 			c.nodes[f.Nodes[0]] = "bad node " + f.Nodes[0]
 		case BadLink:
@@ -150,7 +157,7 @@ func portCells(r Run, ce culpritEnds) map[portEnd]*fleetCell {
 	cellOf := func(e portEnd) *fleetCell {
 		cell := cells[e]
 		if cell == nil {
-			cell = &fleetCell{worst: math.NaN(), ownWorst: math.NaN(), culprit: ce.of(e)}
+			cell = &fleetCell{worst: math.NaN(), ownWorst: math.NaN(), culprit: ce.of(e), hostCapped: ce.host[e]}
 			cells[e] = cell
 		}
 		return cell
@@ -249,6 +256,8 @@ func (cell *fleetCell) state() fleetState {
 		return stateBelow
 	}
 	switch {
+	case cell.hostCapped && cell.failed > 0:
+		return stateHostCapped
 	case cell.culprit != "" && cell.failed > 0:
 		return failing(cell.worst)
 	case cell.ownFailed:

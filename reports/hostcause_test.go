@@ -58,3 +58,34 @@ func TestHostCauseExplainsBeforeBlame(t *testing.T) {
 		t.Fatalf("without the host finding: %+v, want a bad port", fs)
 	}
 }
+
+// The fleet view draws a port its host explains in its own colour, and its
+// partners as partners (their failures are the capped port's).
+func TestFleetDrawsHostCappedApart(t *testing.T) {
+	floor := &Threshold{Op: ">=", Value: 190}
+	bw := func(client, server, rail string, v float64, st Status) Check {
+		return Check{ID: "bandwidth/write", Variant: "shared-dev", Nodes: []string{client, server}, Rail: rail, Status: st,
+			Traits: &Traits{Localize: true, HeatUnit: "Gb/s"}, Measured: []Measurement{{Name: "write_1MiB_bw", Value: v, Unit: "Gb/s", Threshold: floor}}}
+	}
+	run := Run{Checks: []Check{
+		{ID: "doctor/pcie-link-capped", Nodes: []string{"gpu-003"}, Status: Fail,
+			Evidence: []string{"host: mlx5_1 (0000:c3:00.0): narrowest PCIe link 0000:c3:00.0: 16GT/s x8 (max 16GT/s x16) allows 126.0 Gb/s"}},
+		bw("gpu-003", "gpu-004", "mlx5_1/1→mlx5_1/1", 118, Fail),
+		bw("gpu-005", "gpu-003", "mlx5_1/1→mlx5_1/1", 117, Fail),
+		bw("gpu-004", "gpu-005", "mlx5_1/1→mlx5_1/1", 196, Pass),
+	}}
+	AttachHostCauses(&run)
+	fs := Localize(run)
+	cells := portCells(run, newCulpritEnds(run, fs))
+	if st := cells[portEnd{"gpu-003", "mlx5_1/1"}].state(); st != stateHostCapped {
+		t.Fatalf("capped port drawn as %q", stateText[st])
+	}
+	if st := cells[portEnd{"gpu-004", "mlx5_1/1"}].state(); st != statePartner {
+		t.Fatalf("its partner drawn as %q", stateText[st])
+	}
+	for st := range nStates {
+		if st != stateHostCapped && stateColor[st] == ColorHostCapped {
+			t.Fatalf("host-capped shares its colour with %q", stateText[st])
+		}
+	}
+}

@@ -39,6 +39,9 @@ const (
 	// counters rose (a <feature>/link check failed): a fail, drawn apart
 	// from a slow port because the fix is the cable, not the rate.
 	ColorDirtyLink = "#c51b7d"
+	// ColorHostCapped: a port that failed where its host's configuration
+	// (PCIe link, MTU, NUMA, ACS) explains it: the fix is the host.
+	ColorHostCapped = "#8073ac"
 	// ColorCulprit: the background of the culprits' banner under the
 	// verdict, first screen of the page.
 	ColorCulprit = "#ffeda0"
