@@ -458,6 +458,10 @@ grep -Eq 'round [0-9]+/[0-9]+, pairs [0-9]+/[0-9]+, ' "$guest_results/progress.l
 [[ -f $guest_results/results.json ]] || { tail -40 "$results/guest.log"; echo "the guest suite wrote no results"; exit 1; }
 hack/tool.sh expectresults -results "$guest_results/results.json" -expect hack/guest-expect.txt ||
   { tail -40 "$results/guest.log"; exit 1; }
+# What the host probe's reads cost on a guest (TCG): rxe-node-1's
+# doctor/node pass carries it (its RDMA part reads every GID table entry).
+grep -o 'host probe: reads took [^"]*' "$guest_results/results.json" ||
+  { echo "the guest doctor's node check does not say what the host probe's reads cost"; exit 1; }
 # The ports back the bytes: on the rails between the guests the client's
 # transmit and the server's receive counters confirmed every size (write),
 # and a failed link check names the counters and the side that saw them.

@@ -48,6 +48,9 @@ type HostFacts struct {
 	// path, NUMA node, nearest GPU, each port's LID/SM, MTU, GIDs, ECN,
 	// PFC), as the probe reported them.
 	Devices []node.Device
+	// ReadCost says how long the probe's reads took ("reads took 85 ms,
+	// RDMA 60 ms, 2048 GID entries"), shown beside the node's pass.
+	ReadCost string
 }
 
 // PortAtRest is one port's counter deltas at rest, or why they are unknown.

@@ -112,6 +112,9 @@ func NewView(s State) *View {
 			notes, unjudged := v.atRestFacts(n)
 			n.Notes, n.Unjudged = append(n.Notes, notes...), append(n.Unjudged, unjudged...)
 			n.Unjudged = append(n.Unjudged, v.hostConfigUnjudged(n)...)
+			if n.Host.ReadCost != "" {
+				n.Notes = append(n.Notes, "host probe: "+n.Host.ReadCost)
+			}
 		}
 	}
 	return v

@@ -79,6 +79,10 @@ func hostFacts(r node.Report) doctor.HostFacts {
 	}
 	h.PortsAtRest, h.PortsAtRestNotRead = atRestFacts(r)
 	h.Devices = r.RDMA.Devices
+	if r.Cost.ReadMs > 0 {
+		h.ReadCost = fmt.Sprintf("reads took %.0f ms (RDMA devices, ports and their configuration %.0f ms, %d GID table entries), the sampling window aside",
+			r.Cost.ReadMs, r.Cost.RDMAMs, r.Cost.GIDEntries)
+	}
 	return h
 }
 

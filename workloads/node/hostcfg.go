@@ -68,8 +68,10 @@ type PortConfig struct {
 	// report it).
 	NetdevMTU int `json:"netdevMtu,omitempty"`
 	ActiveMTU int `json:"activeMtu,omitempty"`
-	// GIDs are the populated entries of the GID table.
-	GIDs []GID `json:"gids,omitempty"`
+	// GIDs are the populated entries of the GID table; GIDTableLen its
+	// size (every entry is read: mlx5 and rxe tables have 255 to 1024).
+	GIDs        []GID `json:"gids,omitempty"`
+	GIDTableLen int   `json:"gidTableLen,omitempty"`
 	// ECN is RoCE congestion control on the netdev (mlx5's
 	// ecn/roce_np and ecn/roce_rp, per priority); PFC the priority flow
 	// control and trust state (MOFED's qos/ sysfs). Nil: not exposed
@@ -199,7 +201,7 @@ func readPortConfig(h hostFS, base, linkLayer, netdev string) *PortConfig {
 			}
 		}
 	}
-	c.GIDs = readGIDs(h, base)
+	c.GIDs, c.GIDTableLen = readGIDs(h, base)
 	if netdev == "" {
 		return c
 	}
@@ -240,10 +242,11 @@ func RoCEActiveMTU(netdevMTU int) int {
 
 // readGIDs reads the populated entries: an unpopulated entry reads as all
 // zeros and its type fails to read (EINVAL on real sysfs).
-func readGIDs(h hostFS, base string) []GID {
+func readGIDs(h hostFS, base string) ([]GID, int) {
 	idx, _ := h.readDirNames(base + "/gids")
 	var out []GID
-	for _, i := range sortedNumeric(idx) {
+	idx = sortedNumeric(idx)
+	for _, i := range idx {
 		g, ok := h.readTrim(base + "/gids/" + i)
 		if !ok || zeroGID(g) {
 			continue
@@ -256,7 +259,7 @@ func readGIDs(h hostFS, base string) []GID {
 		nd, _ := h.readTrim(base + "/gid_attrs/ndevs/" + i)
 		out = append(out, GID{Index: n, GID: g, Type: typ, Netdev: nd, IP: gidIP(g)})
 	}
-	return out
+	return out, len(idx)
 }
 
 // gidIP is the address a RoCE GID encodes: ::ffff:a.b.c.d for IPv4, the
@@ -357,4 +360,17 @@ func readGPUs(h hostFS) (*gputopo.Sysfs, []gputopo.GPU) {
 	}
 	gpus, _ := topo.GPUs()
 	return topo, gpus
+}
+
+// gidEntries counts the GID table entries read on every port.
+func (r RDMA) gidEntries() int {
+	n := 0
+	for _, d := range r.Devices {
+		for _, p := range d.Ports {
+			if p.Config != nil {
+				n += p.Config.GIDTableLen
+			}
+		}
+	}
+	return n
 }

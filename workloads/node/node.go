@@ -47,6 +47,22 @@ type Report struct {
 	Mounts               Mounts   `json:"mounts"`
 	// AtRest is every RDMA port's counter deltas over the sampling window.
 	AtRest AtRest `json:"atRest"`
+	// Cost is how long the reads took, the sampling window left out: the
+	// probe runs on every node of a fleet, and a GID table of 1024
+	// entries per port is the largest thing it reads.
+	Cost Cost `json:"cost"`
+}
+
+// Cost is the probe's own read time.
+type Cost struct {
+	// ReadMs is every read of the host (modules, markers, RDMA devices
+	// and their configuration, mounts, PSI, the counters twice), the
+	// sampling window's sleep excluded.
+	ReadMs float64 `json:"readMs"`
+	// RDMAMs is the RDMA part of it (devices, ports, PCIe paths, GID
+	// tables); GIDEntries how many GID table entries were read.
+	RDMAMs     float64 `json:"rdmaMs"`
+	GIDEntries int     `json:"gidEntries"`
 }
 
 // Collect reads the host under opts.HostRoot. It fails only when the host
@@ -65,6 +81,9 @@ func Collect(opts Options) (Report, error) {
 	if err != nil {
 		return Report{}, err
 	}
+	// Wall time, whatever clock the caller injected: this is the cost.
+	start := time.Now()
+	slept := time.Duration(0)
 	r := Report{HostRoot: h.root, CollectedAt: now().UTC()}
 	r.Kernel, _ = h.readTrim("/proc/sys/kernel/osrelease")
 	if r.Modules, err = collectModules(h); err != nil {
@@ -79,7 +98,10 @@ func Collect(opts Options) (Report, error) {
 	r.Markers = collectMarkers(h, r.CollectedAt)
 	peermem, _ := r.Module("nvidia_peermem")
 	r.Ordering = checkOrdering(r.Markers, peermem)
+	rdmaStart := time.Now()
 	r.RDMA = collectRDMA(h)
+	r.Cost.RDMAMs = ms(time.Since(rdmaStart))
+	r.Cost.GIDEntries = r.RDMA.gidEntries()
 	r.Mounts = collectMounts(h)
 	// Sampling last: everything above is a snapshot, this takes time. One
 	// window serves both: the ports' counters are read right before the
@@ -89,7 +111,12 @@ func Collect(opts Options) (Report, error) {
 	if opts.SampleWindow > 0 {
 		before = readPortCounters(h, r.RDMA, now)
 	}
-	r.Pressure = collectPressure(h, opts.SampleWindow, now, sleep)
+	timedSleep := func(d time.Duration) {
+		t := time.Now()
+		sleep(d)
+		slept += time.Since(t)
+	}
+	r.Pressure = collectPressure(h, opts.SampleWindow, now, timedSleep)
 	switch {
 	case opts.SampleWindow > 0:
 		r.AtRest = atRest(before, readPortCounters(h, r.RDMA, now))
@@ -98,5 +125,8 @@ func Collect(opts Options) (Report, error) {
 	default:
 		r.AtRest = AtRest{Ports: []PortAtRest{}}
 	}
+	r.Cost.ReadMs = ms(time.Since(start) - slept)
 	return r, nil
 }
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
