@@ -431,10 +431,13 @@ for g in rxe-node-1 rxe-node-2; do wait_gpus "$g" 2 || exit 1; done
 # with their counters read, and the ports must back the bytes measured.
 hack/guestnode/lossy.sh rxe-node-2 0 1
 # Rail 0 of rxe-node-2 also runs at netdev MTU 1500 (active 1024) for this
-# run, every other RoCE port at 9000 (4096): the doctor must name it on
-# that node and port (below the bed SKU's pinned 4096, and unlike the
+# run, every other RoCE port at 9000 (4096), and carries a second address
+# (TEST-NET-1, a /32: a local route only, no traffic), so its GID table
+# holds an IPv4 RoCE v2 GID more than its peers': the doctor must name both
+# on that node and port (below the bed SKU's pinned 4096, and unlike the
 # SKU's other ports) and nothing on rxe-node-1.
-hack/guestnode/mtu.sh rxe-node-2 eth1 1500
+hack/guestnode/netdev.sh rxe-node-2 eth1 mtu 1500
+hack/guestnode/netdev.sh rxe-node-2 eth1 addr add 192.0.2.2/32
 # The staged 64 KiB memlock, the down rail and the lossy rail on rxe-node-2
 # must make the run fail; every other check must pass or stop at CUDA
 # (hack/guest-expect.txt says which is which).
@@ -448,7 +451,8 @@ unfollow
 # The staging itself is proven: the rule dropped frames during the run.
 dropped=$(nft list table bridge rdmasuite_lossy | sed -n 's/.*counter packets \([0-9]*\) .*/\1/p')
 hack/guestnode/lossy.sh off
-hack/guestnode/mtu.sh rxe-node-2 eth1 9000
+hack/guestnode/netdev.sh rxe-node-2 eth1 mtu 9000
+hack/guestnode/netdev.sh rxe-node-2 eth1 addr del 192.0.2.2/32
 ((${dropped:-0} > 0)) || { echo "the lossy rail dropped no frame during the guest run: the link checks prove nothing"; exit 1; }
 echo "lossy rail rxe-node-2 rxe0: $dropped full-size RoCE frames dropped on the host bridge during the run"
 for g in rxe-node-1 rxe-node-2; do fake_gpus "$g" -; done

@@ -281,6 +281,18 @@ var _ = answer(knownAnswer{rule: HostConfigDiffers, name: "one RoCE port's MTU a
 		})
 	}})
 
+var _ = answer(knownAnswer{rule: HostConfigDiffers, name: "a second address on one port: its IPv4 v2 GIDs at 3 and 5, its peers' at 3", source: "NVIDIA/nccl#1573 shape (GID index differs from pod to pod)",
+	raises: true, node: "gpu-003", evidence: `host: port mlx5_0/1 RoCE v2 GID indices of its IPv4 addresses 3 5; 7 other ports of SKU h100-roce: 3`,
+	state: func(*testing.T) State {
+		return roceFleet(4, thresholds.HostExpect{}, func(i int, d []node.Device) {
+			if i == 3 {
+				c := d[0].Ports[0].Config
+				c.GIDs = append(c.GIDs, node.GID{Index: 4, GID: "0000:0000:0000:0000:0000:ffff:c000:0202", Type: "IB/RoCE v1", Netdev: "ens1f0", IP: "192.0.2.2"},
+					node.GID{Index: 5, GID: "0000:0000:0000:0000:0000:ffff:c000:0202", Type: "RoCE v2", Netdev: "ens1f0", IP: "192.0.2.2"})
+			}
+		})
+	}})
+
 var _ = answer(knownAnswer{rule: HostConfigDiffers, name: "two nodes that differ: no majority to trust", source: "staged", raises: false,
 	state: func(*testing.T) State {
 		return ibFleet(2, func(i int, d []node.Device) {

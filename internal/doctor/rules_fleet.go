@@ -2,6 +2,7 @@ package doctor
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -29,7 +30,7 @@ var _ = register(Rule{ID: HostConfigDiffers, Severity: Warning, Seed: "field",
 	Fix: "bring the node in line with its peers (firmware update with mlxfwmanager, the netdev MTU, mlnx_qos, the SM's partitions), or pin the intended values in the " +
 		"SKU's host: block of the thresholds file so the majority is not the only reference",
 	Raises: "host probe, per SKU of the run (thresholds match; nodes without a SKU grouped by HCA types): a node fact (firmware per HCA type, HCA types, ports in use) or a " +
-		"port fact (rate and link layer, netdev/active MTU, index of the RoCE v2 GID of the first IPv4 address, ECN and PFC priorities, partition keys, the PCIe link of its device) " +
+		"port fact (rate and link layer, netdev/active MTU, the indices of its IPv4 addresses' RoCE v2 GIDs and those addresses' GID types, ECN and PFC priorities, partition keys, the PCIe link of its device) " +
 		"that differs from a value held by more than half of at least 3 compared nodes or ports. The evidence names the node's value and the majority's with its count",
 	Silent: []string{"fewer than 3 nodes (ports) with the fact, or no value held by more than half of them",
 		"a fact that is unknown on the node (not reported, not exposed): it is not compared",
@@ -118,7 +119,9 @@ func (v *View) hostFacts(n *NodeView) []fact {
 			add(id, "MTU", fmt.Sprintf("netdev %d (active %d)", c.NetdevMTU, c.ActiveMTU))
 		}
 		if p.LinkLayer == "Ethernet" {
-			add(id, "RoCE v2 GID index of its IPv4 address", v2IPv4Index(c.GIDs))
+			idx, types := ipv4GIDs(c.GIDs)
+			add(id, "RoCE v2 GID indices of its IPv4 addresses", idx)
+			add(id, "GID types of its IPv4 addresses", types)
 		}
 		if c.ECN != nil {
 			add(id, "ECN", fmt.Sprintf("np %v rp %v", c.ECN.NP, c.ECN.RP))
@@ -147,16 +150,26 @@ func pcieOf(d node.Device) string {
 	return fmt.Sprintf("%gGT/s x%d", l.CurGTs, l.CurWidth)
 }
 
-// v2IPv4Index is the index of the RoCE v2 GID of the port's first IPv4
-// address; "" (not compared) for a port without one (rocev2-gid-missing
-// judges a missing v2 entry).
-func v2IPv4Index(gs []node.GID) string {
+// ipv4GIDs are the indices of the RoCE v2 GIDs of the port's IPv4
+// addresses ("3", "3 5" with a second address: NCCL_IB_GID_INDEX and
+// peers that pick by index then disagree) and the GID types those
+// addresses have ("IB/RoCE v1, RoCE v2" on mlx5, "RoCE v2" on rxe); both
+// "" (not compared) for a port without an IPv4 GID.
+func ipv4GIDs(gs []node.GID) (indices, types string) {
+	var idx, ts []string
 	for _, g := range gs {
-		if g.IsV2() && g.IP != "" && !strings.Contains(g.IP, ":") {
-			return fmt.Sprint(g.Index)
+		if g.IP == "" || strings.Contains(g.IP, ":") {
+			continue
+		}
+		if g.IsV2() {
+			idx = append(idx, fmt.Sprint(g.Index))
+		}
+		if !slices.Contains(ts, g.Type) {
+			ts = append(ts, g.Type)
 		}
 	}
-	return ""
+	sort.Strings(ts)
+	return strings.Join(idx, " "), strings.Join(ts, ", ")
 }
 
 // compareGroupFacts finds, per fact name, the majority value among the
