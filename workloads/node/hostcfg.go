@@ -175,8 +175,9 @@ func bridgesBetween(a, b string) []string {
 	return out
 }
 
-// readPortConfig reads a port's addressing, MTU, GID table and congestion
-// settings. netdev is the port's first netdev ("" if none).
+// readPortConfig reads a port's addressing, MTU and congestion settings
+// (the GID table is read once, by readPort). netdev is the port's first
+// netdev ("" if none).
 func readPortConfig(h hostFS, base, linkLayer, netdev string) *PortConfig {
 	c := &PortConfig{}
 	miss := func(p string) { c.Unknown = append(c.Unknown, p+" absent") }
@@ -201,7 +202,6 @@ func readPortConfig(h hostFS, base, linkLayer, netdev string) *PortConfig {
 			}
 		}
 	}
-	c.GIDs, c.GIDTableLen = readGIDs(h, base)
 	if netdev == "" {
 		return c
 	}
@@ -240,8 +240,11 @@ func RoCEActiveMTU(netdevMTU int) int {
 	return 0
 }
 
-// readGIDs reads the populated entries: an unpopulated entry reads as all
-// zeros and its type fails to read (EINVAL on real sysfs).
+// readGIDs reads the populated entries and the table's size: an
+// unpopulated entry reads as all zeros and its type and netdev fail to
+// read (EINVAL on real sysfs). This also finds bond devices' netdevs
+// (seed 002's "mlx5_bond_0 port 1 ==> bond0"), which have no PCI device of
+// their own.
 func readGIDs(h hostFS, base string) ([]GID, int) {
 	idx, _ := h.readDirNames(base + "/gids")
 	var out []GID

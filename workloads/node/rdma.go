@@ -174,8 +174,15 @@ func readPort(h hostFS, dev string, n int, devNetdevs []string) Port {
 
 	// RoCE ports name their netdevs in the GID table (bond0 for a bonded
 	// pair, not its slaves); IB ports have none there, so IPoIB interfaces
-	// are found from the netdev side.
-	names := gidNetdevs(h, base)
+	// are found from the netdev side. The table is read once, entry by
+	// entry (up to 1024 per port: the largest read of the probe).
+	gids, tableLen := readGIDs(h, base)
+	var names []string
+	for _, g := range gids {
+		if g.Netdev != "" {
+			names = append(names, g.Netdev)
+		}
+	}
 	if len(names) == 0 {
 		names = append(names, devNetdevs...)
 	}
@@ -193,6 +200,7 @@ func readPort(h hostFS, dev string, n int, devNetdevs []string) Port {
 		first = p.Netdevs[0].Name
 	}
 	p.Config = readPortConfig(h, base, p.LinkLayer, first)
+	p.Config.GIDs, p.Config.GIDTableLen = gids, tableLen
 	return p
 }
 
@@ -218,23 +226,6 @@ func parseRateGbps(s string) float64 {
 		return 0
 	}
 	return v
-}
-
-// gidNetdevs maps a RoCE port to its netdevs: each populated GID table entry
-// names its netdev in ports/<n>/gid_attrs/ndevs/<index>. Unpopulated entries
-// fail to read (EINVAL on real sysfs) and are skipped. This also finds bond
-// devices (seed 002's "mlx5_bond_0 port 1 ==> bond0"), which have no PCI
-// device of their own.
-func gidNetdevs(h hostFS, portDir string) []string {
-	dir := portDir + "/gid_attrs/ndevs"
-	idx, _ := h.readDirNames(dir)
-	var names []string
-	for _, i := range idx {
-		if s, ok := h.readTrim(dir + "/" + i); ok && s != "" {
-			names = append(names, s)
-		}
-	}
-	return names
 }
 
 // netdevsByDevice maps IPoIB (and RoCE PF) interfaces to device and port the
