@@ -35,7 +35,7 @@ type fleetCell struct {
 	// hostCapped: the port's failures are explained by its host's
 	// configuration (a host-config finding); drawn apart from a bad port.
 	hostCapped bool
-	partnerOf       []string
+	partnerOf  []string
 	// dirtyLink: a <feature>/link check on this port failed (its port
 	// counters rose while it carried the test), with the first diagnosis.
 	dirtyLink string
