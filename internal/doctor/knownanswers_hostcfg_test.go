@@ -272,7 +272,7 @@ var _ = answer(knownAnswer{rule: HostConfigDiffers, name: "one node of 256 on ol
 	}})
 
 var _ = answer(knownAnswer{rule: HostConfigDiffers, name: "one RoCE port's MTU and GID index differ from the SKU's other ports", source: "staged (the bed's guest rail shape)",
-	raises: true, node: "gpu-002", evidence: `host: port mlx5_1/1 MTU netdev 1500 \(active 1024\); 5 other ports of SKU h100-roce: netdev 9000 \(active 4096\)`,
+	raises: true, node: "gpu-002", evidence: `host: port mlx5_1/1 MTU netdev 1500 \(active 1024\); 5 other MT4125 Ethernet ports of SKU h100-roce: netdev 9000 \(active 4096\)`,
 	state: func(*testing.T) State {
 		return roceFleet(3, thresholds.HostExpect{}, func(i int, d []node.Device) {
 			if i == 2 {
@@ -282,7 +282,7 @@ var _ = answer(knownAnswer{rule: HostConfigDiffers, name: "one RoCE port's MTU a
 	}})
 
 var _ = answer(knownAnswer{rule: HostConfigDiffers, name: "a second address on one port: its IPv4 v2 GIDs at 3 and 5, its peers' at 3", source: "NVIDIA/nccl#1573 shape (GID index differs from pod to pod)",
-	raises: true, node: "gpu-003", evidence: `host: port mlx5_0/1 RoCE v2 GID indices of its IPv4 addresses 3 5; 7 other ports of SKU h100-roce: 3`,
+	raises: true, node: "gpu-003", evidence: `host: port mlx5_0/1 RoCE v2 GID indices of its IPv4 addresses 3 5; 7 other MT4125 Ethernet ports of SKU h100-roce: 3`,
 	state: func(*testing.T) State {
 		return roceFleet(4, thresholds.HostExpect{}, func(i int, d []node.Device) {
 			if i == 3 {
@@ -290,6 +290,14 @@ var _ = answer(knownAnswer{rule: HostConfigDiffers, name: "a second address on o
 				c.GIDs = append(c.GIDs, node.GID{Index: 4, GID: "0000:0000:0000:0000:0000:ffff:c000:0202", Type: "IB/RoCE v1", Netdev: "ens1f0", IP: "192.0.2.2"},
 					node.GID{Index: 5, GID: "0000:0000:0000:0000:0000:ffff:c000:0202", Type: "RoCE v2", Netdev: "ens1f0", IP: "192.0.2.2"})
 			}
+		})
+	}})
+
+var _ = answer(knownAnswer{rule: HostConfigDiffers, name: "InfiniBand rails and an Ethernet front-end NIC on every node: ports compared within their class", source: "staged (a DGX-like node: compute rails plus a storage NIC)", clean: true,
+	state: func(*testing.T) State {
+		return ibFleet(4, func(i int, d []node.Device) {
+			r := roce("mlx5_2", "0000:d3:00.0", "ens3f0", fmt.Sprintf("172.27.12.%d", i))
+			d[1] = r
 		})
 	}})
 

@@ -25,13 +25,14 @@ const minCompared = 3
 
 var _ = register(Rule{ID: HostConfigDiffers, Severity: Warning, Seed: "field",
 	Cause: "a node's host RDMA configuration differs from the majority of its SKU's nodes (or a port from the majority of the SKU's ports): another firmware, " +
-		"HCA type, port count or rate, PCIe link, MTU, RoCE v2 GID index, ECN/PFC state or partition keys; such a node behaves differently from its 255 peers " +
+		"HCA type, port count or rate, PCIe link, MTU, RoCE v2 GID indices or types, ECN/PFC state or partition keys; such a node behaves differently from its 255 peers " +
 		"(Meta gcm's firmware manifest check, azurehpc-health-checks' expected topology)",
 	Fix: "bring the node in line with its peers (firmware update with mlxfwmanager, the netdev MTU, mlnx_qos, the SM's partitions), or pin the intended values in the " +
 		"SKU's host: block of the thresholds file so the majority is not the only reference",
 	Raises: "host probe, per SKU of the run (thresholds match; nodes without a SKU grouped by HCA types): a node fact (firmware per HCA type, HCA types, ports in use) or a " +
 		"port fact (rate and link layer, netdev/active MTU, the indices of its IPv4 addresses' RoCE v2 GIDs and those addresses' GID types, ECN and PFC priorities, partition keys, the PCIe link of its device) " +
-		"that differs from a value held by more than half of at least 3 compared nodes or ports. The evidence names the node's value and the majority's with its count",
+		"that differs from a value held by more than half of at least 3 compared nodes or ports (a port compared only with the SKU's ports of the same HCA type and link layer). " +
+		"The evidence names the node's value and the majority's with its count",
 	Silent: []string{"fewer than 3 nodes (ports) with the fact, or no value held by more than half of them",
 		"a fact that is unknown on the node (not reported, not exposed): it is not compared",
 		"ports declared unused and ports that are not ACTIVE"},
@@ -80,17 +81,22 @@ func dedupSorted(s []string) []string {
 }
 
 // fact is one compared value at one place (a node, or a node's port).
+// A port's facts are compared only with ports of the same class (HCA type
+// and link layer): a node's InfiniBand compute rails and its Ethernet
+// front-end or storage NIC are different ports, not outliers of each
+// other.
 type fact struct {
-	node, where, name, value string
+	node, where, class, name, value string
 }
 
 // nodeFacts and portFacts are what is compared; a value "" is unknown and
 // left out.
 func (v *View) hostFacts(n *NodeView) []fact {
 	var fs []fact
+	class := ""
 	add := func(where, name, value string) {
 		if value != "" {
-			fs = append(fs, fact{node: n.Name, where: where, name: name, value: value})
+			fs = append(fs, fact{node: n.Name, where: where, class: class, name: name, value: value})
 		}
 	}
 	var fw, types []string
@@ -107,6 +113,7 @@ func (v *View) hostFacts(n *NodeView) []fact {
 	ports := 0
 	v.devicePorts(n, func(d node.Device, p node.Port, id string) {
 		ports++
+		class = strings.TrimSpace(d.HCAType + " " + p.LinkLayer)
 		add(id, "rate", fmt.Sprintf("%g Gb/s %s", p.RateGbps, p.LinkLayer))
 		if l := pcieOf(d); l != "" {
 			add(id, "PCIe link", l)
@@ -133,6 +140,7 @@ func (v *View) hostFacts(n *NodeView) []fact {
 			add(id, "partition keys", strings.Join(c.PKeys, " "))
 		}
 	})
+	class = ""
 	if ports > 0 {
 		add("", "ports in use", fmt.Sprint(ports))
 	}
@@ -182,7 +190,7 @@ func (v *View) compareGroupFacts(group string, nodes []*NodeView) []Hit {
 		for _, f := range v.hostFacts(n) {
 			k := f.name
 			if f.where != "" {
-				k = "port " + k
+				k = "port " + k + "\x00" + f.class
 			}
 			if byName[k] == nil {
 				names = append(names, k)
@@ -212,7 +220,7 @@ func (v *View) compareGroupFacts(group string, nodes []*NodeView) []Hit {
 		}
 		what := "nodes"
 		if strings.HasPrefix(name, "port ") {
-			what = "ports"
+			what = strings.TrimSpace(fs[0].class + " ports")
 		}
 		for _, f := range fs {
 			if f.value == major {
