@@ -12,6 +12,7 @@
 # code and client, pod create/poll/log/delete, the verdicts.
 #
 # Env: FLEET_NODES (256), FLEET_SIZES (16,64,256), FLEET_PAIRINGS (ring,all),
+# FLEET_DOCTOR_SIZES (FLEET_NODES; empty: no doctor run), NODE_PROBE_MS (2000: the host probe window),
 # FLEET_CONCURRENCY (0, the suite's default: a round's pairs all at once), FLEET_MAX_PAIRS (300: larger
 # schedules are reported from the schedule only), FLEET_PORT_BASE (16443:
 # apiserver; +1 kwok's kubelet server; etcd on 22379/22380).
@@ -32,6 +33,8 @@ KWOK_PORT=$((API_PORT + 1))
 ETCD_PORT=${FLEET_ETCD_PORT:-22379}
 PROBE_CLIENT_MS=${PROBE_CLIENT_MS:-1000}
 PROBE_SERVER_MS=${PROBE_SERVER_MS:-1500}
+NODE_PROBE_MS=${NODE_PROBE_MS:-2000}
+DOCTOR_SIZES=${FLEET_DOCTOR_SIZES-$NODES}
 NICE=(nice -n 19)
 
 for b in etcd:$ETCD_BIN_DIR kube-apiserver:$K8S_BIN_DIR kubectl:$K8S_BIN_DIR; do
@@ -235,6 +238,33 @@ spec:
       phase: Succeeded
 EOF
 done
+# The doctor's host probe pods (rdmaprobe node …) end after their window.
+cat >>"$DIR/kwok.yaml" <<EOF
+---
+apiVersion: kwok.x-k8s.io/v1alpha1
+kind: Stage
+metadata: {name: probe-node-complete}
+spec:
+  resourceRef: {apiGroup: v1, kind: Pod}
+  selector:
+    matchExpressions:
+    - {key: .metadata.deletionTimestamp, operator: DoesNotExist}
+    - {key: .status.phase, operator: In, values: [Running]}
+    - {key: '.spec.containers.[0].args.[0]', operator: In, values: [node]}
+  delay: {durationMilliseconds: $NODE_PROBE_MS}
+  next:
+    statusTemplate: |
+      {{ \$now := Now }}
+      containerStatuses:
+      {{ range .spec.containers }}
+      - image: {{ .image | Quote }}
+        name: {{ .name | Quote }}
+        ready: false
+        restartCount: 0
+        state: {terminated: {exitCode: 0, reason: Completed, startedAt: {{ \$now | Quote }}, finishedAt: {{ \$now | Quote }}}}
+      {{ end }}
+      phase: Succeeded
+EOF
 cat >>"$DIR/kwok.yaml" <<EOF
 ---
 apiVersion: kwok.x-k8s.io/v1alpha1
@@ -267,3 +297,11 @@ echo "fleet-bench: $NODES simulated nodes Ready (kwok $KWOK_VERSION); simulated 
 
 "${NICE[@]}" "$DIR/fleetbench" run -kubeconfig "$KUBECONFIG_FILE" -sizes "$SIZES" -pairings "$PAIRINGS" \
   -concurrency "$CONC" -max-pairs "$MAX_PAIRS" -thresholds thresholds/skus.yaml -probe-sec "$(echo "$PROBE_SERVER_MS" | awk '{print $1/1000}')"
+
+if [ -n "$DOCTOR_SIZES" ]; then
+  # The doctor as the preflight feature runs it: API gather, one host probe
+  # pod per node (completed after NODE_PROBE_MS with the canned report), the
+  # rules with the host-configuration and fleet-consistency ones.
+  "${NICE[@]}" "$DIR/fleetbench" doctor -kubeconfig "$KUBECONFIG_FILE" -sizes "$DOCTOR_SIZES" -thresholds thresholds/skus.yaml \
+    -window "$(echo "$NODE_PROBE_MS" | awk '{print $1/1000}')s"
+fi

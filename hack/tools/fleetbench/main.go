@@ -18,6 +18,7 @@
 //	fleetbench nodes -kubeconfig K -count 256   create the simulated nodes
 //	fleetbench logs -sku A100/HDR-200 > FILE    the canned probe output (CRI log format)
 //	fleetbench run -kubeconfig K ...            the measurement
+//	fleetbench doctor -kubeconfig K -sizes 256  the doctor's gather, host probes and rules, timed
 package main
 
 import (
@@ -62,7 +63,7 @@ func subsetLabel(n int) string { return fmt.Sprintf("fleetbench.rdmasuite.io/fir
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: fleetbench nodes|logs|run [flags]")
+		fmt.Fprintln(os.Stderr, "usage: fleetbench nodes|logs|run|doctor [flags]")
 		os.Exit(2)
 	}
 	var err error
@@ -73,6 +74,8 @@ func main() {
 		err = logsCmd(os.Args[2:])
 	case "run":
 		err = runCmd(os.Args[2:])
+	case "doctor":
+		err = doctorCmd(os.Args[2:])
 	default:
 		err = fmt.Errorf("unknown subcommand %q", os.Args[1])
 	}
@@ -175,6 +178,11 @@ func logsCmd(args []string) error {
 	}
 	var b bytes.Buffer
 	if err := probeout.Write(&b, bw.ProbeName, out); err != nil {
+		return err
+	}
+	// The host probe's report on the same log: its reader takes the last
+	// envelope of its own probe name, the bandwidth reader the last "bw".
+	if err := probeout.Write(&b, "node", cannedNodeReport(ports, rate)); err != nil {
 		return err
 	}
 	ts := time.Now().UTC().Format(time.RFC3339Nano)
