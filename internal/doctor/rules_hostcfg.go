@@ -188,7 +188,7 @@ var _ = register(Rule{ID: RoCEMTULow, Severity: Warning, Seed: "field",
 		return out
 	}})
 
-var _ = register(Rule{ID: RoCEv2GIDMissing, Severity: Critical, Seed: "field",
+var _ = register(Rule{ID: RoCEv2GIDMissing, Severity: Warning, Seed: "field",
 	Cause: "a RoCE port has no RoCE v2 GID for an address of its netdev (or no GID at all): RDMA CM and NCCL resolve peers by IP address through the v2 GID, " +
 		"so the port cannot connect, or falls back to RoCE v1, which routed fabrics drop (NVIDIA/nccl#718, #890, #1573: the GID index differs from pod to pod)",
 	Fix: "show_gids (or /sys/class/infiniband/<dev>/ports/<n>/gid_attrs/types) on the node; the netdev needs its IPv4/IPv6 address (GIDs follow addresses), " +
