@@ -41,14 +41,19 @@ var sustainedWindows = []psiWindow{
 	{"avg300", func(a PSIAverages) float64 { return a.Avg300 }},
 }
 
-// outlierScore returns the modified z-score of x against vals, and whether
-// x is an outlier.
-func outlierScore(x float64, vals []float64) (z, med, spread float64, out bool) {
+// peerSpread is the median of vals and the spread a modified z-score
+// divides by (the MAD, floored).
+func peerSpread(vals []float64) (med, spread float64) {
 	med, _ = stats.Median(vals)
 	mad, _ := stats.MedianAbsoluteDeviation(vals)
-	spread = max(mad, madFloorPoints, madFloorOfMedian*med)
+	return med, max(mad, madFloorPoints, madFloorOfMedian*med)
+}
+
+// outlierScore returns the modified z-score of x against the peers'
+// median and spread, and whether x is an outlier.
+func outlierScore(x, med, spread float64) (z float64, out bool) {
 	z = 0.6745 * (x - med) / spread
-	return z, med, spread, x >= outlierFloorPct && x > med && z > outlierZ
+	return z, x >= outlierFloorPct && x > med && z > outlierZ
 }
 
 var _ = register(Rule{ID: IOPressureOutlier, Severity: Warning, Seed: "004",
@@ -69,16 +74,23 @@ var _ = register(Rule{ID: IOPressureOutlier, Severity: Warning, Seed: "004",
 		if len(avgs) < 3 {
 			return nil
 		}
+		// Every node is held against the same peers (all nodes with PSI):
+		// their median and spread per window, computed once.
+		meds, spreads := make([]float64, len(sustainedWindows)), make([]float64, len(sustainedWindows))
+		for k, w := range sustainedWindows {
+			vals := make([]float64, len(avgs))
+			for j := range avgs {
+				vals[j] = w.get(avgs[j])
+			}
+			meds[k], spreads[k] = peerSpread(vals)
+		}
 		var out []Hit
 		for i, a := range avgs {
 			var ev []string
 			sustained := true
-			for _, w := range sustainedWindows {
-				vals := make([]float64, len(avgs))
-				for j := range avgs {
-					vals[j] = w.get(avgs[j])
-				}
-				z, med, spread, is := outlierScore(w.get(a), vals)
+			for k, w := range sustainedWindows {
+				med, spread := meds[k], spreads[k]
+				z, is := outlierScore(w.get(a), med, spread)
 				sustained = sustained && is
 				ev = append(ev, fmt.Sprintf("PSI io some %s = %.1f%%; peers' median %.1f%%, spread %.2f, modified z-score %.1f (limit %.1f)", w.name, w.get(a), med, spread, z, outlierZ))
 			}
