@@ -130,7 +130,8 @@ start etcd "$ETCD_BIN_DIR/etcd" --name fleet --data-dir "$DIR/etcd" \
   --listen-peer-urls "http://127.0.0.1:$((ETCD_PORT + 1))" --initial-advertise-peer-urls "http://127.0.0.1:$((ETCD_PORT + 1))" \
   --initial-cluster "fleet=http://127.0.0.1:$((ETCD_PORT + 1))" --log-level warn
 # No controller-manager or scheduler: pods are pinned (spec.nodeName) and
-# deleted with grace 0; ServiceAccount admission is off (no token
+# deleted with grace 0; privileged pods are allowed (the doctor's host probe
+# is one); ServiceAccount admission is off (no token
 # controller; the probe pods mount no token).
 start kube-apiserver "$K8S_BIN_DIR/kube-apiserver" \
   --etcd-servers "http://127.0.0.1:$ETCD_PORT" \
@@ -140,7 +141,7 @@ start kube-apiserver "$K8S_BIN_DIR/kube-apiserver" \
   --service-account-issuer https://kubernetes.default.svc \
   --service-account-key-file "$DIR/sa.pub" --service-account-signing-key-file "$DIR/sa.key" \
   --service-cluster-ip-range 10.252.0.0/24 --disable-admission-plugins ServiceAccount \
-  --kubelet-preferred-address-types InternalIP --v=0
+  --kubelet-preferred-address-types InternalIP --allow-privileged=true --v=0
 wait_for 90 kube-apiserver kc get --raw /readyz
 
 # kwok's stages and canned logs.
@@ -286,7 +287,7 @@ spec:
     logsFile: $DIR/probe.log
 EOF
 
-"${NICE[@]}" "$DIR/fleetbench" nodes -kubeconfig "$KUBECONFIG_FILE" -count "$NODES" -subsets "$SIZES"
+"${NICE[@]}" "$DIR/fleetbench" nodes -kubeconfig "$KUBECONFIG_FILE" -count "$NODES" -subsets "$SIZES${DOCTOR_SIZES:+,$DOCTOR_SIZES}"
 start kwok "$KWOK_BIN_DIR/kwok" --config "$DIR/kwok.yaml" --kubeconfig "$KUBECONFIG_FILE" \
   --manage-all-nodes --node-ip 127.0.0.1 --node-port "$KWOK_PORT" \
   --server-address "127.0.0.1:$KWOK_PORT" --tls-cert-file "$DIR/serving.crt" --tls-private-key-file "$DIR/serving.key" \

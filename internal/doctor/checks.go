@@ -24,6 +24,9 @@ func Checks(s State, fs []Finding, took time.Duration) []reports.Check {
 	for _, f := range fs {
 		c := reports.Check{ID: "doctor/" + f.ID, Title: Catalogue[f.ID].Cause, Evidence: f.Evidence,
 			Diagnosis: fmt.Sprintf("[%s, seed %s] %s", f.Severity, f.Seed, f.Cause), Fix: f.Fix, Status: reports.Fail}
+		for _, cp := range f.Caps {
+			c.Measured = append(c.Measured, reports.Measurement{Name: reports.HostCapName, Node: f.Node, Port: cp.Port, Value: cp.Gbps, Unit: "Gb/s"})
+		}
 		switch f.Node {
 		case "":
 			c.Status, c.Reason, c.Diagnosis, c.Fix = reports.NotRun, strings.Join(f.Evidence, "; ")+": "+f.Cause, "", ""

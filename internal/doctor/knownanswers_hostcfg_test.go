@@ -363,3 +363,39 @@ func TestHostConfigUnknownIsNotRun(t *testing.T) {
 	}
 	_ = corev1.Node{}
 }
+
+// The findings that cap a port carry the figure it allows, per port, as
+// the check's host_cap measurement: a PCIe x8 Gen4 link 126 Gb/s, a
+// 100 Gb/s RoCE port at active MTU 1024 1024/(1024+82) of its rate.
+func TestHostCapsReachTheChecks(t *testing.T) {
+	s := ibFleet(4, func(i int, d []node.Device) {
+		if i == 3 {
+			d[1].PCIe.Path.Links[1].CurWidth = 8
+		}
+	})
+	r := roceFleet(4, thresholds.HostExpect{ActiveMTU: 4096, Source: "design"}, func(i int, d []node.Device) {
+		if i == 2 {
+			d[1].Ports[0].Config.NetdevMTU, d[1].Ports[0].Config.ActiveMTU = 1500, 1024
+		}
+	})
+	want := map[string]float64{"doctor/pcie-link-capped gpu-003 mlx5_1/1": 126, "doctor/roce-mtu-low gpu-002 mlx5_1/1": 92.6,
+		"doctor/host-config-differs gpu-002 mlx5_1/1": 92.6, "doctor/host-config-differs gpu-003 mlx5_1/1": 126}
+	got := map[string]float64{}
+	for _, st := range []State{s, r} {
+		for _, c := range Checks(st, Diagnose(st), 0) {
+			for _, m := range c.Measured {
+				if m.Name == "host_cap" && m.Unit == "Gb/s" {
+					got[c.ID+" "+c.Nodes[0]+" "+m.Port] = m.Value
+				}
+			}
+		}
+	}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("%s: host_cap %v, want %v (all: %v)", k, got[k], v, got)
+		}
+	}
+	if len(got) != len(want) {
+		t.Errorf("host caps %v, want only %v", got, want)
+	}
+}

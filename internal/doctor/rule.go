@@ -48,6 +48,17 @@ type Rule struct {
 type Hit struct {
 	Node     string
 	Evidence []string
+	// Caps are the bandwidths the finding's host cause allows on the
+	// ports it names (a PCIe link, an MTU): reports explain a failed
+	// figure by them only where the cap is below the floor and the figure
+	// near the cap.
+	Caps []Cap
+}
+
+// Cap is what a host cause allows on one port.
+type Cap struct {
+	Port string  // "mlx5_1/1"
+	Gbps float64 // what the cause lets the port carry
 }
 
 func hit(node string, evidence ...string) Hit { return Hit{Node: node, Evidence: evidence} }
@@ -66,6 +77,7 @@ type Finding struct {
 	Cause    string   `json:"cause"`
 	Fix      string   `json:"fix"`
 	Seed     string   `json:"seed"`
+	Caps     []Cap    `json:"caps,omitempty"`
 }
 
 // Catalogue holds every registered rule by id.
@@ -99,7 +111,7 @@ func Rules() []*Rule {
 }
 
 func (r *Rule) finding(h Hit) Finding {
-	return Finding{ID: r.ID, Severity: r.Severity, Node: h.Node, Evidence: h.Evidence, Cause: r.Cause, Fix: r.Fix, Seed: r.Seed}
+	return Finding{ID: r.ID, Severity: r.Severity, Node: h.Node, Evidence: h.Evidence, Cause: r.Cause, Fix: r.Fix, Seed: r.Seed, Caps: h.Caps}
 }
 
 // Diagnose applies every rule to the state. Findings are sorted by node and
@@ -152,6 +164,7 @@ func dedupe(fs []Finding) []Finding {
 		k := f.ID + "|" + f.Node
 		if i, ok := seen[k]; ok {
 			out[i].Evidence = append(out[i].Evidence, f.Evidence...)
+			out[i].Caps = append(out[i].Caps, f.Caps...)
 			continue
 		}
 		seen[k] = len(out)

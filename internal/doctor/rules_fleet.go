@@ -87,6 +87,9 @@ func dedupSorted(s []string) []string {
 // other.
 type fact struct {
 	node, where, class, name, value string
+	// cap is what the value allows the port to carry (Gb/s; 0: it caps
+	// nothing, e.g. a GID index).
+	cap float64
 }
 
 // nodeFacts and portFacts are what is compared; a value "" is unknown and
@@ -97,6 +100,11 @@ func (v *View) hostFacts(n *NodeView) []fact {
 	add := func(where, name, value string) {
 		if value != "" {
 			fs = append(fs, fact{node: n.Name, where: where, class: class, name: name, value: value})
+		}
+	}
+	capLast := func(c float64) {
+		if len(fs) > 0 {
+			fs[len(fs)-1].cap = c
 		}
 	}
 	var fw, types []string
@@ -115,8 +123,9 @@ func (v *View) hostFacts(n *NodeView) []fact {
 		ports++
 		class = strings.TrimSpace(d.HCAType + " " + p.LinkLayer)
 		add(id, "rate", fmt.Sprintf("%g Gb/s %s", p.RateGbps, p.LinkLayer))
-		if l := pcieOf(d); l != "" {
+		if l, gbps := pcieOf(d); l != "" {
 			add(id, "PCIe link", l)
+			capLast(gbps)
 		}
 		c := p.Config
 		if c == nil {
@@ -124,6 +133,7 @@ func (v *View) hostFacts(n *NodeView) []fact {
 		}
 		if p.LinkLayer == "Ethernet" && c.NetdevMTU > 0 {
 			add(id, "MTU", fmt.Sprintf("netdev %d (active %d)", c.NetdevMTU, c.ActiveMTU))
+			capLast(mtuCap(p.RateGbps, c.ActiveMTU))
 		}
 		if p.LinkLayer == "Ethernet" {
 			idx, types := ipv4GIDs(c.GIDs)
@@ -147,15 +157,15 @@ func (v *View) hostFacts(n *NodeView) []fact {
 	return fs
 }
 
-func pcieOf(d node.Device) string {
+func pcieOf(d node.Device) (string, float64) {
 	if d.PCIe == nil || d.PCIe.Path == nil {
-		return ""
+		return "", 0
 	}
 	l, all := d.PCIe.Path.Narrowest()
 	if !all {
-		return ""
+		return "", 0
 	}
-	return fmt.Sprintf("%gGT/s x%d", l.CurGTs, l.CurWidth)
+	return fmt.Sprintf("%gGT/s x%d", l.CurGTs, l.CurWidth), l.CurGbps()
 }
 
 // ipv4GIDs are the indices of the RoCE v2 GIDs of the port's IPv4
@@ -200,6 +210,7 @@ func (v *View) compareGroupFacts(group string, nodes []*NodeView) []Hit {
 	}
 	sort.Strings(names)
 	evidence := map[string][]string{}
+	caps := map[string][]Cap{}
 	for _, name := range names {
 		fs := byName[name]
 		if len(fs) < minCompared {
@@ -232,12 +243,17 @@ func (v *View) compareGroupFacts(group string, nodes []*NodeView) []Hit {
 			}
 			evidence[f.node] = append(evidence[f.node], fmt.Sprintf("host:%s %s %s; %d other %s of %s: %s",
 				place, f.name, f.value, m, what, group, major))
+			if f.cap > 0 && f.where != "" {
+				caps[f.node] = append(caps[f.node], Cap{Port: f.where, Gbps: f.cap})
+			}
 		}
 	}
 	var out []Hit
 	for _, n := range nodes {
 		if ev := evidence[n.Name]; len(ev) > 0 {
-			out = append(out, hit(n.Name, ev...))
+			h := hit(n.Name, ev...)
+			h.Caps = caps[n.Name]
+			out = append(out, h)
 		}
 	}
 	return out

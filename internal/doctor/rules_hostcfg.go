@@ -2,6 +2,7 @@ package doctor
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 
@@ -108,8 +109,12 @@ var _ = register(Rule{ID: PCIeLinkCapped, Severity: Warning, Seed: "field",
 				if sum := portSum(d); sum > 0 && l.CurGbps() < sum {
 					below = fmt.Sprintf(": below the ports' line rate (%s), which the ports cannot reach", portRates(d))
 				}
-				out = append(out, hit(n.Name, fmt.Sprintf("host: %s (%s): narrowest PCIe link %s allows %.1f Gb/s (x%d × %g GT/s × %s); the device's own maximum allows %.1f Gb/s%s (read from %s)",
-					d.Name, d.PCIe.Address, l, l.CurGbps(), l.CurWidth, l.CurGTs, pcilink.EncodingName(l.CurGTs), dm.MaxGbps(), below, l.Source)))
+				h := hit(n.Name, fmt.Sprintf("host: %s (%s): narrowest PCIe link %s allows %.1f Gb/s (x%d × %g GT/s × %s); the device's own maximum allows %.1f Gb/s%s (read from %s)",
+					d.Name, d.PCIe.Address, l, l.CurGbps(), l.CurWidth, l.CurGTs, pcilink.EncodingName(l.CurGTs), dm.MaxGbps(), below, l.Source))
+				for _, p := range d.Ports {
+					h.Caps = append(h.Caps, Cap{Port: fmt.Sprintf("%s/%d", d.Name, p.Port), Gbps: l.CurGbps()})
+				}
+				out = append(out, h)
 			}
 		}
 		return out
@@ -182,7 +187,10 @@ var _ = register(Rule{ID: RoCEMTULow, Severity: Warning, Seed: "field",
 				if p.LinkLayer != "Ethernet" || c == nil || c.NetdevMTU == 0 || c.ActiveMTU >= want || len(p.Netdevs) == 0 {
 					return
 				}
-				out = append(out, hit(n.Name, fmt.Sprintf("host: port %s: netdev %s MTU %d gives RoCE active MTU %d, %s", id, p.Netdevs[0].Name, c.NetdevMTU, c.ActiveMTU, why)))
+				h := hit(n.Name, fmt.Sprintf("host: port %s: netdev %s MTU %d gives RoCE active MTU %d, %s; at %g Gb/s it carries at most %.1f Gb/s of payload (%.1f %%)",
+					id, p.Netdevs[0].Name, c.NetdevMTU, c.ActiveMTU, why, p.RateGbps, mtuCap(p.RateGbps, c.ActiveMTU), 100*node.RoCEPayloadShare(c.ActiveMTU)))
+				h.Caps = []Cap{{Port: id, Gbps: mtuCap(p.RateGbps, c.ActiveMTU)}}
+				out = append(out, h)
 			})
 		}
 		return out
@@ -269,6 +277,11 @@ var _ = register(Rule{ID: IBNoSubnetManager, Severity: Critical, Seed: "field",
 		}
 		return out
 	}})
+
+// mtuCap is the RDMA payload a RoCE port at rate carries at an active MTU.
+func mtuCap(rate float64, activeMTU int) float64 {
+	return math.Round(rate*node.RoCEPayloadShare(activeMTU)*10) / 10
+}
 
 func zeroLID(s string) bool {
 	return strings.Trim(strings.TrimPrefix(strings.ToLower(s), "0x"), "0") == ""

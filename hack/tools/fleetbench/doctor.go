@@ -114,6 +114,9 @@ func doctorAt(kubeconfig string, n int, set *thresholds.Set, window string) erro
 		return err
 	}
 	gather := time.Since(t0)
+	if len(state.Nodes) != n {
+		return fmt.Errorf("%d nodes carry %s=true, want %d: is %d among the sizes hack/fleet-bench.sh labelled?", len(state.Nodes), subsetLabel(n), n, n)
+	}
 	t1 := time.Now()
 	state.Hosts, state.HostsMissing = r.ProbeHosts(ctx, state)
 	state.SKUs = r.NodeSKUs(state.Nodes)
