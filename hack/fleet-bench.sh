@@ -211,20 +211,23 @@ spec:
       phase: Running
       startTime: {{ \$now | Quote }}
 EOF
-for role in client:$PROBE_CLIENT_MS server:$PROBE_SERVER_MS; do
+# A probe pod ends (Succeeded) DELAY ms after Running, picked by one of its
+# container's arguments: the bandwidth server and client by their role
+# (args[1]), the doctor's host probe by its subcommand (args[0], "node").
+completion_stage() { # name arg-index value delay-ms
   cat >>"$DIR/kwok.yaml" <<EOF
 ---
 apiVersion: kwok.x-k8s.io/v1alpha1
 kind: Stage
-metadata: {name: probe-${role%%:*}-complete}
+metadata: {name: $1}
 spec:
   resourceRef: {apiGroup: v1, kind: Pod}
   selector:
     matchExpressions:
     - {key: .metadata.deletionTimestamp, operator: DoesNotExist}
     - {key: .status.phase, operator: In, values: [Running]}
-    - {key: '.spec.containers.[0].args.[1]', operator: In, values: [${role%%:*}]}
-  delay: {durationMilliseconds: ${role#*:}}
+    - {key: '.spec.containers.[0].args.[$2]', operator: In, values: [$3]}
+  delay: {durationMilliseconds: $4}
   next:
     statusTemplate: |
       {{ \$now := Now }}
@@ -238,34 +241,10 @@ spec:
       {{ end }}
       phase: Succeeded
 EOF
-done
-# The doctor's host probe pods (rdmaprobe node …) end after their window.
-cat >>"$DIR/kwok.yaml" <<EOF
----
-apiVersion: kwok.x-k8s.io/v1alpha1
-kind: Stage
-metadata: {name: probe-node-complete}
-spec:
-  resourceRef: {apiGroup: v1, kind: Pod}
-  selector:
-    matchExpressions:
-    - {key: .metadata.deletionTimestamp, operator: DoesNotExist}
-    - {key: .status.phase, operator: In, values: [Running]}
-    - {key: '.spec.containers.[0].args.[0]', operator: In, values: [node]}
-  delay: {durationMilliseconds: $NODE_PROBE_MS}
-  next:
-    statusTemplate: |
-      {{ \$now := Now }}
-      containerStatuses:
-      {{ range .spec.containers }}
-      - image: {{ .image | Quote }}
-        name: {{ .name | Quote }}
-        ready: false
-        restartCount: 0
-        state: {terminated: {exitCode: 0, reason: Completed, startedAt: {{ \$now | Quote }}, finishedAt: {{ \$now | Quote }}}}
-      {{ end }}
-      phase: Succeeded
-EOF
+}
+completion_stage probe-client-complete 1 client "$PROBE_CLIENT_MS"
+completion_stage probe-server-complete 1 server "$PROBE_SERVER_MS"
+completion_stage probe-node-complete 0 node "$NODE_PROBE_MS"
 cat >>"$DIR/kwok.yaml" <<EOF
 ---
 apiVersion: kwok.x-k8s.io/v1alpha1

@@ -154,6 +154,52 @@ func Localize(run Run) []Finding {
 // (one partner, or none). One finding per variant, node and port, naming
 // every check it explains.
 func hostFaultFindings(run Run) []Finding {
+	return directFindings(run, func(c Check) []directBlame {
+		var out []directBlame
+		for _, hf := range c.HostFaults {
+			b := directBlame{node: hf.Node, port: hf.Port, kind: BadNode,
+				explanation: fmt.Sprintf("%s: the probe on %s itself saw it: %s; a fault of the node whatever its partners", hf.Node, hf.Node, hf.What)}
+			if hf.Port != "" {
+				b.kind = BadPort
+				b.explanation = fmt.Sprintf("port %s on %s: the probe on %s itself read it: %s; a fault of that port whatever its partners (ibstat on the node shows the same)",
+					hf.Port, hf.Node, hf.Node, hf.What)
+			}
+			out = append(out, b)
+		}
+		return out
+	})
+}
+
+// hostCauseFindings name, per variant, node and port, the host
+// configuration that explains its failing checks (Check.HostCauses). A
+// check its own probe traced to a host fault is that fault's.
+func hostCauseFindings(run Run) []Finding {
+	return directFindings(run, func(c Check) []directBlame {
+		if len(c.HostFaults) > 0 {
+			return nil
+		}
+		var out []directBlame
+		for _, hc := range c.HostCauses {
+			out = append(out, directBlame{node: hc.Node, port: hc.Port, kind: HostConfig,
+				explanation: fmt.Sprintf("port %s on %s: its host's configuration caps it (%s: %s); fix the host before suspecting a cable or switch",
+					hc.Port, hc.Node, hc.Finding, hc.What)})
+		}
+		return out
+	})
+}
+
+// directBlame is a place a failing check blames by itself, without the
+// pairing's evidence.
+type directBlame struct {
+	node, port  string
+	kind        FindingKind
+	explanation string
+}
+
+// directFindings makes one finding per variant, node and port that the
+// failing checks blame directly (blames), naming every check it explains
+// and the partners they failed with; the first check's explanation stands.
+func directFindings(run Run, blames func(Check) []directBlame) []Finding {
 	type key struct{ variant, node, port string }
 	var order []key
 	found := map[key]*Finding{}
@@ -161,17 +207,11 @@ func hostFaultFindings(run Run) []Finding {
 		if !locFailing(c.Status) {
 			continue
 		}
-		for _, hf := range c.HostFaults {
-			k := key{c.Variant, hf.Node, hf.Port}
+		for _, b := range blames(c) {
+			k := key{c.Variant, b.node, b.port}
 			f := found[k]
 			if f == nil {
-				f = &Finding{Kind: BadNode, Variant: c.Variant, Nodes: []string{hf.Node}, Rail: hf.Port,
-					Explanation: fmt.Sprintf("%s: the probe on %s itself saw it: %s; a fault of the node whatever its partners", hf.Node, hf.Node, hf.What)}
-				if hf.Port != "" {
-					f.Kind = BadPort
-					f.Explanation = fmt.Sprintf("port %s on %s: the probe on %s itself read it: %s; a fault of that port whatever its partners (ibstat on the node shows the same)",
-						hf.Port, hf.Node, hf.Node, hf.What)
-				}
+				f = &Finding{Kind: b.kind, Variant: c.Variant, Nodes: []string{b.node}, Rail: b.port, Explanation: b.explanation}
 				found[k] = f
 				order = append(order, k)
 			}
@@ -179,48 +219,7 @@ func hostFaultFindings(run Run) []Finding {
 				f.Checks = append(f.Checks, c.ID)
 			}
 			for _, p := range c.Nodes {
-				if p != hf.Node && !slices.Contains(f.FailedWith, p) {
-					f.FailedWith = append(f.FailedWith, p)
-				}
-			}
-		}
-	}
-	out := make([]Finding, 0, len(order))
-	for _, k := range order {
-		f := found[k]
-		sort.Strings(f.Checks)
-		sort.Strings(f.FailedWith)
-		f.PartnersFailed = len(f.FailedWith)
-		out = append(out, *f)
-	}
-	return out
-}
-
-// hostCauseFindings name, per variant, node and port, the host
-// configuration that explains its failing checks (Check.HostCauses).
-func hostCauseFindings(run Run) []Finding {
-	type key struct{ variant, node, port string }
-	var order []key
-	found := map[key]*Finding{}
-	for _, c := range run.Checks {
-		if !locFailing(c.Status) || len(c.HostFaults) > 0 {
-			continue
-		}
-		for _, hc := range c.HostCauses {
-			k := key{c.Variant, hc.Node, hc.Port}
-			f := found[k]
-			if f == nil {
-				f = &Finding{Kind: HostConfig, Variant: c.Variant, Nodes: []string{hc.Node}, Rail: hc.Port,
-					Explanation: fmt.Sprintf("port %s on %s: its host's configuration caps it (%s: %s); fix the host before suspecting a cable or switch",
-						hc.Port, hc.Node, hc.Finding, hc.What)}
-				found[k] = f
-				order = append(order, k)
-			}
-			if !slices.Contains(f.Checks, c.ID) {
-				f.Checks = append(f.Checks, c.ID)
-			}
-			for _, p := range c.Nodes {
-				if p != hc.Node && !slices.Contains(f.FailedWith, p) {
+				if p != b.node && !slices.Contains(f.FailedWith, p) {
 					f.FailedWith = append(f.FailedWith, p)
 				}
 			}

@@ -8,7 +8,6 @@ import (
 	"strings"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -97,13 +96,11 @@ func doctorAt(kubeconfig string, n int, set *thresholds.Set, window string) erro
 	}
 	runID := fmt.Sprintf("fbdoctor%d-%d", n, time.Now().Unix()%100000)
 	ctx := context.Background()
-	ns := cluster.RunNamespace(runID)
-	if _, err := setup.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns,
-		Labels: map[string]string{cluster.ManagedByLabel: cluster.ManagedBy, cluster.RunLabel: runID}}}, metav1.CreateOptions{}); err != nil {
-		return err
+	ns, err := runNamespace(ctx, setup, runID)
+	if ns != "" {
+		defer setup.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{})
 	}
-	defer setup.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{})
-	if _, err := setup.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, metav1.CreateOptions{}); err != nil {
+	if err != nil {
 		return err
 	}
 	r := runner.New(kube, runner.Config{Image: "rdmaprobe:fleetbench", PodTimeout: 2 * time.Minute, NodeSelector: subsetLabel(n) + "=true",

@@ -304,14 +304,7 @@ func measure(kubeconfig string, s scenario, set *thresholds.Set, conc int, sched
 	}
 	runID := fmt.Sprintf("fb%s%d-%d", s.mode, s.n, time.Now().Unix()%100000)
 	ctx := context.Background()
-	// The run's namespace as cluster.CreateRunNamespace makes it, plus its
-	// default service account (no controller-manager here to add it).
-	ns := cluster.RunNamespace(runID)
-	if _, err := setup.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns,
-		Labels: map[string]string{cluster.ManagedByLabel: cluster.ManagedBy, cluster.RunLabel: runID}}}, metav1.CreateOptions{}); err != nil {
-		return nil, err
-	}
-	if _, err := setup.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, metav1.CreateOptions{}); err != nil {
+	if _, err := runNamespace(ctx, setup, runID); err != nil {
 		return nil, err
 	}
 	r := runner.New(kube, runner.Config{
@@ -484,4 +477,17 @@ func ints(s string) ([]int, error) {
 		out = append(out, n)
 	}
 	return out, nil
+}
+
+// runNamespace makes the run's namespace as cluster.CreateRunNamespace
+// does, plus its default service account (no controller-manager here to
+// add it).
+func runNamespace(ctx context.Context, setup kubernetes.Interface, runID string) (string, error) {
+	ns := cluster.RunNamespace(runID)
+	if _, err := setup.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns,
+		Labels: map[string]string{cluster.ManagedByLabel: cluster.ManagedBy, cluster.RunLabel: runID}}}, metav1.CreateOptions{}); err != nil {
+		return "", err
+	}
+	_, err := setup.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, metav1.CreateOptions{})
+	return ns, err
 }
