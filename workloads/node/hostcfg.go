@@ -80,6 +80,9 @@ type PortConfig struct {
 	PFC *PFC `json:"pfc,omitempty"`
 	// Unknown lists the facts that could not be read, with their paths.
 	Unknown []string `json:"unknown,omitempty"`
+	// Source names where the facts were read: the port's sysfs directory
+	// and its netdev's.
+	Source string `json:"source"`
 }
 
 // GID is one entry of a port's GID table.
@@ -179,7 +182,10 @@ func bridgesBetween(a, b string) []string {
 // (the GID table is read once, by readPort). netdev is the port's first
 // netdev ("" if none).
 func readPortConfig(h hostFS, base, linkLayer, netdev string) *PortConfig {
-	c := &PortConfig{}
+	c := &PortConfig{Source: base}
+	if netdev != "" {
+		c.Source += " and /sys/class/net/" + netdev
+	}
 	miss := func(p string) { c.Unknown = append(c.Unknown, p+" absent") }
 	if linkLayer == "InfiniBand" {
 		for _, f := range []struct {

@@ -58,6 +58,9 @@ func TestHostConfigPorts(t *testing.T) {
 		t.Fatalf("mlx5_1/1 config %+v", c)
 	}
 	c = port(t, r, "mlx5_bond_0", 1).Config
+	if c.Source != "/sys/class/infiniband/mlx5_bond_0/ports/1 and /sys/class/net/bond0" {
+		t.Fatalf("bond config source %q", c.Source)
+	}
 	if c.NetdevMTU != 1500 || c.ActiveMTU != 1024 {
 		t.Fatalf("bond MTU %d active %d, want 1500 / 1024", c.NetdevMTU, c.ActiveMTU)
 	}
