@@ -129,17 +129,24 @@ var _ = register(Rule{ID: NICGPUCrossSocket, Severity: Warning, Seed: "field",
 	Silent: []string{"a node without NVIDIA GPUs", "a NIC with a GPU at PIX, PXB, PHB or NODE", "a software device (no PCI function)"},
 	Eval: func(v *View) []Hit {
 		var out []Hit
-		for _, n := range v.Nodes {
-			for _, d := range v.usedDevices(n) {
-				if d.PCIe == nil || d.PCIe.NearestGPU == nil || d.PCIe.NearestGPU.Level != "SYS" {
-					continue
-				}
-				g := d.PCIe.NearestGPU
+		v.nicGPUs(func(n *NodeView, d node.Device, g *node.NearestGPU) {
+			if g.Level == "SYS" {
 				out = append(out, hit(n.Name, fmt.Sprintf("host: %s (%s, NUMA node %d): nearest GPU %s (NUMA node %d) is SYS: %s", d.Name, d.PCIe.Address, d.PCIe.NUMANode, g.Address, g.NUMANode, g.Why)))
 			}
-		}
+		})
 		return out
 	}})
+
+// nicGPUs calls fn for every device in use that has a nearest GPU.
+func (v *View) nicGPUs(fn func(n *NodeView, d node.Device, g *node.NearestGPU)) {
+	for _, n := range v.Nodes {
+		for _, d := range v.usedDevices(n) {
+			if d.PCIe != nil && d.PCIe.NearestGPU != nil {
+				fn(n, d, d.PCIe.NearestGPU)
+			}
+		}
+	}
+}
 
 var _ = register(Rule{ID: ACSRedirectsGPUNIC, Severity: Warning, Seed: "field",
 	Cause: "a PCIe switch port between a NIC and its nearest GPU has ACS peer-to-peer redirect on: every GPUDirect RDMA transfer goes up to the root complex " +
@@ -151,18 +158,13 @@ var _ = register(Rule{ID: ACSRedirectsGPUNIC, Severity: Warning, Seed: "field",
 		"a bridge whose config space beyond 256 bytes is unreadable: the node check is not-run naming it"},
 	Eval: func(v *View) []Hit {
 		var out []Hit
-		for _, n := range v.Nodes {
-			for _, d := range v.usedDevices(n) {
-				if d.PCIe == nil || d.PCIe.NearestGPU == nil {
-					continue
-				}
-				for _, a := range d.PCIe.NearestGPU.ACS {
-					if a.Redirects() {
-						out = append(out, hit(n.Name, fmt.Sprintf("host: %s ↔ GPU %s (%s): bridge %s (read from %s)", d.Name, d.PCIe.NearestGPU.Address, d.PCIe.NearestGPU.Level, a, a.Source)))
-					}
+		v.nicGPUs(func(n *NodeView, d node.Device, g *node.NearestGPU) {
+			for _, a := range g.ACS {
+				if a.Redirects() {
+					out = append(out, hit(n.Name, fmt.Sprintf("host: %s ↔ GPU %s (%s): bridge %s (read from %s)", d.Name, g.Address, g.Level, a, a.Source)))
 				}
 			}
-		}
+		})
 		return out
 	}})
 
