@@ -35,6 +35,9 @@ const (
 // of 512 bytes or less, which no RoCE deployment guide chooses.
 const minRoCEMTU = 1024
 
+// portID names a port as the other port rules do ("mlx5_0/1").
+func portID(d node.Device, p node.Port) string { return fmt.Sprintf("%s/%d", d.Name, p.Port) }
+
 // devicePorts calls fn for every port of every device on the node that is
 // ACTIVE and not declared unused.
 func (v *View) devicePorts(n *NodeView, fn func(d node.Device, p node.Port, id string)) {
@@ -43,7 +46,7 @@ func (v *View) devicePorts(n *NodeView, fn func(d node.Device, p node.Port, id s
 	}
 	for _, d := range n.Host.Devices {
 		for _, p := range d.Ports {
-			id := fmt.Sprintf("%s/%d", d.Name, p.Port)
+			id := portID(d, p)
 			if p.Active && !v.portUnused(n.Name, id) {
 				fn(d, p, id)
 			}
@@ -112,7 +115,7 @@ var _ = register(Rule{ID: PCIeLinkCapped, Severity: Warning, Seed: "field",
 				h := hit(n.Name, fmt.Sprintf("host: %s (%s): narrowest PCIe link %s allows %.1f Gb/s (x%d × %g GT/s × %s); the device's own maximum allows %.1f Gb/s%s (read from %s)",
 					d.Name, d.PCIe.Address, l, l.CurGbps(), l.CurWidth, l.CurGTs, pcilink.EncodingName(l.CurGTs), dm.MaxGbps(), below, l.Source))
 				for _, p := range d.Ports {
-					h.Caps = append(h.Caps, Cap{Port: fmt.Sprintf("%s/%d", d.Name, p.Port), Gbps: l.CurGbps()})
+					h.Caps = append(h.Caps, Cap{Port: portID(d, p), Gbps: l.CurGbps()})
 				}
 				out = append(out, h)
 			}
@@ -189,9 +192,10 @@ var _ = register(Rule{ID: RoCEMTULow, Severity: Warning, Seed: "field",
 				if p.LinkLayer != "Ethernet" || c == nil || c.NetdevMTU == 0 || c.ActiveMTU >= want || len(p.Netdevs) == 0 {
 					return
 				}
+				allowed := mtuCap(p.RateGbps, c.ActiveMTU)
 				h := hit(n.Name, fmt.Sprintf("host: port %s: netdev %s MTU %d gives RoCE active MTU %d, %s; at %g Gb/s it carries at most %.1f Gb/s of payload (%.1f %%)",
-					id, p.Netdevs[0].Name, c.NetdevMTU, c.ActiveMTU, why, p.RateGbps, mtuCap(p.RateGbps, c.ActiveMTU), 100*node.RoCEPayloadShare(c.ActiveMTU)))
-				h.Caps = []Cap{{Port: id, Gbps: mtuCap(p.RateGbps, c.ActiveMTU)}}
+					id, p.Netdevs[0].Name, c.NetdevMTU, c.ActiveMTU, why, p.RateGbps, allowed, 100*node.RoCEPayloadShare(c.ActiveMTU)))
+				h.Caps = []Cap{{Port: id, Gbps: allowed}}
 				out = append(out, h)
 			})
 		}
@@ -266,7 +270,7 @@ var _ = register(Rule{ID: IBNoSubnetManager, Severity: Critical, Seed: "field",
 			}
 			for _, d := range n.Host.Devices {
 				for _, p := range d.Ports {
-					id := fmt.Sprintf("%s/%d", d.Name, p.Port)
+					id := portID(d, p)
 					c := p.Config
 					if p.LinkLayer != "InfiniBand" || c == nil || v.portUnused(n.Name, id) || c.LID == "" || c.SMLID == "" {
 						continue
