@@ -48,7 +48,7 @@ func TestParseStatus(t *testing.T) {
 	}
 	for _, s := range []string{"", "PASS", "passed", "skipped", "notrun"} {
 		_, err := ParseStatus(s)
-		if err == nil || !strings.Contains(err.Error(), `"`+s+`"`) || !strings.Contains(err.Error(), "pass, fail, error or not-run") {
+		if err == nil || !strings.Contains(err.Error(), `"`+s+`"`) || !strings.Contains(err.Error(), "pass, warn, fail, error or not-run") {
 			t.Errorf("%q: %v", s, err)
 		}
 	}
@@ -73,7 +73,7 @@ func TestReadValidates(t *testing.T) {
 		mutate func(*Run)
 		want   []string
 	}{
-		{"empty status", func(r *Run) { r.Checks[0].Status = "" }, []string{"bandwidth/write", `status ""`, "pass, fail, error or not-run"}},
+		{"empty status", func(r *Run) { r.Checks[0].Status = "" }, []string{"bandwidth/write", `status ""`, "pass, warn, fail, error or not-run"}},
 		{"unknown status", func(r *Run) { r.Checks[1].Status = "skipped" }, []string{"memlock", `status "skipped"`}},
 		{"bad threshold op", func(r *Run) { r.Checks[0].Measured[0].Threshold.Op = "=>" }, []string{"bandwidth/write", "write_1MiB_avg", `"=>"`}},
 		// Figures that cannot be true: a status its own recorded value contradicts, a key

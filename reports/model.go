@@ -32,7 +32,15 @@ const (
 	Fail   Status = "fail"
 	Error  Status = "error" // the check itself broke (API error, probe crash)
 	NotRun Status = "not-run"
+	// Warn: measured and met its bar, with something an operator should
+	// look at first: a port far below its peers though above the floor,
+	// or a failure that did not repeat when measured again (transient).
+	// It passes the run and never taints a node.
+	Warn Status = "warn"
 )
+
+// Passing reports whether s met its bar (pass or warn).
+func (s Status) Passing() bool { return s == Pass || s == Warn }
 
 // Run is one suite run.
 type Run struct {
@@ -227,7 +235,7 @@ func (r Run) Passed() bool {
 	passed := 0
 	for _, c := range r.Checks {
 		switch {
-		case c.Status == Pass:
+		case c.Status.Passing():
 			passed++
 		case r.Allowed(c):
 		default:
@@ -270,13 +278,13 @@ func (r Run) ExitCode() int {
 	return ExitChecksFailed
 }
 
-// ParseStatus accepts exactly pass, fail, error and not-run.
+// ParseStatus accepts exactly pass, warn, fail, error and not-run.
 func ParseStatus(s string) (Status, error) {
 	switch st := Status(s); st {
-	case Pass, Fail, Error, NotRun:
+	case Pass, Warn, Fail, Error, NotRun:
 		return st, nil
 	}
-	return "", fmt.Errorf("status %q is not valid: want pass, fail, error or not-run", s)
+	return "", fmt.Errorf("status %q is not valid: want pass, warn, fail, error or not-run", s)
 }
 
 // Validate checks what JSON alone does not: every check has a known status,
