@@ -55,6 +55,7 @@ type Flags struct {
 	QPTimeout       *int
 	Concurrency     *int
 	Loopback        *bool
+	Confirm         *bool
 	NodePods        *bool
 	DryRun          *bool
 	Thresholds      *string
@@ -140,6 +141,7 @@ func Register(fs *flag.FlagSet) *Flags {
 	f.QPTimeout = fs.Int("qp-timeout", bw.DefaultQPTimeout, "local ACK timeout exponent of every probe QP (4.096 µs × 2^N before a resend, perftest's -u; 14 ≈ 67 ms): raise it (18 ≈ 1 s) where busy hosts or software RoCE acknowledge late and resends are refused")
 	f.Concurrency = fs.Int("concurrency", 0, "pairs (or memlock / host probe pods) run at the same time; 0: every disjoint pair of a round (every node) at once, so wall time is rounds, not pairs")
 	f.Loopback = fs.Bool("loopback", false, "also run a same-node pair on every node")
+	f.Confirm = fs.Bool("confirm", true, "before blaming a node, port or link, measure each end of a failed or inconclusive pair once more against a partner that passed everything (one more round, only when a pair failed); a failure that does not repeat is reported as transient (warn)")
 	f.NodePods = fs.Bool("node-pods", true, "run the paired features in one probe pod per node and variant over pods/exec (false: a server and a client pod per pair and round, for clusters whose policy refuses exec)")
 	f.DryRun = fs.Bool("dry-run", false, "print the run's plan (nodes, pairs, each round's features and first pairs, waves, estimated duration) and the thresholds header, create nothing, exit 0")
 	f.Thresholds = fs.String("thresholds", "", "thresholds file laid over the built-in thresholds/skus.yaml: its SKUs replace those of the same name whole, or are added (one new SKU is all it needs)")
@@ -252,7 +254,7 @@ func (f *Flags) RunnerConfig(out io.Writer, gate func() error) (runner.Config, e
 		BWOps: runner.SplitList(*f.BWOps), BWSizes: sizes, BWQPs: *f.BWQPs, BWDuration: *f.BWDuration, BWIters: *f.BWIters,
 		LatOps: runner.SplitList(*f.LatOps), LatSizes: latSizes, LatIters: *f.LatIters,
 		MsgRateSizes: msgRateSizes, MsgRateQPs: *f.MsgRateQPs, MsgRateIters: *f.MsgRateIters,
-		Pairing: *f.Pairing, Loopback: *f.Loopback, NoNodePods: !*f.NodePods, RailMode: *f.Rails, RailParallel: *f.RailParallel, QPTimeout: *f.QPTimeout,
+		Pairing: *f.Pairing, Loopback: *f.Loopback, Confirm: *f.Confirm, NoNodePods: !*f.NodePods, RailMode: *f.Rails, RailParallel: *f.RailParallel, QPTimeout: *f.QPTimeout,
 		Thresholds: set, SKU: *f.SKU, MemlockRequired: *f.MemlockRequired, MemlockMax: *f.MemlockMax, MemlockIPCLock: *f.MemlockIPCLock,
 		NodeProbe: *f.NodeProbe, NodeProbeHostPath: *f.NodeProbePath, NodeProbeWindow: *f.NodeProbeWin,
 		AllowNotRun: runner.SplitList(*f.AllowNotRun), KeepOnFailure: *f.KeepOnFailure, Namespace: *f.Namespace}

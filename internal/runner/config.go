@@ -61,6 +61,10 @@ type Config struct {
 	MsgRateIters int
 	Pairing      string // ring or all
 	Loopback     bool
+	// Confirm: re-measure each end of a failed or inconclusive pair
+	// against a partner that passed everything, in one more round, before
+	// anything is blamed (confirm.go).
+	Confirm bool
 	// NoNodePods (--node-pods=false) keeps a server and a client pod per
 	// pair and round even where the suite may exec (a cluster whose
 	// admission policy refuses exec although RBAC allows it).
