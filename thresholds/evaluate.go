@@ -2,6 +2,8 @@ package thresholds
 
 import (
 	"fmt"
+	"slices"
+	"strings"
 )
 
 // Bound is one sourced bar a measurement must meet: Op is ">=" (a floor) or
@@ -18,28 +20,104 @@ type Bound struct {
 // "gpuDirectWrite"). Fractions apply to the SKU's expected link rate, not the
 // rate the port negotiated: a 200 Gb/s port that trained at 100 must fail.
 func (k *SKU) BandwidthFloor(metric string) (Bound, error) {
-	var f Floor
+	f, err := k.floorOf(metric)
+	if err != nil {
+		return Bound{}, err
+	}
+	return k.perPort(metric, f, "")
+}
+
+// floorOf is the SKU's per-port bandwidth floor called metric.
+func (k *SKU) floorOf(metric string) (Floor, error) {
 	switch metric {
 	case "write":
-		f = k.Write
+		return k.Write, nil
 	case "read":
-		f = k.Read
+		return k.Read, nil
 	case "gpuDirectWrite":
-		f = k.GPUDirectWrite
-	default:
-		return Bound{}, fmt.Errorf("no bandwidth floor called %q (write, read, gpuDirectWrite)", metric)
+		return k.GPUDirectWrite, nil
 	}
-	b := Bound{Op: ">=", Source: k.label() + ": " + f.Source}
+	return Floor{}, fmt.Errorf("no bandwidth floor called %q (write, read, gpuDirectWrite)", metric)
+}
+
+// perPort is floor f as a bound in Gb/s; at, when not "", names the
+// message size whose own floor f is ("write at 64KiB").
+func (k *SKU) perPort(metric string, f Floor, at string) (Bound, error) {
+	head := k.label()
+	if at != "" {
+		head += fmt.Sprintf(": %s floor at %s", metric, at)
+	}
+	b := Bound{Op: ">=", Source: head + ": " + f.Source}
 	switch {
 	case f.Gbps != nil:
 		b.Value = *f.Gbps
 	case f.FractionOfLink != nil && k.LinkRateGbps.Value != nil:
 		b.Value = *f.FractionOfLink * *k.LinkRateGbps.Value
-		b.Source = fmt.Sprintf("%s: %g × %g Gb/s link — %s", k.label(), *f.FractionOfLink, *k.LinkRateGbps.Value, f.Source)
+		b.Source = fmt.Sprintf("%s: %g × %g Gb/s link — %s", head, *f.FractionOfLink, *k.LinkRateGbps.Value, f.Source)
 	default:
 		return b, fmt.Errorf("sku %s: %s floor is not per port", k.Name, metric)
 	}
 	return b, nil
+}
+
+// FloorSizes are the message sizes (bytes, ascending) for which the
+// bandwidth floor metric gives a floor of its own (bySize).
+func (k *SKU) FloorSizes(metric string) []int {
+	f, err := k.floorOf(metric)
+	if err != nil {
+		return nil
+	}
+	var sizes []int
+	for key := range f.BySize {
+		if n, err := ParseSize(key); err == nil {
+			sizes = append(sizes, n)
+		}
+	}
+	slices.Sort(sizes)
+	return sizes
+}
+
+// BandwidthFloorAt is the bandwidth floor metric's own floor for message
+// size bytes (bySize); its source names the size. An error when the SKU
+// gives none for that size (FloorSizes lists those it gives).
+func (k *SKU) BandwidthFloorAt(metric string, size int) (Bound, error) {
+	f, err := k.floorOf(metric)
+	if err != nil {
+		return Bound{}, err
+	}
+	for key, sub := range f.BySize {
+		if n, err := ParseSize(key); err == nil && n == size {
+			return k.perPort(metric, sub, SizeName(size))
+		}
+	}
+	return Bound{}, fmt.Errorf("sku %s: %s has no floor of its own for %s", k.Name, metric, SizeName(size))
+}
+
+// CalibratedPrefix starts the source of every floor rdmasuite thresholds
+// calibrate writes: a floor whose source starts with it is named as
+// calibrated in the run header (CalibratedFloors).
+const CalibratedPrefix = "calibrated from "
+
+// CalibratedFloors names the SKU's bandwidth floors whose source says
+// they were calibrated (CalibratedPrefix), as the run header shows them:
+// "write 64KiB ≥ 181.2 Gb/s", "read ≥ 190 Gb/s" (a floor for every size).
+func (k *SKU) CalibratedFloors() []string {
+	var out []string
+	for _, metric := range []string{"write", "read", "gpuDirectWrite"} {
+		f, _ := k.floorOf(metric)
+		if strings.HasPrefix(f.Source, CalibratedPrefix) {
+			if b, err := k.BandwidthFloor(metric); err == nil {
+				out = append(out, fmt.Sprintf("%s ≥ %.4g Gb/s", metric, b.Value))
+			}
+		}
+		for _, size := range k.FloorSizes(metric) {
+			b, err := k.BandwidthFloorAt(metric, size)
+			if err == nil && strings.Contains(b.Source, CalibratedPrefix) {
+				out = append(out, fmt.Sprintf("%s %s ≥ %.4g Gb/s", metric, SizeName(size), b.Value))
+			}
+		}
+	}
+	return out
 }
 
 // LatencyCeiling is the SKU's bound on the average latency of op (write,

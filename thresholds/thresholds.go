@@ -8,6 +8,7 @@ package thresholds
 
 import (
 	"bytes"
+	"cmp"
 	_ "embed"
 	"errors"
 	"fmt"
@@ -23,6 +24,7 @@ import (
 	"strings"
 
 	"github.com/rdmasuite/rdmasuite/workloads/portcounters"
+	"github.com/rdmasuite/rdmasuite/workloads/units"
 	"gopkg.in/yaml.v3"
 )
 
@@ -50,34 +52,34 @@ type Set struct {
 type SKU struct {
 	Name               string `yaml:"name"`
 	Match              Match  `yaml:"match"`
-	LinkRateGbps       Value  `yaml:"linkRateGbps"`
-	PortsPerNode       Value  `yaml:"portsPerNode"`
-	Write              Floor  `yaml:"write"`
-	Read               Floor  `yaml:"read"`
-	GPUDirectWrite     Floor  `yaml:"gpuDirectWrite"`
-	NCCLAllReduceBusBw Floor  `yaml:"ncclAllReduceBusBw"`
-	MaxNFSStallSec     Value  `yaml:"maxNFSStallSec"`
-	MinMemlockBytes    Value  `yaml:"minMemlockBytes"`
+	LinkRateGbps       Value  `yaml:"linkRateGbps,omitempty"`
+	PortsPerNode       Value  `yaml:"portsPerNode,omitempty"`
+	Write              Floor  `yaml:"write,omitempty"`
+	Read               Floor  `yaml:"read,omitempty"`
+	GPUDirectWrite     Floor  `yaml:"gpuDirectWrite,omitempty"`
+	NCCLAllReduceBusBw Floor  `yaml:"ncclAllReduceBusBw,omitempty"`
+	MaxNFSStallSec     Value  `yaml:"maxNFSStallSec,omitempty"`
+	MinMemlockBytes    Value  `yaml:"minMemlockBytes,omitempty"`
 	// Latency ceilings in µs (optional: without one the latency checks
 	// are not-run, naming the missing field).
-	WriteLatencyUs Value `yaml:"writeLatencyUs"`
-	ReadLatencyUs  Value `yaml:"readLatencyUs"`
-	SendLatencyUs  Value `yaml:"sendLatencyUs"`
+	WriteLatencyUs Value `yaml:"writeLatencyUs,omitempty"`
+	ReadLatencyUs  Value `yaml:"readLatencyUs,omitempty"`
+	SendLatencyUs  Value `yaml:"sendLatencyUs,omitempty"`
 	// Message-rate floor in Mpps (optional, as the latency ceilings):
 	// small writes over several QPs, perftest's MsgRate of one process.
-	WriteMsgRateMpps Value `yaml:"writeMsgRateMpps"`
+	WriteMsgRateMpps Value `yaml:"writeMsgRateMpps,omitempty"`
 	// LatencyUnderLoadFactor bounds latency under load (optional, a site
 	// setting: no public reference bounds it for a fabric): a rail pair's
 	// typical and p99 latency while the same pair carries a write stream
 	// may be at most this many times the same figures measured alone.
-	LatencyUnderLoadFactor Value `yaml:"latencyUnderLoadFactor"`
+	LatencyUnderLoadFactor Value `yaml:"latencyUnderLoadFactor,omitempty"`
 	// PortCounters bounds how far a port counter may rise during one
 	// measurement on one side (optional: without it the counter table's
 	// defaults apply, 0 for every error counter; workloads/portcounters).
-	PortCounters CounterBounds `yaml:"portCounters"`
+	PortCounters CounterBounds `yaml:"portCounters,omitempty"`
 	// Host pins what every node of the SKU must show on its host
 	// (optional: without it nodes are only compared with each other).
-	Host    HostExpect `yaml:"host"`
+	Host    HostExpect `yaml:"host,omitempty"`
 	line    int
 	file    string   // the file that defined it
 	overlay bool     // it came from an overlay (Set.Overlay)
@@ -107,16 +109,16 @@ func (m *Match) UnmarshalYAML(n *yaml.Node) error {
 // field is a finding on every node that differs.
 type HostExpect struct {
 	// Firmware is the fw_ver every RDMA device must run ("28.41.1000").
-	Firmware string `yaml:"firmware"`
+	Firmware string `yaml:"firmware,omitempty"`
 	// ActiveMTU is the least active MTU of every RoCE port (256 … 4096).
-	ActiveMTU int `yaml:"activeMTU"`
+	ActiveMTU int `yaml:"activeMTU,omitempty"`
 	// Lossless says the RoCE fabric runs PFC and ECN: every RoCE port must
 	// have PFC on some priority and ECN (notification and reaction point)
 	// on some priority, and a port whose state is not exposed is unknown.
-	Lossless bool `yaml:"lossless"`
+	Lossless bool `yaml:"lossless,omitempty"`
 	// PKey is a partition key every InfiniBand port must hold ("0x8001").
-	PKey   string `yaml:"pkey"`
-	Source string `yaml:"source"`
+	PKey   string `yaml:"pkey,omitempty"`
+	Source string `yaml:"source,omitempty"`
 	line   int
 }
 
@@ -168,18 +170,24 @@ func checkHostExpect(add adder, sku string, h HostExpect, skuLine int) {
 
 // Value is a number with its source.
 type Value struct {
-	Value  *float64 `yaml:"value"`
-	Source string   `yaml:"source"`
+	Value  *float64 `yaml:"value,omitempty"`
+	Source string   `yaml:"source,omitempty"`
 	line   int
 }
 
 // Floor is a lower bound: absolute, or a fraction of the link rate (per
-// port) or of the aggregate NIC bandwidth (NCCL).
+// port) or of the aggregate NIC bandwidth (NCCL). A per-port bandwidth
+// floor (write, read, gpuDirectWrite) may give floors of its own for
+// message sizes (BySize, keyed "64KiB", "1MiB" or bytes "65536"): a
+// requested size with one is judged against it, the largest requested
+// size without one against the floor itself, and the other sizes are
+// recorded, not judged.
 type Floor struct {
-	Gbps               *float64 `yaml:"gbps"`
-	FractionOfLink     *float64 `yaml:"fractionOfLink"`
-	FractionOfAggregat *float64 `yaml:"fractionOfAggregate"`
-	Source             string   `yaml:"source"`
+	Gbps               *float64         `yaml:"gbps,omitempty"`
+	FractionOfLink     *float64         `yaml:"fractionOfLink,omitempty"`
+	FractionOfAggregat *float64         `yaml:"fractionOfAggregate,omitempty"`
+	Source             string           `yaml:"source,omitempty"`
+	BySize             map[string]Floor `yaml:"bySize,omitempty"`
 	line               int
 }
 
@@ -188,8 +196,8 @@ type Floor struct {
 // ("hw_counters/duplicate_request"); naming a recorded counter (np_cnp_sent,
 // port_xmit_wait) makes it judged. Source says where the numbers come from.
 type CounterBounds struct {
-	Allow  map[string]uint64 `yaml:"allow"`
-	Source string            `yaml:"source"`
+	Allow  map[string]uint64 `yaml:"allow,omitempty"`
+	Source string            `yaml:"source,omitempty"`
 	line   int
 }
 
@@ -952,7 +960,68 @@ func checkFloor(add adder, sku, field string, f Floor, skuLine int, aggregate bo
 	if strings.TrimSpace(f.Source) == "" {
 		add(line, "sku %q: %s has no source", sku, field)
 	}
+	checkBySize(add, sku, field, f, aggregate, link)
 }
+
+// checkBySize validates a floor's floors per message size: each key a
+// size, each floor as strict as the floor itself, none nested.
+func checkBySize(add adder, sku, field string, f Floor, aggregate bool, link *float64) {
+	if f.BySize == nil {
+		return
+	}
+	if aggregate {
+		add(f.line, "sku %q: %s has bySize, but floors per message size are for the per-port bandwidth floors (write, read, gpuDirectWrite): remove it", sku, field)
+		return
+	}
+	if len(f.BySize) == 0 {
+		add(f.line, "sku %q: %s.bySize is empty: give floors per message size (\"64KiB\": {fractionOfLink: 0.9, source: ...}) or remove it", sku, field)
+		return
+	}
+	seen := map[int]string{}
+	for _, key := range slices.Sorted(maps.Keys(f.BySize)) {
+		sub := f.BySize[key]
+		line := cmp.Or(sub.line, f.line)
+		name := fmt.Sprintf("%s.bySize[%q]", field, key)
+		size, err := ParseSize(key)
+		if err != nil {
+			add(line, "sku %q: %s: %v", sku, name, err)
+			continue
+		}
+		if prev, dup := seen[size]; dup {
+			add(line, "sku %q: %s.bySize gives %s twice (%q and %q): keep one", sku, field, SizeName(size), prev, key)
+			continue
+		}
+		seen[size] = key
+		if sub.BySize != nil {
+			add(line, "sku %q: %s has a bySize of its own: floors per size do not nest; give each size once, directly under %s.bySize", sku, name, field)
+		}
+		checkFloor(add, sku, name, sub, line, false, link)
+	}
+}
+
+// ParseSize reads a message size as a thresholds file names it: "64KiB",
+// "1MiB", "1GiB" (binary units, as reports name sizes) or bytes ("65536").
+func ParseSize(s string) (int, error) {
+	num, mult := s, 1
+	for _, u := range []struct {
+		suffix string
+		mult   int
+	}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"B", 1}} {
+		if n, ok := strings.CutSuffix(s, u.suffix); ok {
+			num, mult = n, u.mult
+			break
+		}
+	}
+	n, err := strconv.Atoi(num)
+	if err != nil || n <= 0 || num != strconv.Itoa(n) || n > (1<<40)/mult {
+		return 0, fmt.Errorf("%q is not a message size: write it as 64KiB, 1MiB or in bytes (65536); KB, MB, K and spaces are not accepted", s)
+	}
+	return n * mult, nil
+}
+
+// SizeName is a size as reports name it (64KiB, 1MiB, 1000B): the key a
+// floor per size is written under, and the size in a measurement's name.
+func SizeName(b int) string { return strings.ReplaceAll(units.Bytes(int64(b)), " ", "") }
 
 // Names lists the SKU names.
 func (s *Set) Names() []string {

@@ -20,7 +20,7 @@ type BWInput struct {
 	Resource string // the extended resource the pods requested
 	Network  string // Multus network (hostdev)
 	Ops      []string
-	Sizes    []int  // requested message sizes, bytes; the largest is judged (message rate: the smallest)
+	Sizes    []int  // requested message sizes, bytes; the largest is judged (message rate: the smallest), and every size with a floor of its own (bySize)
 	RailMode string // bw.RailsSame or bw.RailsCross
 	// OneRail: the run named one device (--device, --netdev): the pair owes
 	// the rails the probes selected, not every port the pods can see.
@@ -451,6 +451,10 @@ type metric struct {
 	// that is allowed (the check stays not-run with its values); err: the
 	// SKU must have one and has not.
 	bound func(sku *thresholds.SKU, op string) (b thresholds.Bound, optionalMissing, err error)
+	// floor names the SKU's bandwidth floor that judges op, when that
+	// floor may give floors per message size (bySize): every requested
+	// size with one of its own is judged against it (judgedBounds).
+	floor func(op string) string
 	fix   string // named when the bar is missed
 	// heatUnit: the reports colour their pair heat map and fleet view by
 	// this metric ("" keeps it off them).
@@ -478,7 +482,8 @@ var (
 			b, err := sku.BandwidthFloor(op)
 			return b, nil, err
 		},
-		fix: FixSlow, linkRateNote: true, heatUnit: "Gb/s", localize: true}
+		floor: func(op string) string { return op },
+		fix:   FixSlow, linkRateNote: true, heatUnit: "Gb/s", localize: true}
 	// gpuDirectMetric is bandwidth from GPU memory on both sides, judged
 	// against the SKU's gpuDirectWrite floor for every op (the SKU has no
 	// GPUDirect read floor, and a read's threshold source says so).
@@ -495,6 +500,7 @@ var (
 			b, err := k.BandwidthFloor(op)
 			return b, nil, err
 		}
+		m.floor = func(string) string { return "gpuDirectWrite" }
 		return m
 	}()
 	latencyMetric = metric{prefix: LatencyPrefix, what: "latency", unit: reports.UnitMicroseconds, suffix: "lat_avg",

@@ -28,17 +28,30 @@ func (in BWInput) judgeRail(c *reports.Check, op string, rr bw.RailResult, other
 		c.Evidence = append(c.Evidence, rateNote)
 	}
 	f := m.readFigures(op, c.Rail, opRuns(op, rr, others), rate)
-	size := in.judgedSize()
-	missing := in.recordSizes(c, op, port, size, f)
 	// A bandwidth floor must exist; a latency ceiling and a message-rate
 	// floor are optional (the check then stays not-run with its values,
 	// unless the rail failed).
-	bound, noBound, err := m.bound(in.SKU, op)
+	judged, noBound, err := in.judgedBounds(op)
+	missing := in.recordSizes(c, op, port, judged, f)
 	if err != nil {
 		setOutcome(c, reports.Error, err.Error(), "")
 		return
 	}
-	jm, st, why := in.recordJudged(c, op, port, size, f, bound, noBound)
+	// Every judged size is judged; the first that missed its bound
+	// speaks for the rail, and the others that missed are named with it.
+	size, st := judged[0].size, reports.Pass
+	var jm reports.Measurement
+	var whys []string
+	for i, jb := range judged {
+		m1, st1, why1 := in.recordJudged(c, op, port, jb.size, f, jb.bound, noBound)
+		if i == 0 || st1 != reports.Pass && st == reports.Pass {
+			size, jm, st = jb.size, m1, st1
+		}
+		if st1 != reports.Pass && why1 != "" {
+			whys = append(whys, why1)
+		}
+	}
+	why := strings.Join(whys, "; ")
 	srvErr := serverOwnError(rr, op, srvByRail)
 	// The port's own counters must back the bytes each size claims.
 	shorts, bytesNote := in.confirmBytes(op, f.run, rr)
@@ -159,7 +172,7 @@ func (m *metric) measurementName(op string, size int) string {
 	return fmt.Sprintf("%s_%s_%s", op, SizeName(size), m.suffix)
 }
 
-// judgedSize is the one requested size held to the SKU's bound: the
+// judgedSize is the requested size held to the SKU's general bound: the
 // largest, or for a metric judged at its smallest size (message rate) the
 // smallest.
 func (in BWInput) judgedSize() int {
@@ -169,10 +182,57 @@ func (in BWInput) judgedSize() int {
 	return slices.Max(in.Sizes)
 }
 
-// recordSizes records every requested size but the judged one that was
-// measured, so the report keeps the whole sweep, and returns the sizes not
+// sizedBound is one requested size and the bound it is judged against.
+type sizedBound struct {
+	size  int
+	bound thresholds.Bound
+}
+
+// judgedBounds are the requested sizes judged on every rail of op, in
+// ascending order, each with its bound: every size for which the SKU's
+// floor gives a floor of its own (bySize), and judgedSize against the
+// SKU's general bound unless it has its own. The other requested sizes
+// are recorded, not judged. Never empty: on an error (the SKU lacks a
+// bound it must have) it still names judgedSize, so that its figure is
+// not recorded as an unjudged one.
+func (in BWInput) judgedBounds(op string) (judged []sizedBound, noBound, err error) {
+	m := in.measures()
+	largest := in.judgedSize()
+	bound, noBound, err := m.bound(in.SKU, op)
+	if err != nil || noBound != nil || m.floor == nil || in.SKU == nil {
+		return []sizedBound{{largest, bound}}, noBound, err
+	}
+	key := m.floor(op)
+	own := in.SKU.FloorSizes(key)
+	sizes := slices.Clone(in.Sizes)
+	slices.Sort(sizes)
+	for _, size := range slices.Compact(sizes) {
+		if !slices.Contains(own, size) {
+			if size == largest {
+				b := bound
+				if len(own) > 0 {
+					b.Source = fmt.Sprintf("the %s floor for sizes without a floor of their own (bySize has none for %s): %s", key, SizeName(size), b.Source)
+				}
+				judged = append(judged, sizedBound{size, b})
+			}
+			continue
+		}
+		b, err := in.SKU.BandwidthFloorAt(key, size)
+		if err != nil {
+			return []sizedBound{{largest, bound}}, nil, err
+		}
+		if key != op && op != "write" { // GPUDirect: the gpuDirectWrite floor judges reads too
+			b.Source = fmt.Sprintf("the %s floor (the SKU has no GPUDirect %s floor): %s", key, op, b.Source)
+		}
+		judged = append(judged, sizedBound{size, b})
+	}
+	return judged, nil, nil
+}
+
+// recordSizes records every requested size that was measured and is not
+// judged, so the report keeps the whole sweep, and returns the sizes not
 // measured, which keep the check from passing.
-func (in BWInput) recordSizes(c *reports.Check, op, port string, judgedSize int, f railFigures) (missing []string) {
+func (in BWInput) recordSizes(c *reports.Check, op, port string, judged []sizedBound, f railFigures) (missing []string) {
 	m := in.measures()
 	for _, size := range in.Sizes {
 		v, ok := f.measured[size]
@@ -180,7 +240,7 @@ func (in BWInput) recordSizes(c *reports.Check, op, port string, judgedSize int,
 			missing = append(missing, SizeName(size))
 			continue
 		}
-		if size != judgedSize {
+		if !slices.ContainsFunc(judged, func(j sizedBound) bool { return j.size == size }) {
 			c.Measured = append(c.Measured, reports.Measurement{Name: m.measurementName(op, size), Node: in.Client.Node, Port: port, Value: v, Unit: m.unit})
 		}
 	}

@@ -1,0 +1,35 @@
+package thresholds
+
+import (
+	"bytes"
+	"fmt"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+)
+
+// Marshal writes skus as a thresholds file (schema and skus), header
+// (lines without "#") as its opening comment. The file reads back
+// (Parse, ParseOverlay) as the same SKUs: every given field is written,
+// none that was left out, so an overlay of these SKUs replaces others of
+// their names whole, as written.
+func Marshal(header string, skus []SKU) ([]byte, error) {
+	var b bytes.Buffer
+	for _, l := range strings.Split(strings.TrimRight(header, "\n"), "\n") {
+		if header != "" {
+			b.WriteString(strings.TrimRight("# "+l, " ") + "\n")
+		}
+	}
+	enc := yaml.NewEncoder(&b)
+	enc.SetIndent(2)
+	if err := enc.Encode(struct {
+		Schema string `yaml:"schema"`
+		SKUs   []SKU  `yaml:"skus"`
+	}{Schema, skus}); err != nil {
+		return nil, fmt.Errorf("thresholds: %w", err)
+	}
+	if err := enc.Close(); err != nil {
+		return nil, fmt.Errorf("thresholds: %w", err)
+	}
+	return b.Bytes(), nil
+}
