@@ -80,6 +80,77 @@ func locKey(x, y string) locPair {
 type variantEvidence struct {
 	pairs    map[locPair][]Check
 	loopback map[string][]Check
+	// excused: failing checks of pairs with an end that is a culprit of
+	// its own (faultedNodes), kept out of pairs.
+	excused map[locPair][]Check
+}
+
+// faultedNodes are, per variant, the nodes a failing check's own probe
+// blamed (Check.HostFaults), with what it saw.
+func faultedNodes(run Run) map[string]map[string]string {
+	out := map[string]map[string]string{}
+	for _, c := range run.Checks {
+		if !locFailing(c.Status) {
+			continue
+		}
+		for _, hf := range c.HostFaults {
+			if out[c.Variant] == nil {
+				out[c.Variant] = map[string]string{}
+			}
+			if out[c.Variant][hf.Node] == "" {
+				what := hf.What
+				if hf.Port != "" {
+					what = hf.Port + " " + what
+				}
+				out[c.Variant][hf.Node] = what
+			}
+		}
+	}
+	return out
+}
+
+// excusedFindings say, for each pair set apart because an end is a culprit
+// of its own, that its failures are no evidence against the other end,
+// unless that end is blamed by other evidence already (found). Both ends
+// culprits of their own: the pair's remaining failures are theirs.
+func (ev *variantEvidence) excusedFindings(variant string, faulted map[string]string, found []Finding) []Finding {
+	blamed := map[string]bool{}
+	for _, f := range found {
+		if f.Kind == BadNode || f.Kind == BadPort {
+			blamed[f.Nodes[0]] = true
+		}
+	}
+	keys := slices.SortedFunc(maps.Keys(ev.excused), func(x, y locPair) int {
+		return strings.Compare(x.a+"\x00"+x.b, y.a+"\x00"+y.b)
+	})
+	var out []Finding
+	for _, k := range keys {
+		cs := ev.excused[k]
+		rails, ids := locFailingRails(cs), locFailingIDs(cs)
+		n, p := k.a, k.b
+		if faulted[n] != "" {
+			n, p = p, n
+		}
+		if faulted[n] != "" || blamed[n] {
+			continue // both ends are culprits of their own, or n is blamed anyway
+		}
+		var passed []string
+		for pk, pcs := range ev.pairs {
+			if (pk.a == n || pk.b == n) && !locPairFailed(pcs) {
+				passed = append(passed, locWithout([]string{pk.a, pk.b}, n)...)
+			}
+		}
+		sort.Strings(passed)
+		judged := "and it was measured with no other partner"
+		if len(passed) > 0 {
+			judged = "while it passed with " + locPartners(passed)
+		}
+		out = append(out, Finding{Kind: Inconclusive, Variant: variant, Nodes: []string{n}, Rail: strings.Join(rails, ", "),
+			PartnersFailed: 1, FailedWith: []string{p}, PartnersPassed: len(passed), PassedWith: passed, Checks: ids,
+			Explanation: fmt.Sprintf("%s↔%s failed%s, but %s is a culprit of its own (%s): no evidence against %s, %s; measure %s against another node to know",
+				k.a, k.b, locOnRails(rails), p, faulted[p], n, judged, n)})
+	}
+	return out
 }
 
 // pairFailed: a pair failed when any of its checks failed or errored.
@@ -106,6 +177,7 @@ func locPairFailed(cs []Check) bool {
 // evidence. The order is deterministic.
 func Localize(run Run) []Finding {
 	byVariant := map[string]*variantEvidence{}
+	faulted := faultedNodes(run)
 	for _, c := range run.Checks {
 		if !c.Is().Localize || (c.Status != Pass && !locFailing(c.Status)) {
 			continue
@@ -130,11 +202,23 @@ func Localize(run Run) []Finding {
 			continue
 		}
 		k := locKey(c.Nodes[0], c.Nodes[1])
+		// A failure with a partner that is a culprit of its own (its probe
+		// saw no device, a port down, a memlock it cannot lift) is no
+		// evidence against the other node: it is set apart, and said.
+		if locFailing(c.Status) && (faulted[c.Variant][c.Nodes[0]] != "" || faulted[c.Variant][c.Nodes[1]] != "") {
+			if ev.excused == nil {
+				ev.excused = map[locPair][]Check{}
+			}
+			ev.excused[k] = append(ev.excused[k], c)
+			continue
+		}
 		ev.pairs[k] = append(ev.pairs[k], c)
 	}
 	var out []Finding
 	for v, ev := range byVariant {
-		out = append(out, ev.localize(v)...)
+		found := ev.localize(v)
+		out = append(out, found...)
+		out = append(out, ev.excusedFindings(v, faulted[v], found)...)
 	}
 	out = append(out, hostFaultFindings(run)...)
 	out = append(out, hostCauseFindings(run)...)

@@ -226,7 +226,8 @@ func (r *Runner) nodePodGPUs(sch pairedSchedule) (main, loop map[string]int) {
 // holdFor bounds a node pod's life from the plan: the pods' start waves
 // at their timeout, then every round's waves (its pairs at --concurrency)
 // one after another, each at its longest pair's client budget plus the
-// server's wait; with a margin. The runner deletes the pods when the
+// server's wait, and the confirmation round as the longest of them; with a
+// margin. The runner deletes the pods when the
 // variant is done; this only ends a pod whose runner was killed.
 func (r *Runner) holdFor(sch pairedSchedule) time.Duration {
 	main, loop := nodePodNodes(sch.groups)
@@ -238,6 +239,7 @@ func (r *Runner) holdFor(sch pairedSchedule) time.Duration {
 	if sch.memlock {
 		total += r.Cfg.PodTimeout // the memlock probe after the rounds
 	}
+	var maxRound time.Duration
 	for _, g := range sch.groups {
 		waves := 1
 		if c := r.Cfg.Concurrency; c > 0 {
@@ -252,7 +254,12 @@ func (r *Runner) holdFor(sch pairedSchedule) time.Duration {
 			}
 			longest = max(longest, d)
 		}
-		total += time.Duration(waves) * (longest + serverWaitAfter(false))
+		round := time.Duration(waves) * (longest + serverWaitAfter(false))
+		total += round
+		maxRound = max(maxRound, round)
+	}
+	if r.Cfg.Confirm {
+		total += maxRound // the confirmation round: at most one round's pairs
 	}
 	return total.Round(time.Minute)
 }

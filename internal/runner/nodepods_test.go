@@ -76,6 +76,10 @@ type fakeExec struct {
 	mrOut   string // an mr run's output
 	mrExit  int
 	mrFail  string // pods whose mr exec breaks
+	// clientOut, when set, is a client run's output by its node, its
+	// server's node and how many client runs its node ran before.
+	clientOut func(client, server string, nth int) string
+	runsOf    map[string]int
 
 	mu        sync.Mutex
 	calls     []string                 // "pod: command"
@@ -165,7 +169,24 @@ func (f *fakeExec) Exec(ctx context.Context, ns, pod, container string, cmd []st
 				f.mu.Unlock()
 				if done != nil {
 					close(done)
-					return podrun.ExecResult{Output: framed(names, f.out, f.exit, f.dropEnd), Exit: f.exit, Exited: true}, nil
+					out := f.out
+					if f.clientOut != nil {
+						client := ""
+						for _, q := range pods {
+							if q.Name == pod {
+								client = q.Spec.NodeName
+							}
+						}
+						f.mu.Lock()
+						if f.runsOf == nil {
+							f.runsOf = map[string]int{}
+						}
+						nth := f.runsOf[client]
+						f.runsOf[client]++
+						f.mu.Unlock()
+						out = f.clientOut(client, p.Spec.NodeName, nth)
+					}
+					return podrun.ExecResult{Output: framed(names, out, f.exit, f.dropEnd), Exit: f.exit, Exited: true}, nil
 				}
 				time.Sleep(10 * time.Millisecond)
 			}

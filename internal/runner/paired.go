@@ -69,7 +69,8 @@ func (r *Runner) pairedNodesOf(ctx context.Context, v Variant, f pairedFeature) 
 type sharedPair struct {
 	p        pairing.Pair
 	feats    []string
-	loopback bool // a same-node pair (bandwidth --loopback): its checks get /loopback
+	loopback bool   // a same-node pair (bandwidth --loopback): its checks get /loopback
+	round    string // reports.RoundConfirmation in the confirmation round
 }
 
 // pairGroups merges the features' rounds: a node pair that several
@@ -150,7 +151,7 @@ func groupCounts(groups [][]sharedPair) (pairs, separate int, riding []string) {
 // pair's judged checks, and for the feature that owns the node rows
 // (NodeRows) the same-node pairs and the per-node ports/isolation rows.
 func (r *Runner) runPaired(ctx context.Context, v Variant, sch pairedSchedule) map[string][]reports.Check {
-	feats, out, byName, groups := sch.feats, sch.rows, sch.byName, sch.groups
+	out, byName, groups := sch.rows, sch.byName, sch.groups
 	var mode handoffMode
 	if len(groups) > 0 {
 		mode = r.pairStartMode(ctx)
@@ -182,57 +183,69 @@ func (r *Runner) runPaired(ctx context.Context, v Variant, sch pairedSchedule) m
 	}
 	for gi, g := range groups {
 		rp.round = gi + 1
-		per := make([]map[string][]reports.Check, len(g))
-		r.collect(len(g), func(i int) []reports.Check {
-			start := time.Now()
-			sp := g[i]
-			runs := make([]pairRun, len(sp.feats))
-			for j, name := range sp.feats {
-				f := feats[name]
-				in := &verdict.BWInput{Variant: v.Label, Resource: v.Resource, Network: v.Network, Ops: f.ops,
-					Sizes: f.sizes, RailMode: r.Cfg.RailMode, OneRail: r.Cfg.Device != "" || v.Netdev != ""}
-				if v.Netdev == "" {
-					in.Device = r.Cfg.Device // hostdev's --netdev picks the device, never --device
-				}
-				in.SKU, in.SKUErr = r.Cfg.Thresholds.ForNode(sp.p.Client, byName[sp.p.Client].Labels, r.Cfg.SKU)
-				runs[j] = pairRun{feature: f, in: in}
-			}
-			if np != nil {
-				r.runPairInNodePods(ctx, v, sp, runs, np)
-			} else {
-				r.runPair(ctx, v, sp.p, runs)
-			}
-			per[i] = map[string][]reports.Check{}
-			var all []reports.Check
-			for _, run := range runs {
-				res := run.feature.spec.Judge(*run.in)
-				if run.feature.spec.NodeRows {
-					seen.record(sp.p, res)
-				}
-				// The op checks, then the link checks of the same rail
-				// pairs (the port counters stayed clean).
-				cs := append(res.Checks, res.LinkChecks...)
-				for k := range cs {
-					if sp.loopback {
-						cs[k] = asLoopback(cs[k])
-					}
-					cs[k].Duration = time.Since(start).Seconds()
-				}
-				per[i][run.feature.spec.Name] = cs
-				all = append(all, cs...)
-			}
-			return all
-		}, rp)
-		for i := range g {
-			for _, name := range g[i].feats {
-				out[name] = append(out[name], per[i][name]...)
-			}
-		}
+		r.runGroup(ctx, v, sch, g, np, &seen, rp, out)
+	}
+	if r.Cfg.Confirm && ctx.Err() == nil {
+		r.confirm(ctx, v, sch, np, &seen, rp, out)
 	}
 	for _, n := range sch.rowNodes {
 		out[sch.rowFeature] = append(out[sch.rowFeature], r.nodeRows(v, n, &seen)...)
 	}
 	return out
+}
+
+// runGroup runs one round's pairs at the same time and adds each pair's
+// checks to out, per feature; round marks the checks (Check.Round: ""
+// for the run's own rounds).
+func (r *Runner) runGroup(ctx context.Context, v Variant, sch pairedSchedule, g []sharedPair, np *nodePods, seen *railsSeen, rp *roundProgress, out map[string][]reports.Check) {
+	feats, byName := sch.feats, sch.byName
+	per := make([]map[string][]reports.Check, len(g))
+	r.collect(len(g), func(i int) []reports.Check {
+		start := time.Now()
+		sp := g[i]
+		runs := make([]pairRun, len(sp.feats))
+		for j, name := range sp.feats {
+			f := feats[name]
+			in := &verdict.BWInput{Variant: v.Label, Resource: v.Resource, Network: v.Network, Ops: f.ops,
+				Sizes: f.sizes, RailMode: r.Cfg.RailMode, OneRail: r.Cfg.Device != "" || v.Netdev != ""}
+			if v.Netdev == "" {
+				in.Device = r.Cfg.Device // hostdev's --netdev picks the device, never --device
+			}
+			in.SKU, in.SKUErr = r.Cfg.Thresholds.ForNode(sp.p.Client, byName[sp.p.Client].Labels, r.Cfg.SKU)
+			runs[j] = pairRun{feature: f, in: in}
+		}
+		if np != nil {
+			r.runPairInNodePods(ctx, v, sp, runs, np)
+		} else {
+			r.runPair(ctx, v, sp.p, runs)
+		}
+		per[i] = map[string][]reports.Check{}
+		var all []reports.Check
+		for _, run := range runs {
+			res := run.feature.spec.Judge(*run.in)
+			if run.feature.spec.NodeRows && sp.round == "" {
+				seen.record(sp.p, res)
+			}
+			// The op checks, then the link checks of the same rail
+			// pairs (the port counters stayed clean).
+			cs := append(res.Checks, res.LinkChecks...)
+			for k := range cs {
+				if sp.loopback {
+					cs[k] = asLoopback(cs[k])
+				}
+				cs[k].Duration = time.Since(start).Seconds()
+				cs[k].Round = sp.round
+			}
+			per[i][run.feature.spec.Name] = cs
+			all = append(all, cs...)
+		}
+		return all
+	}, rp)
+	for i := range g {
+		for _, name := range g[i].feats {
+			out[name] = append(out[name], per[i][name]...)
+		}
+	}
 }
 
 // pairRun is one feature's run in a pair's pods, and the input its

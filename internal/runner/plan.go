@@ -237,7 +237,7 @@ func (r *Runner) variantPlanLines(ctx context.Context, vp *variantPlan) []string
 		return []string{fmt.Sprintf("plan [%s]: %s: nothing will be measured", v.Label, why)}
 	}
 	waves, maxPairs := 0, 0
-	var est time.Duration
+	var est, confirmEstimate time.Duration
 	railsLo, railsHi := 0, 0
 	for _, g := range sch.groups {
 		maxPairs = max(maxPairs, len(g))
@@ -256,6 +256,9 @@ func (r *Runner) variantPlanLines(ctx context.Context, vp *variantPlan) []string
 			railsHi = max(railsHi, rails)
 		}
 		est += time.Duration(w) * (typicalPodStart + longest)
+		if !g[0].loopback {
+			confirmEstimate = max(confirmEstimate, time.Duration(w)*(typicalPodStart+longest))
+		}
 	}
 	line, how := PlanLine(v.Label, sch.groups), fmt.Sprintf("a wave: pod start ≈ %s + its longest pair's measurement", typicalPodStart)
 	if r.pairStartMode(ctx).nodePods {
@@ -277,6 +280,10 @@ func (r *Runner) variantPlanLines(ctx context.Context, vp *variantPlan) []string
 	out := []string{line,
 		fmt.Sprintf("plan [%s]: %d node(s) measured, %d round(s) of up to %d pair(s), %s: %d wave(s); %s; estimated ≈ %s (%s)",
 			v.Label, len(sch.byName), len(sch.groups), maxPairs, conc, waves, r.railsText(railsLo, railsHi), est.Round(time.Second), how)}
+	if r.Cfg.Confirm && confirmable(sch.groups) {
+		out = append(out, fmt.Sprintf("plan [%s]: when a pair fails, its nodes are measured once more against nodes that passed everything before anything is blamed: "+
+			"one more round of up to %d pair(s), ≈ %s: estimated ≈ %s with it (--confirm=false: none)", v.Label, maxPairs, confirmEstimate.Round(time.Second), (est+confirmEstimate).Round(time.Second)))
+	}
 	if sch.memlock {
 		out = append(out, fmt.Sprintf("plan [%s]: memlock runs in the node probe pods after the rounds where the run has them (elsewhere in pods of its own)", v.Label))
 	}
@@ -314,4 +321,15 @@ func roundLines(vp *variantPlan) []string {
 		out = append(out, fmt.Sprintf("plan [%s]: round %d: %s: %d %s: %s", vp.v.Label, i+1, strings.Join(feats, ", "), len(g), kind, strings.Join(pairs, ", ")))
 	}
 	return out
+}
+
+// confirmable: the groups hold a pair of two nodes (same-node pairs are
+// never measured again).
+func confirmable(groups [][]sharedPair) bool {
+	for _, g := range groups {
+		if len(g) > 0 && !g[0].loopback {
+			return true
+		}
+	}
+	return false
 }
