@@ -40,7 +40,8 @@ const (
 	KindWorse      DeltaKind = iota // a value worse than the baseline beyond the tolerance
 	KindNewFailure                  // a status that left pass, or a new check or value that fails
 	KindVanished                    // a value or check of a node still in the run that is gone
-	KindImproved                    // better beyond the tolerance, or a status back to pass
+	KindImproved                    // better beyond the tolerance, or a status back to pass (or to warn from a failure)
+	KindWarned                      // a pass that now warns: still passing, worth a look first
 	KindUnchanged                   // within the tolerance, same status
 	KindNew                         // new in this run and not failing
 	KindLeft                        // of a node that is not in this run: not compared
@@ -48,7 +49,7 @@ const (
 )
 
 // kindNames name the kinds in headlines and rows.
-var kindNames = [kindCount]string{"worse", "new failure(s)", "vanished", "improved", "unchanged", "new", "of a node that left"}
+var kindNames = [kindCount]string{"worse", "new failure(s)", "vanished", "improved", "now warn", "unchanged", "new", "of a node that left"}
 
 func (k DeltaKind) String() string { return kindNames[k] }
 
@@ -70,8 +71,10 @@ func (x Delta) Kind() DeltaKind {
 		return KindVanished
 	case x.Regression:
 		return KindWorse
-	case x.Improved, status && x.NowStatus == Pass && x.BaseStatus != "" && x.BaseStatus != Pass:
+	case x.Improved, status && x.NowStatus.Passing() && x.BaseStatus != "" && statusRank[x.BaseStatus] > statusRank[x.NowStatus]:
 		return KindImproved
+	case status && x.NowStatus == Warn && x.BaseStatus == Pass:
+		return KindWarned
 	case !status && x.HasBase && !x.HasNow, status && x.NowStatus == "":
 		return KindLeft
 	case !status && !x.HasBase:
@@ -107,7 +110,7 @@ func (d DiffResult) Headline() string {
 		head = fmt.Sprintf("%d regression(s) against the baseline (%s)", r, strings.Join(worse, ", "))
 	}
 	var rest []string
-	for _, k := range []DeltaKind{KindImproved, KindUnchanged, KindNew, KindLeft} {
+	for _, k := range []DeltaKind{KindImproved, KindWarned, KindUnchanged, KindNew, KindLeft} {
 		if n[k] > 0 {
 			rest = append(rest, fmt.Sprintf("%d %s", n[k], k))
 		}
@@ -219,7 +222,9 @@ type statusAgg struct {
 	label     string
 }
 
-var statusRank = map[Status]int{Pass: 0, NotRun: 1, Fail: 2, Error: 3}
+// statusRank orders statuses from best to worst: a check's worst status
+// stands for it; a warn is worse than a pass and still passing.
+var statusRank = map[Status]int{Pass: 0, Warn: 1, NotRun: 2, Fail: 3, Error: 4}
 
 func statuses(r Run) map[statusKey]*statusAgg {
 	out := map[statusKey]*statusAgg{}
@@ -236,7 +241,7 @@ func statuses(r Run) map[statusKey]*statusAgg {
 		if statusRank[c.Status] > statusRank[a.worst] {
 			a.worst = c.Status
 		}
-		if c.Status != Pass && !r.Allowed(c) {
+		if !c.Status.Passing() && !r.Allowed(c) {
 			a.unallowed = true
 		}
 	}
@@ -385,10 +390,15 @@ func Diff(base, run Run, tolerance float64) DiffResult {
 			res.Compared++
 		}
 		switch {
-		case ok && b.worst == Pass && now.worst != Pass:
+		case ok && b.worst.Passing() && !now.worst.Passing():
 			res.Deltas = append(res.Deltas, Delta{Check: now.label, Node: k.node, BaseStatus: b.worst, NowStatus: now.worst,
 				Regression: true, Note: fmt.Sprintf("status %s → %s", b.worst, now.worst)})
-		case ok && b.worst != Pass && now.worst == Pass:
+		case ok && b.worst == Pass && now.worst == Warn:
+			// Worth showing, not a regression: it still passes (the exit
+			// code stays), and its row says why to look at it.
+			res.Deltas = append(res.Deltas, Delta{Check: now.label, Node: k.node, BaseStatus: b.worst, NowStatus: now.worst,
+				Note: fmt.Sprintf("status %s → %s", b.worst, now.worst)})
+		case ok && now.worst.Passing() && statusRank[b.worst] > statusRank[now.worst]:
 			res.Deltas = append(res.Deltas, Delta{Check: now.label, Node: k.node, BaseStatus: b.worst, NowStatus: now.worst,
 				Note: fmt.Sprintf("status %s → %s", b.worst, now.worst)})
 		case !ok && now.unallowed && !flaggedNew[k]:
@@ -566,6 +576,8 @@ func diffRow(x Delta, k DeltaKind) []string {
 		verdict = "REGRESSION"
 	case k == KindImproved:
 		verdict = "improved"
+	case k == KindWarned:
+		verdict = "WARN"
 	}
 	if x.Note != "" {
 		verdict += " (" + x.Note + ")"

@@ -35,7 +35,10 @@ type fleetCell struct {
 	// hostCapped: the port's failures are explained by its host's
 	// configuration (a host-config finding); drawn apart from a bad port.
 	hostCapped bool
-	partnerOf  []string
+	// peerOutlier: the port passed its floor but a peer-outlier warning
+	// names it (VerdictWarnings): the warning's text.
+	peerOutlier string
+	partnerOf   []string
 	// dirtyLink: a <feature>/link check on this port failed (its port
 	// counters rose while it carried the test), with the first diagnosis.
 	dirtyLink string
@@ -53,10 +56,11 @@ const (
 	stateUnmeasured
 	stateDirtyLink
 	stateHostCapped
+	statePeerOutlier
 	nStates
 )
 
-var stateColor = [nStates]string{ColorAboveFloor, ColorNearFloor, ColorBelowFloor, ColorPartner, ColorNoFloor, ColorUnmeasured, ColorDirtyLink, ColorHostCapped}
+var stateColor = [nStates]string{ColorAboveFloor, ColorNearFloor, ColorBelowFloor, ColorPartner, ColorNoFloor, ColorUnmeasured, ColorDirtyLink, ColorHostCapped, ColorPeerOutlier}
 
 var stateText = [nStates]string{
 	"met the floor (≥ 1.00×): healthy",
@@ -67,6 +71,7 @@ var stateText = [nStates]string{
 	"not measured (not run)",
 	"bandwidth met the floor but the link was dirty: its port counters rose while it carried the test (fails)",
 	"failed, and its host's configuration explains it (PCIe link, MTU, NUMA, ACS, unlike its SKU's ports): fix the host, not the fabric",
+	"met the floor, far below its peers (peer outlier, warn): passes; look at it first",
 }
 
 // culprits maps the ends a localisation blames to what it blames them for.
@@ -74,6 +79,7 @@ type culpritEnds struct {
 	ports map[portEnd]string // bad ports and both ends of bad links
 	nodes map[string]string  // bad nodes: every port
 	host  map[portEnd]bool   // ports whose host's configuration explains them (also in ports)
+	warn  map[portEnd]string // ports a peer-outlier warning names: its text
 }
 
 func (c culpritEnds) of(e portEnd) string {
@@ -84,7 +90,12 @@ func (c culpritEnds) of(e portEnd) string {
 }
 
 func newCulpritEnds(r Run, fs []Finding) culpritEnds {
-	c := culpritEnds{ports: map[portEnd]string{}, nodes: map[string]string{}, host: map[portEnd]bool{}}
+	c := culpritEnds{ports: map[portEnd]string{}, nodes: map[string]string{}, host: map[portEnd]bool{}, warn: map[portEnd]string{}}
+	for _, w := range VerdictWarnings(r) {
+		if w.Peer != nil && len(w.Nodes) == 1 {
+			c.warn[portEnd{w.Nodes[0], w.Port}] = w.Text(true)
+		}
+	}
 	links := map[locPair]string{}
 	for _, f := range fs {
 		switch f.Kind {
@@ -157,7 +168,7 @@ func portCells(r Run, ce culpritEnds) map[portEnd]*fleetCell {
 	cellOf := func(e portEnd) *fleetCell {
 		cell := cells[e]
 		if cell == nil {
-			cell = &fleetCell{worst: math.NaN(), ownWorst: math.NaN(), culprit: ce.of(e), hostCapped: ce.host[e]}
+			cell = &fleetCell{worst: math.NaN(), ownWorst: math.NaN(), culprit: ce.of(e), hostCapped: ce.host[e], peerOutlier: ce.warn[e]}
 			cells[e] = cell
 		}
 		return cell
@@ -214,7 +225,7 @@ func (cell *fleetCell) add(c Check, e portEnd, ends []portEnd, explainedBy strin
 		}
 	}
 	switch {
-	case c.Status == Pass:
+	case c.Status.Passing():
 		cell.passed++
 	case locFailing(c.Status):
 		cell.failed++
@@ -267,6 +278,8 @@ func (cell *fleetCell) state() fleetState {
 	case cell.dirtyLink != "":
 		// The bandwidth held (or was not judged), the link did not.
 		return stateDirtyLink
+	case cell.peerOutlier != "":
+		return statePeerOutlier
 	case cell.ownNotRun || !cell.measured:
 		return stateUnmeasured
 	case math.IsNaN(cell.ownWorst):
@@ -288,6 +301,8 @@ func (cell *fleetCell) title(e portEnd, st fleetState) string {
 		what = "culprit (" + cell.culprit + ")"
 	case st == statePartner:
 		what = "partner of " + strings.Join(cell.partnerOf, ", ") + ": failed only with it"
+	case st == statePeerOutlier:
+		what = "warn: " + cell.peerOutlier
 	default:
 		what = strings.SplitN(stateText[st], ":", 2)[0]
 		what = strings.SplitN(what, " (", 2)[0]

@@ -42,6 +42,9 @@ const (
 	// ColorHostCapped: a port that failed where its host's configuration
 	// (PCIe link, MTU, NUMA, ACS) explains it: the fix is the host.
 	ColorHostCapped = "#8073ac"
+	// ColorPeerOutlier: a port that met its floor but measured far below
+	// its peers (a peer-outlier warn): it passes, look at it first.
+	ColorPeerOutlier = "#d9ef8b"
 	// ColorCulprit: the background of the culprits' banner under the
 	// verdict, first screen of the page.
 	ColorCulprit = "#ffeda0"
@@ -58,7 +61,7 @@ func HTML(w io.Writer, r Run, diff *DiffResult) error {
 	p := htmlPage{
 		RunID: r.RunID, Server: r.Cluster.Server, Version: r.Cluster.Version,
 		Summary: SummaryText(r), Passed: r.Passed(), Exit: r.ExitCode(),
-		Culprits: culpritItems(fs), Fleet: fleetView(r, fs),
+		Culprits: culpritItems(r), Fleet: fleetView(r, fs),
 		Heat: heatMap(r), Memlock: memlockRows(r), Findings: doctorRows(r),
 		NCCL: ncclCharts(r), Stalls: stallCharts(r), Localize: fs,
 	}
@@ -102,8 +105,15 @@ type htmlPage struct {
 
 // culpritBanner lists the culprits under the verdict, on the first screen.
 type culpritBanner struct {
-	Items []culpritItem
-	More  int // culprits not listed here (the localisation lists all)
+	// SKUWide: SKUs that missed a floor as a whole (SKUShortfalls); the
+	// culprits they explain are not listed one by one.
+	SKUWide []string
+	Items   []culpritItem
+	More    int // culprits not listed here (the localisation lists all)
+	// Warnings: the warn rows by the port they name (VerdictWarnings),
+	// apart from the failures.
+	Warnings     []string
+	MoreWarnings int
 }
 
 type culpritItem struct{ Text, Explanation string }
@@ -112,15 +122,23 @@ type culpritItem struct{ Text, Explanation string }
 // the matrix lists every finding.
 const maxBannerCulprits = 10
 
-func culpritItems(fs []Finding) *culpritBanner {
+func culpritItems(r Run) *culpritBanner {
+	fs, short := verdictFindings(r)
 	cs := Culprits(fs)
-	if len(cs) == 0 {
+	ws := VerdictWarnings(r)
+	if len(cs) == 0 && len(short) == 0 && len(ws) == 0 {
 		return nil
 	}
 	mixed := mixedVariants(cs)
-	b := &culpritBanner{More: max(0, len(cs)-maxBannerCulprits)}
+	b := &culpritBanner{More: max(0, len(cs)-maxBannerCulprits), MoreWarnings: max(0, len(ws)-maxBannerCulprits)}
+	for _, s := range short {
+		b.SKUWide = append(b.SKUWide, s.Text())
+	}
 	for _, c := range cs[:min(len(cs), maxBannerCulprits)] {
 		b.Items = append(b.Items, culpritItem{Text: c.Text(mixed), Explanation: c.Explanation})
+	}
+	for _, w := range ws[:min(len(ws), maxBannerCulprits)] {
+		b.Warnings = append(b.Warnings, w.Text(true))
 	}
 	return b
 }
@@ -770,7 +788,7 @@ h1 { font-size: 1.5em; margin: 0 0 .2em; } h2 { font-size: 1.2em; margin-top: 1.
 .verdict.failed { background: #fde0dd; border: 2px solid ` + ColorBelowFloor + `; }
 table { border-collapse: collapse; margin: .5em 0; } td, th { border: 1px solid #ccc; padding: 3px 6px; vertical-align: top; text-align: left; }
 th { background: #f3f3f3; }
-.st { font-weight: 600; white-space: nowrap; } span.num { white-space: nowrap; } .st.pass { color: #1a7f37; } .st.fail, .st.error { color: #b42318; } .st.not-run { color: #6e6e6e; }
+.st { font-weight: 600; white-space: nowrap; } span.num { white-space: nowrap; } .st.pass { color: #1a7f37; } .st.warn { color: #9a6700; } .st.fail, .st.error { color: #b42318; } .st.not-run { color: #6e6e6e; }
 tr.regression td { background: #fde0dd; }
 .heat .colhead, .heat .rowhead, .chart .rowhead { font: 12px system-ui, sans-serif; fill: #222; }
 .heat .cell { font: 12px system-ui, sans-serif; fill: #111; } .heat .empty { fill: #fafafa; stroke: #eee; }
@@ -794,7 +812,7 @@ ul.legend { list-style: none; padding: 0; margin: .3em 0; columns: 2; font-size:
 <h1>rdmasuite acceptance report</h1>
 <p class="muted">run <code>{{.RunID}}</code>{{if .Server}} against <code>{{.Server}}</code>{{end}}{{if .Version}} (Kubernetes {{.Version}}){{end}}{{if .When}}, {{.When}}{{end}}</p>
 <p class="verdict {{if .Passed}}passed{{else}}failed{{end}}" id="verdict">{{.Summary}}{{if .Baseline}}{{if .Baseline.Regressions}} — {{.Baseline.Regressions}} regression(s) against the baseline{{end}}{{range .Baseline.Warnings}} — warning: {{.}}{{end}}{{end}} — exit code {{.Exit}}</p>
-{{with .Culprits}}<div class="culprits" id="culprits"><b>Where it fails</b> (localised from the pairs that failed; the partners of a culprit failed with it, not on their own):<ul>{{range .Items}}<li><b>{{.Text}}</b>: {{.Explanation}}</li>{{end}}{{if .More}}<li>and {{.More}} more: see the localisation under the matrix.</li>{{end}}</ul></div>{{end}}
+{{with .Culprits}}<div class="culprits" id="culprits">{{if .SKUWide}}<b>SKU-wide</b> (more than half of a SKU's ports missed the floor together: the floor or a fabric-wide cause; their ports are not listed one by one):<ul>{{range .SKUWide}}<li><b>{{.}}</b></li>{{end}}</ul>{{end}}{{if .Items}}<b>Where it fails</b> (localised from the pairs that failed; the partners of a culprit failed with it, not on their own):<ul>{{range .Items}}<li><b>{{.Text}}</b>: {{.Explanation}}</li>{{end}}{{if .More}}<li>and {{.More}} more: see the localisation under the matrix.</li>{{end}}</ul>{{end}}{{if .Warnings}}<b>Warnings</b> (passed, look first: a port far below its peers, a failure that did not repeat):<ul>{{range .Warnings}}<li>{{.}}</li>{{end}}{{if .MoreWarnings}}<li>and {{.MoreWarnings}} more: see the warn rows.</li>{{end}}</ul>{{end}}</div>{{end}}
 
 <h2 id="baseline">Since the baseline</h2>
 {{with .Baseline}}

@@ -120,6 +120,9 @@ type Check struct {
 	// this check's figure on one of its ends (AttachHostCauses).
 	// Localisation blames the host's configuration, not the fabric.
 	HostCauses []HostCause `json:"hostCauses,omitempty"`
+	// Peers: why a pass reads warn, its figure far from its peers' (a
+	// peer outlier, MarkPeerOutliers); nil otherwise.
+	Peers *PeerStat `json:"peers,omitempty"`
 }
 
 // HostFault is one fault a probe saw on its own host.

@@ -115,20 +115,20 @@ func (f *promFamily) lines() ([]string, error) {
 // promFamilies builds every family of run, sorted by name.
 func promFamilies(run Run) []*promFamily {
 	status := &promFamily{name: "rdmasuite_check_status",
-		help: "Status of one rdmasuite check: 1 for its status (pass, fail, error or not-run), 0 for the other three; node is the measuring side, peer the other node of a pair."}
+		help: "Status of one rdmasuite check: 1 for its status (pass, warn, fail, error or not-run), 0 for the other four; warn passed its bar with something to look at first (a peer outlier, a failure that did not repeat); node is the measuring side, peer the other node of a pair."}
 	meas := &promFamily{name: "rdmasuite_measurement",
 		help: "One value a check measured, in unit; name as in the results (e.g. write_64KiB_avg), op and size parsed from it."}
 	thr := &promFamily{name: "rdmasuite_threshold",
 		help: "The threshold the measurement with the same labels was judged against: bound=\"min\" for >=, \"max\" for <=."}
 	passed := &promFamily{name: "rdmasuite_run_passed",
-		help: "1 when the run passed (every check passed or is an allowed not-run, and at least one passed), else 0."}
-	counts := &promFamily{name: "rdmasuite_run_checks", help: "Checks of the run per status."}
+		help: "1 when the run passed (every check passed or warned, or is an allowed not-run, and at least one passed), else 0."}
+	counts := &promFamily{name: "rdmasuite_run_checks", help: "Checks of the run per status (pass, warn, fail, error, not-run)."}
 	finished := &promFamily{name: "rdmasuite_run_finished_timestamp_seconds", help: "When the run finished, in seconds since the Unix epoch."}
 	info := &promFamily{name: "rdmasuite_run_info", help: "The run's id and the cluster's Kubernetes version; always 1."}
 
 	for _, c := range run.Checks {
 		id := checkLabels(c)
-		for _, st := range []Status{Pass, Fail, Error, NotRun} {
+		for _, st := range []Status{Pass, Warn, Fail, Error, NotRun} {
 			status.add(oneIf(c.Status == st), append(id, promLabel{"status", string(st)})...)
 		}
 		for _, m := range c.Measured {
@@ -145,7 +145,7 @@ func promFamilies(run Run) []*promFamily {
 	}
 	passed.add(oneIf(run.Passed()))
 	sum := run.Summary()
-	for _, st := range []Status{Pass, Fail, Error, NotRun} {
+	for _, st := range []Status{Pass, Warn, Fail, Error, NotRun} {
 		counts.add(float64(sum[st]), promLabel{"status", string(st)})
 	}
 	if !run.Finished.IsZero() {

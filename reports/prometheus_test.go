@@ -148,13 +148,13 @@ func TestPrometheusParses(t *testing.T) {
 		}
 	}
 
-	// One-hot: every check has all four statuses, exactly one of them 1.
+	// One-hot: every check has all five statuses, exactly one of them 1.
 	st := fams["rdmasuite_check_status"]
-	if n := len(st.GetMetric()); n != 4*len(r.Checks) {
-		t.Errorf("%d status series for %d checks, want 4 each", n, len(r.Checks))
+	if n := len(st.GetMetric()); n != 5*len(r.Checks) {
+		t.Errorf("%d status series for %d checks, want 5 each", n, len(r.Checks))
 	}
 	for _, c := range r.Checks {
-		for _, s := range []Status{Pass, Fail, Error, NotRun} {
+		for _, s := range []Status{Pass, Warn, Fail, Error, NotRun} {
 			want := map[string]string{"check": c.ID, "status": string(s)}
 			if c.Rail != "" {
 				want["rail"] = c.Rail
@@ -310,28 +310,30 @@ func TestPrometheusExactText(t *testing.T) {
 		{ID: "memlock/rlimit", Nodes: []string{"n1"}, Status: Pass,
 			Measured: []Measurement{{Name: "memlock_soft", Node: "n1", Value: -1, Unit: "bytes", Threshold: &Threshold{Op: ">=", Value: 65536, Source: "sku"}}}},
 	}}
-	want := `# HELP rdmasuite_check_status Status of one rdmasuite check: 1 for its status (pass, fail, error or not-run), 0 for the other three; node is the measuring side, peer the other node of a pair.
+	want := `# HELP rdmasuite_check_status Status of one rdmasuite check: 1 for its status (pass, warn, fail, error or not-run), 0 for the other four; warn passed its bar with something to look at first (a peer outlier, a failure that did not repeat); node is the measuring side, peer the other node of a pair.
 # TYPE rdmasuite_check_status gauge
 rdmasuite_check_status{check="memlock/rlimit",node="n1",status="error"} 0
 rdmasuite_check_status{check="memlock/rlimit",node="n1",status="fail"} 0
 rdmasuite_check_status{check="memlock/rlimit",node="n1",status="not-run"} 0
 rdmasuite_check_status{check="memlock/rlimit",node="n1",status="pass"} 1
+rdmasuite_check_status{check="memlock/rlimit",node="n1",status="warn"} 0
 # HELP rdmasuite_measurement One value a check measured, in unit; name as in the results (e.g. write_64KiB_avg), op and size parsed from it.
 # TYPE rdmasuite_measurement gauge
 rdmasuite_measurement{check="memlock/rlimit",node="n1",name="memlock_soft",unit="bytes"} -1
-# HELP rdmasuite_run_checks Checks of the run per status.
+# HELP rdmasuite_run_checks Checks of the run per status (pass, warn, fail, error, not-run).
 # TYPE rdmasuite_run_checks gauge
 rdmasuite_run_checks{status="error"} 0
 rdmasuite_run_checks{status="fail"} 0
 rdmasuite_run_checks{status="not-run"} 0
 rdmasuite_run_checks{status="pass"} 1
+rdmasuite_run_checks{status="warn"} 0
 # HELP rdmasuite_run_finished_timestamp_seconds When the run finished, in seconds since the Unix epoch.
 # TYPE rdmasuite_run_finished_timestamp_seconds gauge
 rdmasuite_run_finished_timestamp_seconds 1.7e+09
 # HELP rdmasuite_run_info The run's id and the cluster's Kubernetes version; always 1.
 # TYPE rdmasuite_run_info gauge
 rdmasuite_run_info{run_id="r1",cluster_version="v1.35.4"} 1
-# HELP rdmasuite_run_passed 1 when the run passed (every check passed or is an allowed not-run, and at least one passed), else 0.
+# HELP rdmasuite_run_passed 1 when the run passed (every check passed or warned, or is an allowed not-run, and at least one passed), else 0.
 # TYPE rdmasuite_run_passed gauge
 rdmasuite_run_passed 1
 # HELP rdmasuite_threshold The threshold the measurement with the same labels was judged against: bound="min" for >=, "max" for <=.

@@ -194,9 +194,12 @@ func phaseNames(m map[string]Phase) []string {
 }
 
 // SummaryText is the one-line verdict every renderer prints: PASSED or NOT
-// PASSED, why when nothing was measured, the localised culprits (bad node,
-// port or link; the first few, then how many more), and the counts by
-// status with the allowed not-runs apart.
+// PASSED, why when nothing was measured, a SKU that missed its floor as a
+// whole (SKUShortfalls: one finding, not a culprit per port), the
+// localised culprits (bad node, port or link; the first few, then how many
+// more), the warnings (warn rows: a peer outlier's port, a failure that
+// did not repeat), and the counts by status with the allowed not-runs
+// apart (warn counted when there is one).
 func SummaryText(r Run) string {
 	if len(r.Checks) == 0 {
 		return "NOT PASSED — no check ran (the results hold no checks)"
@@ -211,16 +214,29 @@ func SummaryText(r Run) string {
 	}
 	// Where it fails comes before how much: at 256 nodes the counts say
 	// little, the culprit says where to go.
-	if c := culpritsText(Culprits(Localize(r))); c != "" {
+	fs, short := verdictFindings(r)
+	if t := shortfallsText(short); t != "" {
+		verdict += " — " + t
+	}
+	if c := culpritsText(Culprits(fs)); c != "" {
 		verdict += " — " + c
 	}
-	return fmt.Sprintf("%s — %d pass, %d fail, %d error, %d not run (%d allowed)", verdict, s[Pass], s[Fail], s[Error], s[NotRun], r.AllowedNotRun())
+	if w := warningsText(VerdictWarnings(r)); w != "" {
+		verdict += " — " + w
+	}
+	warn := ""
+	if s[Warn] > 0 {
+		warn = fmt.Sprintf(", %d warn", s[Warn])
+	}
+	return fmt.Sprintf("%s — %d pass%s, %d fail, %d error, %d not run (%d allowed)", verdict, s[Pass], warn, s[Fail], s[Error], s[NotRun], r.AllowedNotRun())
 }
 
 func statusBadge(s Status) string {
 	switch s {
 	case Pass:
 		return "✅ pass"
+	case Warn:
+		return "🟡 warn"
 	case Fail:
 		return "❌ fail"
 	case Error:
@@ -259,13 +275,16 @@ type junitProperty struct {
 	Value string `xml:"value,attr"`
 }
 type junitCase struct {
-	Name      string        `xml:"name,attr"`
-	ClassName string        `xml:"classname,attr"`
-	Time      float64       `xml:"time,attr"`
-	Failure   *junitMessage `xml:"failure,omitempty"`
-	Error     *junitMessage `xml:"error,omitempty"`
-	Skipped   *junitMessage `xml:"skipped,omitempty"`
-	SystemOut string        `xml:"system-out,omitempty"`
+	Name      string  `xml:"name,attr"`
+	ClassName string  `xml:"classname,attr"`
+	Time      float64 `xml:"time,attr"`
+	// Properties: a warn case's rdmasuite.status=warn and its reason (a
+	// passing case: CI counts it green, the report says why to look).
+	Properties *junitProperties `xml:"properties,omitempty"`
+	Failure    *junitMessage    `xml:"failure,omitempty"`
+	Error      *junitMessage    `xml:"error,omitempty"`
+	Skipped    *junitMessage    `xml:"skipped,omitempty"`
+	SystemOut  string           `xml:"system-out,omitempty"`
 }
 type junitMessage struct {
 	Message string `xml:"message,attr"`
@@ -274,7 +293,9 @@ type junitMessage struct {
 
 // JUnit renders one test case per check: fail → failure, error → error,
 // an allowed not-run → skipped with its reason, a not-run the operator did
-// not allow → failure. A run with no check, or where every check is
+// not allow → failure, a warn → a passing case whose properties
+// (rdmasuite.status=warn, rdmasuite.warning) and system-out ("WARN: …")
+// say why to look at it. A run with no check, or where every check is
 // not-run, gets a failing "rdmasuite/run" case: CI never reads it as green.
 // The suite's properties carry the verdict line and each culprit
 // (rdmasuite.verdict, rdmasuite.culprit.N); the localisation findings
@@ -302,6 +323,10 @@ func junit(w io.Writer, r Run, diff *DiffResult) error {
 			jc.SystemOut += "\n" + body
 		}
 		switch {
+		case c.Status == Warn:
+			why := verdictText(c)
+			jc.SystemOut = "WARN: " + why + "\n" + jc.SystemOut
+			jc.Properties = &junitProperties{List: []junitProperty{{Name: "rdmasuite.status", Value: string(Warn)}, {Name: "rdmasuite.warning", Value: why}}}
 		case c.Status == Fail:
 			jc.Failure = &junitMessage{Message: verdictText(c), Body: body}
 		case c.Status == Error:
@@ -365,14 +390,23 @@ func junit(w io.Writer, r Run, diff *DiffResult) error {
 	return err
 }
 
-// junitVerdict is the suite's properties: rdmasuite.verdict (SummaryText)
-// and rdmasuite.culprit.N, one per culprit, none left out.
+// junitVerdict is the suite's properties: rdmasuite.verdict (SummaryText),
+// rdmasuite.sku-wide.N (a SKU that missed its floor as a whole),
+// rdmasuite.culprit.N, one per culprit, and rdmasuite.warning.N, one per
+// warning (VerdictWarnings), none left out.
 func junitVerdict(r Run) *junitProperties {
 	p := &junitProperties{List: []junitProperty{{Name: "rdmasuite.verdict", Value: SummaryText(r)}}}
-	cs := Culprits(Localize(r))
+	fs, short := verdictFindings(r)
+	for i, s := range short {
+		p.List = append(p.List, junitProperty{Name: fmt.Sprintf("rdmasuite.sku-wide.%d", i+1), Value: s.Text()})
+	}
+	cs := Culprits(fs)
 	mixed := mixedVariants(cs)
 	for i, c := range cs {
 		p.List = append(p.List, junitProperty{Name: fmt.Sprintf("rdmasuite.culprit.%d", i+1), Value: c.Text(mixed)})
+	}
+	for i, w := range VerdictWarnings(r) {
+		p.List = append(p.List, junitProperty{Name: fmt.Sprintf("rdmasuite.warning.%d", i+1), Value: w.Text(true)})
 	}
 	return p
 }

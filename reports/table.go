@@ -101,7 +101,7 @@ func (f folded) text(how string) string {
 }
 
 // foldRows splits the checks into those shown, failures first (fail,
-// error, not-run, then the passes whose evidence asks to be read), and
+// error, not-run, warn, then the passes whose evidence asks to be read), and
 // those folded: the passes and the allowed not-runs. all shows every
 // check, in the run's order.
 func foldRows(r Run, all bool) ([]Check, folded) {
@@ -127,7 +127,7 @@ func foldRows(r Run, all bool) ([]Check, folded) {
 		}
 	}
 	sort.Strings(f.ids)
-	rank := map[Status]int{Fail: 0, Error: 1, NotRun: 2, Pass: 3}
+	rank := map[Status]int{Fail: 0, Error: 1, NotRun: 2, Warn: 3, Pass: 4}
 	sort.SliceStable(shown, func(i, j int) bool { return rank[shown[i].Status] < rank[shown[j].Status] })
 	return shown, f
 }
@@ -560,7 +560,7 @@ func tallyNodes(r Run) (map[string]*nodeTally, []string) {
 				order = append(order, n)
 			}
 			switch c.Status {
-			case Pass:
+			case Pass, Warn: // a warn passed its bar (its row is shown)
 				t.pass++
 			case Fail:
 				t.fail++
