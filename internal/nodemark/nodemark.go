@@ -7,12 +7,19 @@
 //
 // Outcomes. A node is every node of the run (Run.Nodes) and every node a
 // check names. It is "fail" when a check that names it failed or errored,
-// "pass" when at least one check that names it passed and every other one
-// passed or is a not-run the operator allowed (--allow-not-run), and
+// "pass" when at least one check that names it passed (or warned) and every
+// other one passed, warned or is a not-run the operator allowed
+// (--allow-not-run), and
 // "not-run" otherwise: nothing was measured on it, or not everything asked
 // for was. A failing pair check names both of its nodes, so both read
 // "fail" with the check (and the partner) in last-failures, whoever is to
 // blame.
+//
+// Warnings. A warn check (reports.Warn: it met its bar, with something
+// to look at first) leaves the node's result "pass" and adds a
+// last-warnings annotation on the node it points at: the port a peer
+// outlier names (reports.VerdictWarnings: a port far below its SKU's
+// peers), or every node of another warn check. A warning never taints.
 //
 // Taints are stricter: only a failure attributable to the node taints it.
 // That is a bad-node or bad-port finding of reports.Localize (the node
@@ -56,6 +63,11 @@ const (
 	// AnnFailures names the failing checks of a failed node, capped at
 	// MaxFailures bytes; removed from a node that did not fail.
 	AnnFailures = Prefix + "last-failures"
+	// AnnWarnings names what a warn check points at on the node (a peer
+	// outlier's port, a failure that did not repeat), capped at
+	// MaxFailures bytes; removed from a node without a warning. Never a
+	// taint.
+	AnnWarnings = Prefix + "last-warnings"
 )
 
 // TaintKey is the suite's taint (--taint-failed-nodes); its value is the
@@ -89,6 +101,10 @@ type Mark struct {
 	// finding, a failed single-node check); empty when it is not, and then
 	// the node is never tainted.
 	Blame []string
+	// Warnings: the warn checks that point at the node (reports.
+	// VerdictWarnings), e.g. "port mlx5_3/1 on node gpu-017 (peer outlier:
+	// …)". They never make it fail or taint it.
+	Warnings []string
 }
 
 // Attributable reports whether the node's failure is its own (taint it).
@@ -119,7 +135,7 @@ func Compute(run reports.Run) []Mark {
 			switch {
 			case c.Status == reports.Fail || c.Status == reports.Error:
 				m.Failures = appendNew(m.Failures, describe(c, n))
-			case c.Status == reports.Pass:
+			case c.Status.Passing(): // pass or warn
 				t[n].pass++
 			case !run.Allowed(c):
 				t[n].open++
@@ -150,6 +166,15 @@ func Compute(run reports.Run) []Mark {
 		for _, n := range f.Nodes {
 			if m := marks[n]; m != nil && m.Outcome == Fail {
 				m.Blame = appendNew(m.Blame, why)
+			}
+		}
+	}
+	for _, w := range reports.VerdictWarnings(run) {
+		for _, n := range distinct(w.Nodes) {
+			m := at(n)
+			m.Warnings = appendNew(m.Warnings, w.Text(true))
+			if m.Outcome == "" {
+				m.Outcome = NotRun
 			}
 		}
 	}
@@ -188,9 +213,13 @@ func (m Mark) Annotations(run reports.Run, validFor time.Duration) map[string]*s
 		AnnChecked:    str(finished.Format(time.RFC3339)),
 		AnnValidUntil: str(finished.Add(validFor).Format(time.RFC3339)),
 		AnnFailures:   nil,
+		AnnWarnings:   nil,
 	}
 	if m.Outcome == Fail {
 		a[AnnFailures] = str(Capped(m.Failures, MaxFailures))
+	}
+	if len(m.Warnings) > 0 {
+		a[AnnWarnings] = str(Capped(m.Warnings, MaxFailures))
 	}
 	return a
 }

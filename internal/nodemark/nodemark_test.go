@@ -348,3 +348,63 @@ func TestTaintRetriesConflict(t *testing.T) {
 		t.Errorf("taints %v", got)
 	}
 }
+
+// A peer outlier warns: the node it names reads pass with a last-warnings
+// annotation, its partners carry none, and nobody is tainted (a warned
+// node that had the suite's taint loses it: it passed).
+func TestWarnAnnotatesNeverTaints(t *testing.T) {
+	var names []string
+	for i := range 12 {
+		names = append(names, "n"+string(rune('a'+i)))
+	}
+	var checks []reports.Check
+	for i, n := range names {
+		v := 392.0 + float64(i%3)
+		if n == "nc" || n == "nd" { // nc→nd and nd→ne use nd's slow port
+			v = 384
+		}
+		checks = append(checks, reports.Check{ID: "bandwidth/write", Variant: "shared-dev", Nodes: []string{n, names[(i+1)%len(names)]},
+			Rail: "mlx5_0/1→mlx5_0/1", Status: reports.Pass, Measured: []reports.Measurement{{Name: "write_1MiB_avg", Node: n, Port: "mlx5_0/1",
+				Value: v, Unit: "Gb/s", Threshold: &reports.Threshold{Op: ">=", Value: 380}}}})
+	}
+	run := newRun(names, checks...)
+	for i := range run.Nodes {
+		run.Nodes[i].SKU = "H100/NDR-400"
+	}
+	reports.MarkPeerOutliers(&run)
+	if n := run.Summary()[reports.Warn]; n != 2 {
+		t.Fatalf("%d warn checks, want 2", n)
+	}
+	for _, m := range Compute(run) {
+		if m.Outcome != Pass || m.Attributable() {
+			t.Errorf("node %s: %s, attributable %v", m.Node, m.Outcome, m.Attributable())
+		}
+		if (len(m.Warnings) > 0) != (m.Node == "nd") {
+			t.Errorf("node %s warnings %v", m.Node, m.Warnings)
+		}
+	}
+	taint := corev1.Taint{Key: TaintKey, Value: "old", Effect: corev1.TaintEffectNoSchedule}
+	var objs []runtime.Object
+	for _, n := range names {
+		if n == "nd" {
+			objs = append(objs, node(n, nil, taint))
+		} else {
+			objs = append(objs, node(n, nil))
+		}
+	}
+	cs := fake.NewClientset(objs...)
+	s, err := Apply(context.Background(), cs, run, Options{Annotate: true, ValidFor: DefaultValidFor, Taint: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Tainted) != 0 || !slices.Equal(s.Untainted, []string{"nd"}) {
+		t.Errorf("taints: %+v", s)
+	}
+	a := get(t, cs, "nd").Annotations
+	if a[AnnResult] != "pass" || !strings.Contains(a[AnnWarnings], "port mlx5_0/1 on node nd (peer outlier") {
+		t.Errorf("nd annotations: %v", a)
+	}
+	if _, ok := get(t, cs, "nc").Annotations[AnnWarnings]; ok {
+		t.Error("the partner of the outlier carries a warning")
+	}
+}
