@@ -73,7 +73,7 @@ func complete(words []string, stdout io.Writer) {
 		}
 		return
 	case cmd == "thresholds" && len(words) == 2 && !strings.HasPrefix(cur, "-"):
-		fmt.Fprintln(stdout, "check\nlist")
+		fmt.Fprintln(stdout, "check\nlist\ncalibrate")
 		return
 	}
 	if !strings.HasPrefix(cur, "-") {

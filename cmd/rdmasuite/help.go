@@ -66,13 +66,14 @@ var helps = map[string]commandHelp{
 		"  rdmasuite cleanup --older-than 2h --dry-run\n" +
 			"  rdmasuite cleanup --run 1a2b3c4d\n" +
 			"  rdmasuite cleanup --namespace rdmasuite --older-than 6h"},
-	"thresholds": {"validate or list per-SKU thresholds",
-		"rdmasuite thresholds check|list [FILE] [--replace] [--overlay OVERLAY]",
+	"thresholds": {"validate, list or calibrate per-SKU thresholds",
+		"rdmasuite thresholds check|list [FILE] [--replace] [--overlay OVERLAY] | calibrate RESULTS.json... --out FILE",
 		"Thresholds are per-SKU floors with their sources: the built-in thresholds/skus.yaml, FILE laid over\n" +
 			"them (as the suite's --thresholds; --replace: FILE alone), and OVERLAY on top (--thresholds-overlay).\n\n" +
 			"Commands:\n" +
 			"  check   validate a thresholds file (default: the built-in one); errors name file:line and the fix\n" +
-			"  list    list the SKUs and their floors in matching order (the overlay's first)\n\n" +
+			"  list    list the SKUs and their floors in matching order (the overlay's first)\n" +
+			"  calibrate  write an overlay whose bandwidth floors come from runs that passed (see its --help)\n\n" +
 			"Flags (both commands):\n" +
 			"  --replace           FILE alone, without the built-in SKUs\n" +
 			"  --overlay OVERLAY   lay this file over the result",
@@ -88,6 +89,21 @@ var helps = map[string]commandHelp{
 		"rdmasuite thresholds list [FILE] [--replace] [--overlay OVERLAY]",
 		"List the SKUs and their floors in matching order (the overlay's first).",
 		"  rdmasuite thresholds list --overlay my-overlay.yaml"},
+	"thresholds calibrate": {"write bandwidth floors per message size from the per-port figures of runs that passed",
+		"rdmasuite thresholds calibrate RESULTS.json [MORE.json ...] --out overlay.yaml [--min-ports N] [--accept-below-floor] [--thresholds FILE]",
+		"Read results files of runs that passed and write a thresholds overlay with, per SKU, floor (write, read,\n" +
+			"gpuDirectWrite) and message size, a floor from the measured per-port distribution: each port's median\n" +
+			"figure; over the ports floor = median − max(4·1.4826·MAD, 3 % of the median), rounded down, never above\n" +
+			"the link rate (robust to a few bad ports; 4 robust standard deviations, at least one port's run-to-run\n" +
+			"variation). Each floor's source names its ports, runs, dates, median and MAD. The overlay's SKUs are whole\n" +
+			"copies of the SKUs that judged the runs (the built-ins, or --thresholds FILE) with the calibrated floors set\n" +
+			"per size (bySize): load it with the suite's --thresholds-overlay FILE. Refused (exit 2, naming the fix):\n" +
+			"a run that did not pass (--accept-below-floor: unless its only failures are bandwidth figures below their\n" +
+			"floor), a node without a SKU, one SKU from two thresholds files, fewer than --min-ports ports, a figure\n" +
+			"that is not a finite Gb/s. Loopback and gpudirect/read figures are not used.",
+		"  rdmasuite thresholds calibrate results-*.json --out calibrated.yaml\n" +
+			"  rdmasuite thresholds calibrate results.json --out calibrated.yaml --accept-below-floor --min-ports 4\n" +
+			"  rdmasuite thresholds calibrate results.json --thresholds site.yaml --out calibrated.yaml"},
 	"version": {"print the version and the commit", "rdmasuite version | rdmasuite --version", "Print the version and the commit it was built from.", "  rdmasuite --version"},
 	"completion": {"print a shell completion script (bash, zsh, fish)", "rdmasuite completion bash|zsh|fish",
 		"Print a completion script for bash, zsh or fish; it asks this binary for commands and flags as you type.",

@@ -11,7 +11,8 @@
 //   - doctor: check the cluster for the known failure modes, from the
 //     Kubernetes API only.
 //   - cleanup: delete what earlier runs left behind, by label.
-//   - thresholds check|list: validate and list per-SKU thresholds.
+//   - thresholds check|list|calibrate: validate and list per-SKU
+//     thresholds; calibrate bandwidth floors from runs that passed.
 //   - completion, version.
 //
 // Exit codes (exitCode): 0 passed; 1 a check did not pass (doctor: a
@@ -335,8 +336,11 @@ func runThresholds(args []string, stdout io.Writer) error {
 	if len(args) > 0 && suiteflags.WantsHelp(args[:1]) {
 		return &helpError{command: "thresholds"}
 	}
+	if len(args) > 0 && args[0] == "calibrate" {
+		return runCalibrate(args[1:], stdout)
+	}
 	if len(args) == 0 || (args[0] != "check" && args[0] != "list") {
-		return errors.New("usage: rdmasuite thresholds check|list [FILE] [--overlay OVERLAY] (see: rdmasuite thresholds --help)")
+		return errors.New("usage: rdmasuite thresholds check|list [FILE] [--overlay OVERLAY] | calibrate RESULTS.json... --out FILE (see: rdmasuite thresholds --help)")
 	}
 	fs := newFlagSet("thresholds " + args[0])
 	overlay := fs.String("overlay", "", "lay this thresholds file over the result, as the suite's --thresholds-overlay does: its SKUs replace those of the same name whole, or are added")

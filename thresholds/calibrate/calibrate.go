@@ -78,7 +78,7 @@ type Row struct {
 	Value      float64 // the new floor, Gb/s
 	Capped     bool    // the link rate capped it
 	// Was is the floor that judged this size before ("" when none did:
-	// a size below the largest without a floor of its own).
+	// a size below the largest measured, without a floor of its own).
 	Was string
 	// Below names the ports whose figure is below the new floor.
 	Below []string
@@ -252,7 +252,8 @@ func Calibrate(inputs []Input, opt Options) (*Result, error) {
 				"measure more ports, or lower the bar with --min-ports %d", k.sku, k.floor, thresholds.SizeName(k.size), len(data[k]), minPorts, len(data[k])))
 			continue
 		}
-		row, err := compute(k, data[k], skus[k.sku], dates)
+		largest := !slices.ContainsFunc(keys, func(o key) bool { return o.sku == k.sku && o.floor == k.floor && o.size > k.size })
+		row, err := compute(k, data[k], skus[k.sku], dates, largest)
 		if err != nil {
 			problems = append(problems, err.Error())
 			continue
@@ -336,7 +337,9 @@ func missedFloorOnly(c reports.Check) bool {
 }
 
 // compute is one floor from its ports' figures.
-func compute(k key, ports map[string]*sample, sku *thresholds.SKU, dates map[string]string) (Row, error) {
+// largest: no larger size of the floor was measured, so without a floor
+// of its own the size was judged against the general floor.
+func compute(k key, ports map[string]*sample, sku *thresholds.SKU, dates map[string]string, largest bool) (Row, error) {
 	row := Row{SKU: k.sku, Floor: k.floor, Size: k.size, Ports: len(ports)}
 	names := slices.Sorted(maps.Keys(ports))
 	perPort := make([]float64, len(names))
@@ -370,7 +373,7 @@ func compute(k key, ports map[string]*sample, sku *thresholds.SKU, dates map[str
 	row.Runs = slices.Sorted(maps.Keys(runs))
 	if b, err := sku.BandwidthFloorAt(k.floor, k.size); err == nil {
 		row.Was = fmt.Sprintf("%.4g", b.Value)
-	} else if b, err := sku.BandwidthFloor(k.floor); err == nil {
+	} else if b, err := sku.BandwidthFloor(k.floor); err == nil && largest {
 		row.Was = fmt.Sprintf("%.4g (general)", b.Value)
 	}
 	var ds []string
