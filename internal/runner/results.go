@@ -150,8 +150,9 @@ func Deadline(start time.Time, testTimeout time.Duration) (deadline time.Time, r
 
 // ThresholdsHeader is the run header's account of who judges whom: one
 // line per SKU naming its file and its nodes (cut at fleet scale; the
-// results file names every node's SKU and file), and one per node that no
-// SKU matches, with why. Nothing when the nodes cannot be listed: the
+// results file names every node's SKU and file), followed, for a SKU with
+// calibrated floors (rdmasuite thresholds calibrate), by one naming them
+// with their values; and one per node that no SKU matches, with why. Nothing when the nodes cannot be listed: the
 // features say so in their rows.
 func (r *Runner) ThresholdsHeader(ctx context.Context) []string {
 	if r.Cfg.Thresholds == nil {
@@ -169,6 +170,13 @@ func (r *Runner) ThresholdsHeader(ctx context.Context) []string {
 	var out []string
 	for _, g := range groups {
 		out = append(out, "thresholds: "+g.String())
+		// Floors rdmasuite thresholds calibrate wrote are named with their
+		// values: a bar from the fleet's own figures, not a public one.
+		if k, err := r.Cfg.Thresholds.Lookup(g.SKU); err == nil {
+			if cal := k.CalibratedFloors(); len(cal) > 0 {
+				out = append(out, fmt.Sprintf("thresholds: calibrated floors of %s (%s): %s", g.SKU, g.File, strings.Join(cal, ", ")))
+			}
+		}
 	}
 	names := make([]string, 0, len(unjudged))
 	for n := range unjudged {
