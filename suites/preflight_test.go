@@ -39,6 +39,9 @@ func TestPreflight(t *testing.T) {
 					Status: reports.Error, Reason: fmt.Sprintf("reading nodes, operator pods and NicClusterPolicy failed: %v", err)}})
 				return ctx
 			}
+			// Which RDMA resource names the doctor holds nodes to, and
+			// where they came from (the flag, else learned from the cluster).
+			t.Log(doctor.ResourcesLine(state))
 			state.Hosts, state.HostsMissing = run.ProbeHosts(ctx, state)
 			state.SKUs = run.NodeSKUs(state.Nodes)
 			assertChecks(t, doctor.Checks(state, doctor.Diagnose(state), time.Since(start)))

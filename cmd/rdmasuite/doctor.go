@@ -29,7 +29,7 @@ func runDoctor(args []string, stdout io.Writer) error {
 	kubeconfig := fs.String("kubeconfig", "", "kubeconfig (default: as kubectl: $KUBECONFIG, ~/.kube/config, else the pod's ServiceAccount)")
 	kubeContext := fs.String("context", "", "kubeconfig context to use (default: its current context)")
 	selector := fs.String("node-selector", "", "label selector for the nodes to check")
-	resources := fs.String("resources", "", "extended resources every selected node must advertise; empty: derived per node from the NicClusterPolicy's device-plugin config on RDMA nodes and nvidia.com/gpu on nodes labelled nvidia.com/gpu.present=true")
+	resources := fs.String("resources", "", "extended resources every selected node must advertise; empty: learned from the cluster (the NicClusterPolicy's device-plugin configs, else SriovNetworkNodePolicies and the nodes' allocatable) on RDMA nodes, and nvidia.com/gpu on nodes labelled nvidia.com/gpu.present=true; the output's resources: line says which and from where")
 	netNS := fs.String("network-operator-namespace", "nvidia-network-operator", "Network Operator namespace")
 	netOp := fs.Bool("network-operator", true, "the cluster runs the NVIDIA Network Operator; false when RDMA drivers are managed outside Kubernetes (a missing NicClusterPolicy is then expected)")
 	gpuNS := fs.String("gpu-operator-namespaces", "gpu-operator,nvidia-gpu-operator", "GPU Operator namespaces")
@@ -83,6 +83,8 @@ func runDoctor(args []string, stdout io.Writer) error {
 	if err := reports.TableWidth(stdout, run, termwidth.Fit(stdout)); err != nil {
 		return err
 	}
+	// Which RDMA resource names were used, and where they came from.
+	fmt.Fprintf(stdout, "\n%s\n", doctor.ResourcesLine(state))
 	for _, f := range findings {
 		if f.Node != "" {
 			fmt.Fprintf(stdout, "\n%s on %s [%s, seed %s]\n  cause: %s\n  fix:   %s\n  evidence: %s\n", f.ID, f.Node, f.Severity, f.Seed, f.Cause, f.Fix, strings.Join(f.Evidence, "; "))

@@ -40,11 +40,15 @@ func TestNodeCheckNeedsEverythingJudged(t *testing.T) {
 		{"kernel without PSI", "I/O pressure not judged: /proc/pressure/io: no such file", func(s *State) {
 			s.host("node-2", func(h *HostFacts) { h.IO, h.IOUnavailable = nil, "/proc/pressure/io: no such file" })
 		}},
+		// Unknown: no policy names one, and no selected node advertises
+		// one (else the allocatable of the others would name it).
 		{"RDMA node, resource names unknown", "no RDMA resource name is known", func(s *State) {
 			s.Policy, s.NoNetworkOperator = nil, true
+			s.dropAllocatable("rdma/rdma_shared_device_a")
 		}},
 		{"RDMA node, the policy configures no device plugin", "no RDMA resource name is known", func(s *State) {
 			delete(s.Policy.Object["spec"].(map[string]any), "rdmaSharedDevicePlugin")
+			s.dropAllocatable("rdma/rdma_shared_device_a")
 		}},
 		{"device-plugin config is not JSON", "spec.rdmaSharedDevicePlugin.config is not valid JSON", func(s *State) {
 			s.Policy.Object["spec"].(map[string]any)["rdmaSharedDevicePlugin"] = map[string]any{"config": "{configList: ["}

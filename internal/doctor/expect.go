@@ -2,9 +2,54 @@ package doctor
 
 import (
 	"fmt"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/rdmasuite/rdmasuite/internal/resnames"
 )
+
+// learnedSource is where a learned name came from, said for a node's
+// expectation: allocatable means the other selected nodes'.
+func learnedSource(n resnames.Name) string {
+	if n.Source == "allocatable" {
+		return fmt.Sprintf("the allocatable of the selected nodes (%d advertise it)", n.Nodes)
+	}
+	return n.Source
+}
+
+// ResourcesLine says which RDMA resource names the doctor used and where
+// they came from, in one line: "resources: rdma/ib (NicClusterPolicy
+// nic-cluster-policy rdmaSharedDevicePlugin), nvidia.com/hostdev
+// (allocatable)"; an explicit list wins over everything learned.
+func ResourcesLine(s State) string {
+	if len(s.Resources) > 0 {
+		return "resources: " + strings.Join(s.Resources, ", ") + " (the resources flag, required of every selected node)"
+	}
+	l := learn(s)
+	var parts []string
+	if len(l.RDMA) > 0 {
+		parts = append(parts, resnames.Describe(l.RDMA))
+	} else {
+		parts = append(parts, "no RDMA shared-device resource known ("+l.Fallback(false)+")")
+	}
+	if len(l.Hostdev) > 0 {
+		parts = append(parts, resnames.Describe(l.Hostdev))
+	}
+	line := "resources: " + strings.Join(parts, ", ")
+	if len(l.RDMA) > 1 {
+		line += "; an RDMA node must advertise one of them at least"
+	}
+	if len(l.RDMA) == 0 && len(l.Hostdev) == 0 {
+		line += ": RDMA nodes not judged on their allocatable (pass --resources)"
+	}
+	return line
+}
+
+// learn is resnames.Learn over the gathered state.
+func learn(s State) resnames.Learned {
+	return resnames.Learn(resnames.Inputs{Policy: s.Policy, PolicyErr: s.PolicyErr, SriovPolicies: s.SriovPolicies, SriovErr: s.SriovErr, Nodes: s.Nodes})
+}
 
 // expectedResources derives what the node must advertise, and says which
 // source said so: an explicit list (strict, every node), else the
@@ -19,16 +64,23 @@ func (v *View) expectedResources(n *NodeView) (exp []Expected, notes, unjudged [
 		}
 	} else {
 		if rdma, why := n.RDMANode(); rdma {
+			learned := append(append([]resnames.Name(nil), v.Names.RDMA...), v.Names.Hostdev...)
 			switch {
-			case !v.Policy.Present || (len(v.Policy.DevicePluginResources) == 0 && len(v.Policy.ConfigErrors) == 0):
-				unjudged = append(unjudged, fmt.Sprintf("the node has RDMA NICs (%s) but no RDMA resource name is known "+
-					"(no NicClusterPolicy with a device-plugin config): pass the resources to expect "+
-					"(--preflight-resources in the suite, --resources in rdmasuite doctor) to judge its allocatable", why))
-			default:
+			case v.Policy.Present && (len(v.Policy.DevicePluginResources) > 0 || len(v.Policy.ConfigErrors) > 0):
 				unjudged = append(unjudged, v.Policy.ConfigErrors...)
 				for _, r := range v.Policy.DevicePluginResources {
 					exp = append(exp, Expected{Resource: r, Source: fmt.Sprintf("NicClusterPolicy %s device-plugin config, on an RDMA node (%s)", v.Policy.Name, why)})
 				}
+			case len(learned) > 0:
+				// No policy names them: what the SR-IOV operator's policies
+				// or the other selected nodes advertise (resnames.Learn).
+				for _, r := range learned {
+					exp = append(exp, Expected{Resource: r.Resource, Source: fmt.Sprintf("%s, on an RDMA node (%s); no NicClusterPolicy device-plugin config names one", learnedSource(r), why)})
+				}
+			default:
+				unjudged = append(unjudged, fmt.Sprintf("the node has RDMA NICs (%s) but no RDMA resource name is known "+
+					"(no NicClusterPolicy with a device-plugin config, no SriovNetworkNodePolicy, no selected node advertises one): pass the resources to expect "+
+					"(--preflight-resources in the suite, --resources in rdmasuite doctor) to judge its allocatable", why))
 			}
 		}
 		if n.Node.Labels[GPUPresentLabel] == "true" {

@@ -9,16 +9,15 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/rdmasuite/rdmasuite/internal/resnames"
 )
 
 // NicClusterPolicyGVR is the Network Operator's policy resource.
-var NicClusterPolicyGVR = schema.GroupVersionResource{Group: "mellanox.com", Version: "v1alpha1", Resource: "nicclusterpolicies"}
+var NicClusterPolicyGVR = resnames.NicClusterPolicyGVR
 
 // GatherOptions say where the operators live and what to require.
 type GatherOptions struct {
@@ -94,18 +93,10 @@ func Gather(ctx context.Context, cs kubernetes.Interface, dyn dynamic.Interface,
 		}
 	}
 	if dyn != nil {
-		list, err := dyn.Resource(NicClusterPolicyGVR).List(ctx, metav1.ListOptions{})
-		switch {
-		case apierrors.IsNotFound(err):
-			s.PolicyErr = "the cluster has no NicClusterPolicy CRD (nicclusterpolicies.mellanox.com/v1alpha1): NVIDIA Network Operator not installed"
-		case err != nil:
-			s.PolicyErr = "cannot read NicClusterPolicy: " + err.Error()
-		case len(list.Items) == 0:
-			s.PolicyErr = "no NicClusterPolicy object exists (the Network Operator deploys nothing without one)"
-		default:
-			p := list.Items[0]
-			s.Policy = &unstructured.Unstructured{Object: p.Object}
-		}
+		// The NicClusterPolicy and the SriovNetworkNodePolicies: what
+		// cannot be read is said, never an error (resnames.Read).
+		in := resnames.Read(ctx, resnames.DynamicLister(dyn))
+		s.Policy, s.PolicyErr, s.SriovPolicies, s.SriovErr = in.Policy, in.PolicyErr, in.SriovPolicies, in.SriovErr
 	}
 	return s, nil
 }

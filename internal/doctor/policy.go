@@ -1,13 +1,14 @@
 package doctor
 
 import (
-	"encoding/json"
 	"fmt"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/klog/v2"
+
+	"github.com/rdmasuite/rdmasuite/internal/resnames"
 )
 
 // PolicyFacts are the NicClusterPolicy settings the rules read.
@@ -58,36 +59,11 @@ func readPolicy(u *unstructured.Unstructured) PolicyFacts {
 			p.Env[name] = fmt.Sprint(m["value"])
 		}
 	}
-	// Default prefixes: the RDMA shared device plugin's is "rdma"; the
-	// Network Operator deploys the SR-IOV device plugin with resources
-	// under "nvidia.com" in its examples, and configs usually say so.
-	for _, dp := range []struct{ field, list, prefix string }{
-		{"rdmaSharedDevicePlugin", "configList", "rdma"},
-		{"sriovDevicePlugin", "resourceList", "nvidia.com"},
-	} {
-		cfg, found, _ := unstructured.NestedString(u.Object, "spec", dp.field, "config")
-		if !found || strings.TrimSpace(cfg) == "" {
-			continue
-		}
-		var parsed map[string][]struct {
-			ResourceName   string `json:"resourceName"`
-			ResourcePrefix string `json:"resourcePrefix"`
-		}
-		if err := json.Unmarshal([]byte(cfg), &parsed); err != nil {
-			p.ConfigErrors = append(p.ConfigErrors, fmt.Sprintf("spec.%s.config is not valid JSON: %v", dp.field, err))
-			continue
-		}
-		for _, r := range parsed[dp.list] {
-			if r.ResourceName == "" {
-				continue
-			}
-			prefix := r.ResourcePrefix
-			if prefix == "" {
-				prefix = dp.prefix
-			}
-			p.DevicePluginResources = append(p.DevicePluginResources, prefix+"/"+r.ResourceName)
-		}
-	}
+	// The device plugins' resources: one reading for the doctor and the
+	// suite (resnames.FromPolicy).
+	rdma, hostdev, errs := resnames.FromPolicy(u)
+	p.DevicePluginResources = append(resnames.Resources(rdma), resnames.Resources(hostdev)...)
+	p.ConfigErrors = errs
 	return p
 }
 

@@ -84,6 +84,11 @@ type State struct {
 	// Operator versions); nil when absent. PolicyErr says why it is absent.
 	Policy    *unstructured.Unstructured
 	PolicyErr string
+	// SriovPolicies are the SR-IOV Network Operator's
+	// SriovNetworkNodePolicies (their resource names); SriovErr says why
+	// they were not read (no CRD, no permission), "" when they were.
+	SriovPolicies []unstructured.Unstructured
+	SriovErr      string
 	// NoNetworkOperator: the operator said RDMA drivers are managed outside
 	// Kubernetes (host MOFED or inbox), so a missing NicClusterPolicy and a
 	// missing .driver-ready are the expected state.

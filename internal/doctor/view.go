@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/rdmasuite/rdmasuite/internal/resnames"
 )
 
 // View is the state arranged the way rules ask about it: per node, with the
@@ -19,6 +21,9 @@ type View struct {
 	// no DaemonSet affinity naming one).
 	Unplaced []*corev1.Pod
 	Policy   PolicyFacts
+	// Names are the RDMA resource names learned from the cluster
+	// (resnames.Learn): used when no policy config names them.
+	Names resnames.Learned
 }
 
 // NodeView is one selected node and everything known about it.
@@ -58,7 +63,7 @@ type Expected struct {
 
 // NewView arranges the state by node.
 func NewView(s State) *View {
-	v := &View{State: s, byName: map[string]*NodeView{}, Policy: readPolicy(s.Policy)}
+	v := &View{State: s, byName: map[string]*NodeView{}, Policy: readPolicy(s.Policy), Names: learn(s)}
 	for i := range s.Nodes {
 		n := &NodeView{Name: s.Nodes[i].Name, Node: &s.Nodes[i]}
 		if h, ok := s.Hosts[n.Name]; ok {

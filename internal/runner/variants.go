@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"slices"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/rdmasuite/rdmasuite/internal/podrun"
+	"github.com/rdmasuite/rdmasuite/internal/resnames"
 )
 
 // Variant names.
@@ -109,6 +111,67 @@ type VariantFacts struct {
 	MultusErr string
 	// NADErr is why --hostdev-network cannot be used ("" when it exists).
 	NADErr string
+	// Names are the RDMA resource names learned from the cluster
+	// (resnames.Learn: NicClusterPolicy, SriovNetworkNodePolicies, the
+	// nodes' allocatable); they replace --rdma-resource / --hostdev-resource
+	// left at their defaults.
+	Names resnames.Learned
+	// RDMAFlagSet, HostdevFlagSet: the operator named the resource; an
+	// explicit flag always wins over what was learned.
+	RDMAFlagSet, HostdevFlagSet bool
+}
+
+// ResourceFlagsSet reports whether --rdma-resource and --hostdev-resource
+// were given on the command line (the suite parses its flags into
+// flag.CommandLine); tests replace it.
+var ResourceFlagsSet = func() (rdma, hostdev bool) {
+	flag.CommandLine.Visit(func(f *flag.Flag) {
+		switch f.Name {
+		case "rdma-resource":
+			rdma = true
+		case "hostdev-resource":
+			hostdev = true
+		}
+	})
+	return rdma, hostdev
+}
+
+// learnResources replaces the resources left at their defaults with the
+// ones learned from the cluster, and says in one line which are used for
+// each variant and where they came from: every learned shared-dev resource
+// (each is a variant; those no node advertises are skipped), and for
+// hostdev the one most nodes advertise. A resource the operator named, or
+// one that is not the default, is kept.
+func learnResources(c Config, f VariantFacts) (Config, string) {
+	var parts []string
+	rdmaDefault := !f.RDMAFlagSet && slices.Equal(c.RDMAResources, []string{resnames.DefaultRDMA})
+	switch {
+	case !rdmaDefault:
+		parts = append(parts, strings.Join(c.RDMAResources, ", ")+" (--rdma-resource)")
+	case len(f.Names.RDMA) > 0:
+		c.RDMAResources = resnames.Resources(f.Names.RDMA)
+		d := resnames.Describe(f.Names.RDMA)
+		if len(f.Names.RDMA) > 1 {
+			d += " (one shared-dev variant each)"
+		}
+		parts = append(parts, d)
+	default:
+		parts = append(parts, resnames.DefaultRDMA+" (default: "+f.Names.Fallback(false)+")")
+	}
+	hostdevDefault := !f.HostdevFlagSet && c.HostdevRes == resnames.DefaultHostdev
+	if n, why, ok := resnames.Most(f.Names.Hostdev); hostdevDefault && ok {
+		c.HostdevRes = n.Resource
+		d := n.Describe()
+		if why != "" {
+			d = n.Resource + " (" + n.Source + "; " + why + ")"
+		}
+		parts = append(parts, d)
+	} else if hostdevDefault {
+		parts = append(parts, resnames.DefaultHostdev+" (default: "+f.Names.Fallback(true)+")")
+	} else {
+		parts = append(parts, c.HostdevRes+" (--hostdev-resource)")
+	}
+	return c, "resources: " + strings.Join(parts, ", ")
 }
 
 // ResolveVariants narrows an auto run to the variants the cluster can run
@@ -120,6 +183,7 @@ func ResolveVariants(c Config, f VariantFacts) (Config, []string) {
 	if !c.VariantsAuto {
 		return c, nil
 	}
+	c, resLine := learnResources(c, f)
 	advertised := func(r string) bool {
 		return slices.ContainsFunc(f.Nodes, func(n corev1.Node) bool { return advertises(n, r) })
 	}
@@ -148,7 +212,7 @@ func ResolveVariants(c Config, f VariantFacts) (Config, []string) {
 	out := c
 	if len(keep) == 0 {
 		out.Variants = []string{VariantSharedDev}
-		return out, []string{fmt.Sprintf("variants: auto found none the cluster can run (skipped %s); running shared-dev so the run reports why "+
+		return out, []string{resLine, fmt.Sprintf("variants: auto found none the cluster can run (skipped %s); running shared-dev so the run reports why "+
 			"(name the variants with --variants, the resources with --rdma-resource / --hostdev-resource)", strings.Join(skipped, "; "))}
 	}
 	out.Variants = keep
@@ -159,7 +223,20 @@ func ResolveVariants(c Config, f VariantFacts) (Config, []string) {
 	if len(skipped) > 0 {
 		line += "; skipped " + strings.Join(skipped, "; ") + "; name a variant with --variants to require it"
 	}
-	return out, []string{line + ")"}
+	return out, []string{resLine, line + ")"}
+}
+
+// learnNames reads the resource names the cluster advertises
+// (resnames.Read over the clientset's REST client, then resnames.Learn over
+// the nodes the run may cover); a client without REST access (a fake)
+// learns from the nodes alone.
+func learnNames(ctx context.Context, kube kubernetes.Interface, nodes []corev1.Node) resnames.Learned {
+	in := resnames.Inputs{PolicyErr: "NicClusterPolicy not read (no REST client)", SriovErr: "SriovNetworkNodePolicies not read (no REST client)"}
+	if rc, _ := kube.Discovery().RESTClient().(*rest.RESTClient); rc != nil {
+		in = resnames.Read(ctx, resnames.RESTLister(rc))
+	}
+	in.Nodes = nodes
+	return resnames.Learn(in)
 }
 
 // GatherVariantFacts reads what ResolveVariants needs: the nodes the run
@@ -176,6 +253,8 @@ func GatherVariantFacts(ctx context.Context, kube kubernetes.Interface, c Config
 			f.Nodes = append(f.Nodes, n)
 		}
 	}
+	f.RDMAFlagSet, f.HostdevFlagSet = ResourceFlagsSet()
+	f.Names = learnNames(ctx, kube, f.Nodes)
 	f.MultusErr = Prerequisite(kube, Variant{Network: c.HostdevNet})
 	if f.MultusErr != "" {
 		return f, nil

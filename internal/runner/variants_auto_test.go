@@ -7,6 +7,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes/fake"
+
+	"github.com/rdmasuite/rdmasuite/internal/resnames"
 )
 
 // --variants auto (the default) runs what the cluster can run
@@ -85,5 +87,69 @@ func TestGatherVariantFacts(t *testing.T) {
 	}
 	if !strings.Contains(f.MultusErr, "Multus is not installed") {
 		t.Errorf("no CRD in the fake: %q", f.MultusErr)
+	}
+}
+
+// The resources left at their defaults are the cluster's own (learned by
+// resnames: the NicClusterPolicy, SriovNetworkNodePolicies, allocatable);
+// a flag the operator set always wins; the line says which and why.
+func TestResolveVariantsLearnsResources(t *testing.T) {
+	ib := []corev1.Node{selNode("gpu-a", nil, map[string]int64{"rdma/ib": 64, "nvidia.com/hostdev_b": 4}),
+		selNode("gpu-b", nil, map[string]int64{"rdma/ib": 64, "nvidia.com/hostdev_b": 4, "nvidia.com/hostdev_a": 1})}
+	// The AICR GB300 recipe's policy names "ib" (NVIDIA/aicr
+	// recipes/components/network-operator/manifests/nic-cluster-policy-generic-gb300.yaml,
+	// commit 733eabec413145ad20bec2f69157dc34bdc9daa2).
+	policy := resnames.Learned{
+		RDMA:    []resnames.Name{{Resource: "rdma/ib", Source: "NicClusterPolicy nic-cluster-policy rdmaSharedDevicePlugin", Nodes: 2}},
+		Hostdev: []resnames.Name{{Resource: "nvidia.com/hostdev_a", Source: "allocatable", Nodes: 1}, {Resource: "nvidia.com/hostdev_b", Source: "allocatable", Nodes: 2}},
+	}
+	base := Config{Variants: []string{VariantSharedDev, VariantHostdev}, VariantsAuto: true, RDMAResources: []string{resnames.DefaultRDMA},
+		HostdevRes: resnames.DefaultHostdev, HostdevNet: "default/sriov-rdma", HostdevNetdev: "net1"}
+	for _, tc := range []struct {
+		name       string
+		cfg        func(Config) Config
+		facts      VariantFacts
+		rdma, hdev string
+		variants   string
+		line       string
+	}{
+		{"learned from the policy and allocatable", nil, VariantFacts{Nodes: ib, Names: policy}, "rdma/ib", "nvidia.com/hostdev_b", "shared-dev,hostdev",
+			"resources: rdma/ib (NicClusterPolicy nic-cluster-policy rdmaSharedDevicePlugin), nvidia.com/hostdev_b (allocatable; advertised by the most nodes (2; nvidia.com/hostdev_a on 1))"},
+		{"explicit flags win", nil, VariantFacts{Nodes: ib, Names: policy, RDMAFlagSet: true, HostdevFlagSet: true}, resnames.DefaultRDMA, resnames.DefaultHostdev, "shared-dev",
+			"resources: rdma/rdma_shared_device_a (--rdma-resource), nvidia.com/hostdev (--hostdev-resource)"},
+		{"a non-default value is the operator's", func(c Config) Config { c.RDMAResources = []string{"rdma/hca"}; return c },
+			VariantFacts{Nodes: ib, Names: policy}, "rdma/hca", "nvidia.com/hostdev_b", "hostdev", "resources: rdma/hca (--rdma-resource), nvidia.com/hostdev_b"},
+		{"nothing learned: the defaults, saying why", nil, VariantFacts{Nodes: sharedDefault(), Names: resnames.Learned{PolicyErr: "the cluster has no NicClusterPolicy CRD", SriovErr: "no SriovNetworkNodePolicy CRD"}},
+			resnames.DefaultRDMA, resnames.DefaultHostdev, "shared-dev",
+			"resources: rdma/rdma_shared_device_a (default: the cluster has no NicClusterPolicy CRD; no node advertises a resource under rdma/), nvidia.com/hostdev (default: the cluster has no NicClusterPolicy CRD; no SriovNetworkNodePolicy CRD; no node advertises a hostdev or sriov resource)"},
+		{"two learned shared-dev resources: a variant each", nil, VariantFacts{Nodes: ib, Names: resnames.Learned{RDMA: []resnames.Name{
+			{Resource: "rdma/ib", Source: "NicClusterPolicy p rdmaSharedDevicePlugin", Nodes: 2}, {Resource: "rdma/roce", Source: "NicClusterPolicy p rdmaSharedDevicePlugin"}}}},
+			"rdma/ib", resnames.DefaultHostdev, "shared-dev", "(one shared-dev variant each)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := base
+			if tc.cfg != nil {
+				c = tc.cfg(c)
+			}
+			got, lines := ResolveVariants(c, tc.facts)
+			if strings.Join(got.RDMAResources, ",") != tc.rdma || got.HostdevRes != tc.hdev || strings.Join(got.Variants, ",") != tc.variants {
+				t.Errorf("resources %v / %s, variants %v; want %s / %s, %s", got.RDMAResources, got.HostdevRes, got.Variants, tc.rdma, tc.hdev, tc.variants)
+			}
+			if len(lines) == 0 || !strings.Contains(lines[0], tc.line) {
+				t.Errorf("line %q lacks %q", lines, tc.line)
+			}
+		})
+	}
+}
+
+func sharedDefault() []corev1.Node {
+	return []corev1.Node{selNode("gpu-a", nil, map[string]int64{resnames.DefaultRDMA: 8})}
+}
+
+// The suite's flags are its command line's: a flag the operator gave is
+// seen as set.
+func TestResourceFlagsSet(t *testing.T) {
+	if r, h := ResourceFlagsSet(); r || h {
+		t.Fatalf("the test binary has no such flags: %v %v", r, h)
 	}
 }
