@@ -224,17 +224,45 @@ var _ = answer(knownAnswer{rule: IOPressureOutlier, name: "idle cluster", source
 // A finding states only the order it observed. A marker
 // without a time, or a failure without one, leaves the order unknown: the
 // evidence says so and what would tell, never "created after the failure".
-var _ = answer(knownAnswer{rule: PeermemRace, name: ".driver-ready present, its time unknown", source: "realworld/peermem-ctr-invalid-argument-symbol-mismatch.txt",
-	raises: true, node: "node-2", evidence: `time is unknown(.|\n)*would tell`,
+var _ = answer(knownAnswer{rule: PeermemUndecided, name: ".driver-ready present, its time unknown", source: "realworld/peermem-ctr-invalid-argument-symbol-mismatch.txt",
+	raises: true, node: "node-2", evidence: `time is unknown(.|\n)*either(.|\n)*peermem-before-mofed(.|\n)*peermem-mofed-mismatch(.|\n)*the \.driver-ready time would tell them apart`,
 	state: func(t *testing.T) State {
 		s := peermemCrash(t, nvidiaDriverPod("node-2"), t0, nil)
 		s.host("node-2", func(h *HostFacts) { h.DriverReady, h.DriverReadyAt = true, nil })
 		return s
 	}})
 
-var _ = answer(knownAnswer{rule: PeermemRace, name: "the failure's time unknown (no finishedAt)", source: "realworld/peermem-ctr-invalid-argument-symbol-mismatch.txt",
-	raises: true, node: "node-2", evidence: `failure's time is unknown`,
+var _ = answer(knownAnswer{rule: PeermemUndecided, name: "the failure's time unknown (no finishedAt)", source: "realworld/peermem-ctr-invalid-argument-symbol-mismatch.txt",
+	raises: true, node: "node-2", evidence: `failure's time is unknown(.|\n)*either(.|\n)*would tell them apart`,
 	state: func(t *testing.T) State { return peermemCrash(t, nvidiaDriverPod("node-2"), time.Time{}, at(t0)) }})
+
+var _ = answer(knownAnswer{rule: PeermemRace, name: ".driver-ready present, its time unknown: not claimed", source: "realworld/peermem-ctr-invalid-argument-symbol-mismatch.txt",
+	state: func(t *testing.T) State {
+		s := peermemCrash(t, nvidiaDriverPod("node-2"), t0, nil)
+		s.host("node-2", func(h *HostFacts) { h.DriverReady, h.DriverReadyAt = true, nil })
+		return s
+	}})
+
+var _ = answer(knownAnswer{rule: PeermemMismatch, name: "the failure's time unknown: not claimed", source: "realworld/peermem-ctr-invalid-argument-symbol-mismatch.txt",
+	state: func(t *testing.T) State { return peermemCrash(t, nvidiaDriverPod("node-2"), time.Time{}, at(t0)) }})
+
+// The API-only doctor has no host facts: the order is unknown on every
+// node, and its finding says so under the neutral id.
+var _ = answer(knownAnswer{rule: PeermemUndecided, name: "API-only doctor: no host facts", source: "realworld/peermem-ctr-invalid-argument-symbol-mismatch.txt",
+	raises: true, node: "node-2", evidence: `host facts missing(.|\n)*either(.|\n)*the \.driver-ready time would tell them apart`,
+	state: func(t *testing.T) State {
+		s := peermemCrash(t, nvidiaDriverPod("node-2"), t0, nil)
+		s.Hosts, s.APIOnly = nil, true
+		return s
+	}})
+
+var _ = answer(knownAnswer{rule: PeermemUndecided, name: ".driver-ready absent: the race is named", source: "realworld/peermem-ctr-invalid-argument-symbol-mismatch.txt (log lines)",
+	state: func(t *testing.T) State { return peermemCrash(t, nvidiaDriverPod("node-2"), t0, nil) }})
+
+var _ = answer(knownAnswer{rule: PeermemUndecided, name: "both times known, marker first: the mismatch is named", source: "realworld/peermem-ctr-invalid-argument-symbol-mismatch.txt",
+	state: func(t *testing.T) State {
+		return peermemCrash(t, nvidiaDriverPod("node-2"), t0, at(t0.Add(-time.Hour)))
+	}})
 
 // No evidence line of a finding may claim an order its facts lack.
 func TestNoUnobservedOrderIsStated(t *testing.T) {
@@ -279,3 +307,37 @@ func TestGenericFindingYieldsToTheSpecificOne(t *testing.T) {
 		t.Fatalf("the generic %s is raised beside %s on the same pod: %v", GPUDriverNotReady, PeermemNotRegistered, ids)
 	}
 }
+
+// The generic finding that yields leaves its evidence with the specific
+// one: one finding per pod, nothing seen lost.
+func TestYieldedEvidenceIsFoldedIn(t *testing.T) {
+	fs := yieldToSpecific([]Finding{
+		{ID: GPUDriverNotReady, Node: "node-2", Evidence: []string{"GPU driver pod x: CrashLoopBackOff", "container nvidia-peermem-ctr not ready, log tail: waiting"}},
+		{ID: PeermemUndecided, Node: "node-2", Evidence: []string{"GPU driver pod x: CrashLoopBackOff", "log: could not insert"}},
+		{ID: GPUDriverNotReady, Node: "node-1", Evidence: []string{"GPU driver pod y: Pending"}},
+	})
+	if len(fs) != 2 || fs[0].ID != PeermemUndecided || fs[1].ID != GPUDriverNotReady || fs[1].Node != "node-1" {
+		t.Fatalf("%v", ids(fs))
+	}
+	if got := strings.Join(fs[0].Evidence, " | "); got != "GPU driver pod x: CrashLoopBackOff | log: could not insert | container nvidia-peermem-ctr not ready, log tail: waiting" {
+		t.Fatalf("folded evidence: %s", got)
+	}
+}
+
+// A generic finding yields to the specific one on the same pod, its
+// evidence folded in (one cause, one finding per pod).
+func peermemLoadedNoClientDriverWaiting(t *testing.T) State {
+	s := peermemCrash(t, nvidiaDriverPod("node-2"), t0, nil)
+	s.host("node-2", func(h *HostFacts) {
+		h.PeermemLoaded, h.DriverReady, h.DriverReadyAt = true, true, at(t0.Add(-time.Hour))
+	})
+	s.log(nvidiaDriverPod("node-2"), "nvidia-peermem-ctr", "waiting")
+	return s
+}
+
+var _ = answer(knownAnswer{rule: PeermemNotRegistered, name: "driver pod not Ready, peermem without a client: the generic not-Ready evidence folded in", source: "staged",
+	raises: true, node: "node-2", evidence: `memory_peers has no registered client(.|\n)*container nvidia-peermem-ctr not ready, log tail: waiting`,
+	state: peermemLoadedNoClientDriverWaiting})
+
+var _ = answer(knownAnswer{rule: GPUDriverNotReady, name: "the same pod's specific finding (peermem-not-registered) is raised: the generic yields", source: "staged",
+	state: peermemLoadedNoClientDriverWaiting})

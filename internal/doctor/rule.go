@@ -131,7 +131,7 @@ func Diagnose(s State) []Finding {
 // that name why the same node's pod of that kind is not Ready: one cause
 // gives one finding per pod, the one that says most.
 var specificFor = map[string][]string{
-	GPUDriverNotReady: {PeermemRace, PeermemMismatch, PeermemNotRegistered, GPUDriverWaitsForMOFED},
+	GPUDriverNotReady: {PeermemRace, PeermemMismatch, PeermemUndecided, PeermemNotRegistered, GPUDriverWaitsForMOFED},
 	MOFEDCrashLoop:    {StorageModules, StorageModulesPodOutdated, StorageModulesNoFix, MOFEDBlockedByPeermem},
 	// Not the untolerated taint: its finding is about the policy, and the
 	// Pending pod's own finding carries the scheduler's message.
@@ -139,18 +139,38 @@ var specificFor = map[string][]string{
 }
 
 // yieldToSpecific drops a generic finding on a node where a specific one
-// for the same pod kind was raised.
+// for the same pod kind was raised, and folds the generic's evidence into
+// the specific finding (the first of specificFor's order that was raised):
+// one cause, one finding per pod, nothing seen lost.
 func yieldToSpecific(fs []Finding) []Finding {
-	raised := map[string]bool{}
-	for _, f := range fs {
-		raised[f.ID+"|"+f.Node] = true
+	at := map[string]int{}
+	for i, f := range fs {
+		at[f.ID+"|"+f.Node] = i
 	}
-	out := fs[:0]
-	for _, f := range fs {
-		if f.Node != "" && slices.ContainsFunc(specificFor[f.ID], func(id string) bool { return raised[id+"|"+f.Node] }) {
+	drop := map[int]bool{}
+	for i, f := range fs {
+		if f.Node == "" {
 			continue
 		}
-		out = append(out, f)
+		for _, id := range specificFor[f.ID] {
+			j, ok := at[id+"|"+f.Node]
+			if !ok || drop[j] {
+				continue
+			}
+			for _, e := range f.Evidence {
+				if !slices.Contains(fs[j].Evidence, e) {
+					fs[j].Evidence = append(slices.Clip(fs[j].Evidence), e)
+				}
+			}
+			drop[i] = true
+			break
+		}
+	}
+	out := fs[:0]
+	for i, f := range fs {
+		if !drop[i] {
+			out = append(out, f)
+		}
 	}
 	return out
 }

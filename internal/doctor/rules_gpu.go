@@ -48,8 +48,11 @@ func (v *View) waitsForMOFED(p *corev1.Pod) string {
 }
 
 const (
-	PeermemRace            = "peermem-before-mofed"
-	PeermemMismatch        = "peermem-mofed-mismatch"
+	PeermemRace     = "peermem-before-mofed"
+	PeermemMismatch = "peermem-mofed-mismatch"
+	// PeermemUndecided: the insert failed and the evidence cannot order it
+	// against .driver-ready, so neither the race nor the mismatch is claimed.
+	PeermemUndecided       = "peermem-race-or-mismatch"
 	PeermemNotRegistered   = "peermem-not-registered"
 	GPUDriverWaitsForMOFED = "gpu-driver-waits-for-mofed"
 	GPUOperatorCascade     = "gpu-operator-init-cascade"
@@ -91,18 +94,24 @@ func (v *View) peermemVerdict(n *NodeView, f peermemFailure) (string, []string) 
 			h.DriverReadyAt.UTC().Format(time.RFC3339), f.at.UTC().Format(time.RFC3339)))
 	case h != nil && !v.ContainerMOFED(n), h == nil && v.NoNetworkOperator:
 		return PeermemMismatch, append(ev, "MOFED is not run by the Network Operator on this node (no MOFED pod, no spec.ofedDriver in the policy): there is no driver container to race with")
+	// The evidence cannot order the two events: the finding claims neither
+	// cause, names both and what would tell them apart.
 	case h == nil:
-		return PeermemRace, append(ev, "host facts missing: whether .driver-ready predates the failure is unknown; if it does, the cause is a GPU driver/MOFED mismatch ("+PeermemMismatch+")")
+		return PeermemUndecided, append(ev, "host facts missing, so whether .driver-ready predates the failure is unknown: "+
+			"either the GPU driver loaded nvidia_peermem before MOFED was ready ("+PeermemRace+") or MOFED was ready and the symbols do not match ("+PeermemMismatch+"); "+
+			"the .driver-ready time would tell them apart: ls -l --time-style=full-iso /run/mellanox/drivers/.driver-ready on the node (or run the suite's doctor, whose host probe reads it): after the failure means "+PeermemRace+", before it "+PeermemMismatch)
 	case !h.DriverReady:
 		return PeermemRace, append(ev, "host: /run/mellanox/drivers/.driver-ready absent")
 	case h.DriverReadyAt == nil:
 		// Only the order of two observed times is stated as fact.
-		return PeermemRace, append(ev, "host: .driver-ready is present but its time is unknown, so whether MOFED was ready before the failure is not known; "+
-			"its modification time would tell (ls -l --time-style=full-iso /run/mellanox/drivers/.driver-ready on the node): before the failure means "+PeermemMismatch)
+		return PeermemUndecided, append(ev, "host: .driver-ready is present but its time is unknown, so whether MOFED was ready before the failure is not known: "+
+			"either the GPU driver loaded nvidia_peermem first ("+PeermemRace+") or the symbols do not match ("+PeermemMismatch+"); "+
+			"the .driver-ready time would tell them apart (ls -l --time-style=full-iso /run/mellanox/drivers/.driver-ready on the node): after the failure means "+PeermemRace+", before it "+PeermemMismatch)
 	case f.at.IsZero():
-		return PeermemRace, append(ev, fmt.Sprintf("the failure's time is unknown (the container records no finishedAt), so its order against .driver-ready (%s) is not known; "+
-			"the container's previous log timestamps would tell (kubectl logs --previous --timestamps): a failure after it means %s",
-			h.DriverReadyAt.UTC().Format(time.RFC3339), PeermemMismatch))
+		return PeermemUndecided, append(ev, fmt.Sprintf("the failure's time is unknown (the container records no finishedAt), so its order against .driver-ready (%s) is not known: "+
+			"either the GPU driver loaded nvidia_peermem first (%s) or the symbols do not match (%s); "+
+			"the container's previous log timestamps would tell them apart (kubectl logs --previous --timestamps): a failure before .driver-ready means %s, after it %s",
+			h.DriverReadyAt.UTC().Format(time.RFC3339), PeermemRace, PeermemMismatch, PeermemRace, PeermemMismatch))
 	default:
 		return PeermemRace, append(ev, fmt.Sprintf("host: .driver-ready was created at %s, after the failure at %s: MOFED became ready too late",
 			h.DriverReadyAt.UTC().Format(time.RFC3339), f.at.UTC().Format(time.RFC3339)))
@@ -133,8 +142,9 @@ func peermemRule(id string) func(v *View) []Hit {
 var _ = register(Rule{ID: PeermemRace, Severity: Critical, Seed: "001/003",
 	Cause:  "the GPU driver loaded nvidia_peermem before MOFED created /run/mellanox/drivers/.driver-ready (both operators start at once after a kernel upgrade): modprobe fails (\"could not insert 'nvidia_peermem': Invalid argument\") and the driver pod crash-loops",
 	Fix:    "make the GPU Operator wait for MOFED: set driver.rdma.enabled=true with the Network Operator's MOFED (the driver then waits in mofed-validation for .driver-ready), or delete the GPU driver pod once .driver-ready exists so it restarts in order",
-	Raises: "\"could not insert 'nvidia_peermem'\" in any container of a GPU driver pod (nvidia-driver-ctr, nvidia-peermem-ctr; ClusterPolicy or NVIDIADriver pods) while .driver-ready is absent, created after the failure, or unknown; or the host probe sees nvidia_peermem loaded without .driver-ready on a MOFED-container node",
-	Silent: []string{".driver-ready present before the failure (peermem-mofed-mismatch)", "host-installed MOFED (no driver container to race with; a policy without spec.ofedDriver)",
+	Raises: "\"could not insert 'nvidia_peermem'\" in any container of a GPU driver pod (nvidia-driver-ctr, nvidia-peermem-ctr; ClusterPolicy or NVIDIADriver pods) while .driver-ready is absent or created after the failure; or the host probe sees nvidia_peermem loaded without .driver-ready on a MOFED-container node",
+	Silent: []string{".driver-ready present before the failure (peermem-mofed-mismatch)",
+		"the order of the failure and .driver-ready unknown: no host facts, the marker's time or the failure's time missing (peermem-race-or-mismatch)", "host-installed MOFED (no driver container to race with; a policy without spec.ofedDriver)",
 		"/run/mellanox/drivers existing without .driver-ready (the GPU driver DaemonSet creates that directory on every GPU node)",
 		"a MOFED pod restarting or crash-looping (it removes .driver-ready at every start)"},
 	Eval: peermemRule(PeermemRace)})
@@ -143,8 +153,21 @@ var _ = register(Rule{ID: PeermemMismatch, Severity: Critical, Seed: "field",
 	Cause:  "nvidia_peermem failed to load although MOFED was ready (or MOFED is installed on the host): its symbols do not match the loaded MOFED ib_core (the GPU driver's peermem was built against another MOFED version, or against the inbox RDMA stack)",
 	Fix:    "check dmesg for \"disagrees about version of symbol\" / \"Unknown symbol ib_register_peer_memory_client\"; align the GPU driver and MOFED versions (GPU Operator / Network Operator compatibility matrix), with host MOFED set driver.rdma.useHostMofed=true, then delete the GPU driver pod",
 	Raises: "the nvidia_peermem insert failure in a GPU driver pod's log, and .driver-ready existed before the failure or MOFED is not a Network Operator container on the node",
-	Silent: []string{".driver-ready absent or newer than the failure (peermem-before-mofed)"},
-	Eval:   peermemRule(PeermemMismatch)})
+	Silent: []string{".driver-ready absent or newer than the failure (peermem-before-mofed)",
+		"the order of the failure and .driver-ready unknown (peermem-race-or-mismatch)"},
+	Eval: peermemRule(PeermemMismatch)})
+
+var _ = register(Rule{ID: PeermemUndecided, Severity: Critical, Seed: "001/003",
+	Cause: "nvidia_peermem failed to load (\"could not insert 'nvidia_peermem'\") and the evidence cannot tell which of two causes: either the GPU driver loaded it " +
+		"before MOFED created /run/mellanox/drivers/.driver-ready (the ordering race, peermem-before-mofed) or MOFED was ready and peermem's symbols do not match " +
+		"its ib_core (peermem-mofed-mismatch); the .driver-ready time against the failure's would tell them apart, and the evidence says how to read it",
+	Fix: "first tell them apart: compare .driver-ready's time (ls -l --time-style=full-iso /run/mellanox/drivers/.driver-ready on the node) with the failure's " +
+		"(kubectl logs --previous --timestamps of the GPU driver pod). Marker after the failure: make the GPU Operator wait for MOFED (driver.rdma.enabled=true) " +
+		"or delete the GPU driver pod. Marker before it: align the GPU driver and MOFED versions (dmesg shows the symbol mismatch), then delete the GPU driver pod",
+	Raises: "the nvidia_peermem insert failure in a GPU driver pod's log on a MOFED-container node, where the order against .driver-ready is unknown: no host facts (the API-only doctor), .driver-ready present without a time, or the failure without a time",
+	Silent: []string{".driver-ready absent, or its time and the failure's both known (the race or the mismatch is named)",
+		"host-installed MOFED (peermem-mofed-mismatch: there is no driver container to race with)"},
+	Eval: peermemRule(PeermemUndecided)})
 
 var _ = register(Rule{ID: PeermemNotRegistered, Severity: Critical, Seed: "field",
 	Cause:  "nvidia_peermem is loaded but no peer-memory client is registered with ib_core (/sys/kernel/mm/memory_peers has no nv_mem): GPUDirect RDMA silently falls back to host memory staging, or fails to register GPU buffers",
