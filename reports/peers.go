@@ -247,8 +247,8 @@ func MarkPeerOutliers(run *Run) {
 
 // peerText is a warn row's diagnosis: "peer outlier: gpu-017 mlx5_3/1
 // write_1MiB_avg 384 Gb/s is 2.0 % below the median 392 Gb/s of 2048 ports
-// of SKU H100/NDR-400 [shared-dev] (rule: …); it passes its floor
-// (384 Gb/s >= 380 Gb/s)".
+// of SKU H100/NDR-400 [shared-dev] in bandwidth/write; rule: …; it passes
+// its bound (384 Gb/s >= 380 Gb/s)".
 func peerText(g *peerGroup, ps *PeerStat, t *Threshold) string {
 	where := ps.Node
 	if ps.Port != "" {
@@ -269,7 +269,7 @@ func peerText(g *peerGroup, ps *PeerStat, t *Threshold) string {
 	if t != nil {
 		floor = fmt.Sprintf("; it passes its bound (%s %s %s)", fmtVal(ps.Value, ps.Unit), t.Op, fmtVal(t.Value, ps.Unit))
 	}
-	return fmt.Sprintf("peer outlier: %s %s %s is %.1f %% %s the median %s of %s in %s (rule: %s median %s %g × 1.4826 × MAD (%s) = %s and more than %g %% %s it)%s",
+	return fmt.Sprintf("peer outlier: %s %s %s is %.1f %% %s the median %s of %s in %s; rule: %s median %s %g × 1.4826 × MAD (%s) = %s and more than %g %% %s it%s",
 		where, ps.Metric, fmtVal(ps.Value, ps.Unit), 100*math.Abs(ps.Deviation), dir, fmtVal(ps.Median, ps.Unit), of, g.key.id,
 		dir, sign, PeerMADs, fmtVal(ps.MAD, ps.Unit), fmtVal(ps.Limit, ps.Unit), 100*PeerMinDeviation, dir, floor)
 }
@@ -472,8 +472,8 @@ func VerdictWarnings(run Run) []VerdictWarning {
 }
 
 // Text is the warning in a few words: "port mlx5_3/1 on node gpu-017
-// (peer outlier: bandwidth/write write_1MiB_avg 384 Gb/s, 2.0 % below the
-// median 392 Gb/s of 2048 ports)".
+// (peer outlier in bandwidth/write: write_1MiB_avg 384 Gb/s, 2.0 % below
+// the median 392 Gb/s of 2048 ports)".
 func (w VerdictWarning) Text(withVariant bool) string {
 	where := "node " + strings.Join(w.Nodes, ", ")
 	if w.Port != "" && w.Peer != nil {
@@ -490,7 +490,7 @@ func (w VerdictWarning) Text(withVariant bool) string {
 		if p.Deviation > 0 {
 			dir = "above"
 		}
-		return fmt.Sprintf("%s (peer outlier%s: %s %s %s, %.1f %% %s the median %s of %d ports)",
+		return fmt.Sprintf("%s (peer outlier%s in %s: %s %s, %.1f %% %s the median %s of %d ports)",
 			where, v, strings.Join(w.Checks, ", "), p.Metric, fmtVal(p.Value, p.Unit), 100*math.Abs(p.Deviation), dir, fmtVal(p.Median, p.Unit), p.Count)
 	}
 	why := w.Why

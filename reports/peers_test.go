@@ -88,7 +88,7 @@ func TestPeerOutlierSlowButPassing(t *testing.T) {
 		t.Fatalf("warnings %+v, want port mlx5_3/1 on gpu-017 alone", ws)
 	}
 	s := SummaryText(r)
-	if !strings.HasPrefix(s, "PASSED — warning: port mlx5_3/1 on node gpu-017 (peer outlier: bandwidth/write write_1MiB_avg 384 Gb/s, 2.0 % below the median 392 Gb/s of 512 ports) — 510 pass, 2 warn, 0 fail") {
+	if !strings.HasPrefix(s, "PASSED — warning: port mlx5_3/1 on node gpu-017 (peer outlier in bandwidth/write: write_1MiB_avg 384 Gb/s, 2.0 % below the median 392 Gb/s of 512 ports) — 510 pass, 2 warn, 0 fail") {
 		t.Errorf("verdict: %s", s)
 	}
 	// Calling it again changes nothing.

@@ -5,12 +5,20 @@
 // server, as `rdmaprobe bw` prints them) go through internal/verdict's
 // Bandwidth, the code the suite judges real pairs with, against the SKU's
 // floors from the thresholds file. A slow port makes both pairs that use it
-// fail on its rail, as a bad cable does.
+// fail on its rail, as a bad cable does. The results go through
+// reports.MarkPeerOutliers, as the runner's do.
 //
 //	fleetfixture -nodes 256 -rails 8 -bad gpu-017/3 -o fleet.json
 //
 // -bad NODE/RAIL (repeatable): RAIL is the rail's index or its port name
-// (gpu-017/mlx5_3/1).
+// (gpu-017/mlx5_3/1). -slowpass NODE/RAIL (repeatable): a port below its
+// peers and above the floor (-slowpass-frac of the link, 0.96: its pairs
+// pass, the peer-outlier rule makes them warn). -sku-under FRAC: every
+// port at FRAC of the link (0.90: 5 % under the 0.95 floor), the same
+// tight spread around it: a SKU-wide shortfall.
+//
+// A healthy port measures 97.5-98.5 % of the link (NDR ports of one fleet
+// agree within about 1 %: 390-394 Gb/s).
 package main
 
 import (
@@ -50,11 +58,18 @@ type fixture struct {
 	bad          map[port]bool
 	// slowFrac: a slow port's bandwidth as a fraction of the link rate.
 	slowFrac float64
+	// slowPass: ports below their peers but above the floor, at
+	// slowPassFrac of the link.
+	slowPass     map[port]bool
+	slowPassFrac float64
+	// skuUnder: when > 0, every healthy port measures about this
+	// fraction of the link (a SKU-wide shortfall).
+	skuUnder float64
 }
 
 func main() {
-	f := fixture{bad: map[port]bool{}}
-	var badSpecs []string
+	f := fixture{bad: map[port]bool{}, slowPass: map[port]bool{}}
+	var badSpecs, slowPassSpecs []string
 	flag.IntVar(&f.nodes, "nodes", 256, "nodes in the ring")
 	flag.IntVar(&f.rails, "rails", 8, "rails (ports) per node: mlx5_0/1 … mlx5_R-1/1")
 	flag.StringVar(&f.prefix, "prefix", "gpu-", "node name prefix (names are PREFIX + zero-padded index)")
@@ -65,17 +80,47 @@ func main() {
 		badSpecs = append(badSpecs, s)
 		return nil
 	})
+	flag.Func("slowpass", "NODE/RAIL: a port below its peers but above the floor (repeatable): a peer outlier", func(s string) error {
+		slowPassSpecs = append(slowPassSpecs, s)
+		return nil
+	})
+	flag.Float64Var(&f.slowPassFrac, "slowpass-frac", 0.96, "a -slowpass port's average bandwidth as a fraction of the link rate")
+	flag.Float64Var(&f.skuUnder, "sku-under", 0, "FRAC: every port at about FRAC of the link (a SKU-wide shortfall when under the floor); 0: healthy")
 	out := flag.String("o", "", "results file to write (required)")
 	flag.Parse()
-	if err := run(&f, *skuName, badSpecs, *out); err != nil {
+	if err := run(&f, *skuName, badSpecs, slowPassSpecs, *out); err != nil {
 		fmt.Fprintln(os.Stderr, "fleetfixture:", err)
 		os.Exit(1)
 	}
 }
 
-func run(f *fixture, skuName string, badSpecs []string, out string) error {
-	if out == "" || f.nodes < 3 || f.rails < 1 {
-		return errors.New("need -o, -nodes >= 3 (a ring of at least three: one bad port is then localised) and -rails >= 1")
+func run(f *fixture, skuName string, badSpecs, slowPassSpecs []string, out string) error {
+	if out == "" {
+		return errors.New("need -o")
+	}
+	if err := f.setup(skuName, badSpecs, slowPassSpecs); err != nil {
+		return err
+	}
+	r := f.build()
+	if err := reports.Write(out, r); err != nil {
+		return err
+	}
+	s := r.Summary()
+	fmt.Printf("fleetfixture: %s: %d nodes × %d rails, %d checks (%d pass, %d warn, %d fail), %d slow port(s), %d slow but passing\n",
+		out, f.nodes, f.rails, len(r.Checks), s[reports.Pass], s[reports.Warn], s[reports.Fail], len(f.bad), len(f.slowPass))
+	return nil
+}
+
+// setup loads the SKU and reads the port specs.
+func (f *fixture) setup(skuName string, badSpecs, slowPassSpecs []string) error {
+	if f.nodes < 3 || f.rails < 1 {
+		return errors.New("need -nodes >= 3 (a ring of at least three: one bad port is then localised) and -rails >= 1")
+	}
+	if f.bad == nil {
+		f.bad = map[port]bool{}
+	}
+	if f.slowPass == nil {
+		f.slowPass = map[port]bool{}
 	}
 	set, err := thresholds.Load(f.skuFile)
 	if err != nil {
@@ -94,13 +139,13 @@ func run(f *fixture, skuName string, badSpecs []string, out string) error {
 		}
 		f.bad[p] = true
 	}
-	r := f.build()
-	if err := reports.Write(out, r); err != nil {
-		return err
+	for _, s := range slowPassSpecs {
+		p, err := f.parsePort(s)
+		if err != nil {
+			return err
+		}
+		f.slowPass[p] = true
 	}
-	s := r.Summary()
-	fmt.Printf("fleetfixture: %s: %d nodes × %d rails, %d checks (%d pass, %d fail), %d slow port(s)\n",
-		out, f.nodes, f.rails, len(r.Checks), s[reports.Pass], s[reports.Fail], len(f.bad))
 	return nil
 }
 
@@ -115,7 +160,7 @@ func railName(r int) string { return fmt.Sprintf("mlx5_%d/1", r) }
 func (f *fixture) parsePort(s string) (port, error) {
 	node, rail, ok := strings.Cut(s, "/")
 	if !ok {
-		return port{}, fmt.Errorf("-bad %q: want NODE/RAIL", s)
+		return port{}, fmt.Errorf("port %q: want NODE/RAIL", s)
 	}
 	p := port{node: -1, rail: -1}
 	for i := range f.nodes {
@@ -129,7 +174,7 @@ func (f *fixture) parsePort(s string) (port, error) {
 		}
 	}
 	if p.node < 0 || p.rail < 0 {
-		return port{}, fmt.Errorf("-bad %q: no node %q or rail %q in %s000…, %d rails", s, node, rail, f.prefix, f.rails)
+		return port{}, fmt.Errorf("port %q: no node %q or rail %q in %s000…, %d rails", s, node, rail, f.prefix, f.rails)
 	}
 	return p, nil
 }
@@ -159,6 +204,7 @@ func (f *fixture) build() reports.Run {
 		"pod start":   {Count: 2 * f.nodes, TotalSec: 4.1 * float64(2*f.nodes), MaxSec: 9.3},
 		"measurement": {Count: f.nodes, TotalSec: perPair * float64(f.nodes), MaxSec: perPair + 2},
 	}
+	reports.MarkPeerOutliers(&r) // as the runner's Results does
 	return r
 }
 
@@ -168,16 +214,24 @@ func (f *fixture) rail(i int) bw.Rail {
 		RateGbps: *f.sku.LinkRateGbps.Value, Netdev: fmt.Sprintf("ibp%ds0", 24+i)}
 }
 
-// gbps is what the pair measures on a rail: a healthy port 97-99 % of the
-// link (the usual NDR figures, 388-396 Gb/s), a slow one at either end
-// f.slowFrac of it. Deterministic, so two fixtures of the same flags are
-// the same file.
+// gbps is what the pair measures on a rail: a healthy port 97.5-98.5 %
+// of the link (NDR ports of one fleet, 390-394 Gb/s; -sku-under moves
+// that band to FRAC ± 0.5 %), a slow one at either end f.slowFrac of it,
+// a slow-but-passing one f.slowPassFrac. Deterministic, so two fixtures
+// of the same flags are the same file.
 func (f *fixture) gbps(client, server, rail, op, size int) float64 {
 	rate := *f.sku.LinkRateGbps.Value
 	if f.bad[port{client, rail}] || f.bad[port{server, rail}] {
 		return rate * f.slowFrac * (1 - 0.002*float64(size))
 	}
-	return rate * (0.97 + 0.0025*float64((client*7+rail*3+op+size)%9))
+	if f.slowPass[port{client, rail}] || f.slowPass[port{server, rail}] {
+		return rate * f.slowPassFrac
+	}
+	centre := 0.98
+	if f.skuUnder > 0 {
+		centre = f.skuUnder
+	}
+	return rate * (centre + 0.00125*float64((client*7+rail*3+op+size)%9-4))
 }
 
 // pair is the verdict's input for client → server: both sides' probe
