@@ -13,6 +13,8 @@
 #
 # Env: FLEET_NODES (256), FLEET_SIZES (16,64,256), FLEET_PAIRINGS (ring,all),
 # FLEET_DOCTOR_SIZES (FLEET_NODES; empty: no doctor run), NODE_PROBE_MS (2000: the host probe window),
+# FLEET_CONFIRM_SIZE (256; empty: none): a ring of that size with one failing node (FLEET_CONFIRM_BAD,
+# fleet-0003), run with the suite's default --confirm: the confirmation round's pairs, time and rows.
 # FLEET_CONCURRENCY (0, the suite's default: a round's pairs all at once), FLEET_MAX_PAIRS (300: larger
 # schedules are reported from the schedule only), FLEET_PORT_BASE (16443:
 # apiserver; +1 kwok's kubelet server; etcd on 22379/22380).
@@ -214,7 +216,8 @@ EOF
 # A probe pod ends (Succeeded) DELAY ms after Running, picked by one of its
 # container's arguments: the bandwidth server and client by their role
 # (args[1]), the doctor's host probe by its subcommand (args[0], "node").
-completion_stage() { # name arg-index value delay-ms
+# A sixth argument adds a selector expression; a seventh is the exit code.
+completion_stage() { # name arg-index value delay-ms [expression [exit-code]]
   cat >>"$DIR/kwok.yaml" <<EOF
 ---
 apiVersion: kwok.x-k8s.io/v1alpha1
@@ -227,6 +230,7 @@ spec:
     - {key: .metadata.deletionTimestamp, operator: DoesNotExist}
     - {key: .status.phase, operator: In, values: [Running]}
     - {key: '.spec.containers.[0].args.[$2]', operator: In, values: [$3]}
+${5:+    - $5}
   delay: {durationMilliseconds: $4}
   next:
     statusTemplate: |
@@ -237,13 +241,27 @@ spec:
         name: {{ .name | Quote }}
         ready: false
         restartCount: 0
-        state: {terminated: {exitCode: 0, reason: Completed, startedAt: {{ \$now | Quote }}, finishedAt: {{ \$now | Quote }}}}
+        state: {terminated: {exitCode: ${6:-0}, reason: ${6:+Error}${6:-Completed}, startedAt: {{ \$now | Quote }}, finishedAt: {{ \$now | Quote }}}}
       {{ end }}
-      phase: Succeeded
+      phase: ${6:+Failed}${6:-Succeeded}
 EOF
 }
-completion_stage probe-client-complete 1 client "$PROBE_CLIENT_MS"
-completion_stage probe-server-complete 1 server "$PROBE_SERVER_MS"
+# The confirmation scenario's bad node: in its run's namespace
+# (CONFIRM_NS), every probe run on CONFIRM_BAD fails (exit 1), as client
+# and as server, in the rounds and again when measured against a clean
+# partner; everywhere else that node is healthy.
+CONFIRM_BAD=${FLEET_CONFIRM_BAD:-fleet-0003}
+CONFIRM_SIZE=${FLEET_CONFIRM_SIZE-256}
+CONFIRM_NS=rdmasuite-fbconfirm
+for role in client server; do
+  ms=$PROBE_CLIENT_MS
+  [ "$role" = server ] && ms=$PROBE_SERVER_MS
+  completion_stage "probe-$role-complete" 1 "$role" "$ms" "{key: .spec.nodeName, operator: NotIn, values: [$CONFIRM_BAD]}"
+  completion_stage "probe-$role-complete-bad-elsewhere" 1 "$role" "$ms" "{key: .spec.nodeName, operator: In, values: [$CONFIRM_BAD]}
+    - {key: .metadata.namespace, operator: NotIn, values: [$CONFIRM_NS]}"
+  completion_stage "probe-$role-fail-bad" 1 "$role" "$ms" "{key: .spec.nodeName, operator: In, values: [$CONFIRM_BAD]}
+    - {key: .metadata.namespace, operator: In, values: [$CONFIRM_NS]}" 1
+done
 completion_stage probe-node-complete 0 node "$NODE_PROBE_MS"
 cat >>"$DIR/kwok.yaml" <<EOF
 ---
@@ -266,7 +284,7 @@ spec:
     logsFile: $DIR/probe.log
 EOF
 
-"${NICE[@]}" "$DIR/fleetbench" nodes -kubeconfig "$KUBECONFIG_FILE" -count "$NODES" -subsets "$SIZES${DOCTOR_SIZES:+,$DOCTOR_SIZES}"
+"${NICE[@]}" "$DIR/fleetbench" nodes -kubeconfig "$KUBECONFIG_FILE" -count "$NODES" -subsets "$SIZES${DOCTOR_SIZES:+,$DOCTOR_SIZES}${CONFIRM_SIZE:+,$CONFIRM_SIZE}"
 start kwok "$KWOK_BIN_DIR/kwok" --config "$DIR/kwok.yaml" --kubeconfig "$KUBECONFIG_FILE" \
   --manage-all-nodes --node-ip 127.0.0.1 --node-port "$KWOK_PORT" \
   --server-address "127.0.0.1:$KWOK_PORT" --tls-cert-file "$DIR/serving.crt" --tls-private-key-file "$DIR/serving.key" \
@@ -276,7 +294,8 @@ wait_for 120 kwok ready_nodes
 echo "fleet-bench: $NODES simulated nodes Ready (kwok $KWOK_VERSION); simulated probe: client ${PROBE_CLIENT_MS} ms, server ${PROBE_SERVER_MS} ms after Running"
 
 "${NICE[@]}" "$DIR/fleetbench" run -kubeconfig "$KUBECONFIG_FILE" -sizes "$SIZES" -pairings "$PAIRINGS" \
-  -concurrency "$CONC" -max-pairs "$MAX_PAIRS" -thresholds thresholds/skus.yaml -probe-sec "$(echo "$PROBE_SERVER_MS" | awk '{print $1/1000}')"
+  -concurrency "$CONC" -max-pairs "$MAX_PAIRS" -thresholds thresholds/skus.yaml -probe-sec "$(echo "$PROBE_SERVER_MS" | awk '{print $1/1000}')" \
+  -confirm-size "$CONFIRM_SIZE" -confirm-bad "$CONFIRM_BAD"
 
 if [ -n "$DOCTOR_SIZES" ]; then
   # The doctor as the preflight feature runs it: API gather, one host probe

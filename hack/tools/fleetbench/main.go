@@ -217,6 +217,8 @@ func runCmd(args []string) error {
 	thr := fs.String("thresholds", "thresholds/skus.yaml", "thresholds file")
 	probeSec := fs.Float64("probe-sec", 0, "simulated probe duration of the kwok stages (for the report)")
 	rounds := fs.Bool("rounds", true, "print the per-round table")
+	confirmSize := fs.Int("confirm-size", 0, "also run a ring of this many nodes with one failing node (-confirm-bad) and the suite's default --confirm (0: none)")
+	confirmBad := fs.String("confirm-bad", "fleet-0003", "the node whose client runs the kwok stages fail in the confirmation scenario's namespace")
 	_ = fs.Parse(args)
 	sizes, err := ints(*sizesFlag)
 	if err != nil {
@@ -249,7 +251,7 @@ func runCmd(args []string) error {
 				summary = append(summary, row)
 				continue
 			}
-			m, err := measure(*kubeconfig, s, set, *conc, sched)
+			m, err := measure(*kubeconfig, s, set, *conc, sched, fmt.Sprintf("fb%s%d-%d", s.mode, s.n, time.Now().Unix()%100000))
 			if err != nil {
 				return fmt.Errorf("%s/%d: %w", mode, n, err)
 			}
@@ -261,6 +263,9 @@ func runCmd(args []string) error {
 		}
 	}
 	printSummary(summary, *conc, *probeSec)
+	if *confirmSize > 0 {
+		return confirmScenario(*kubeconfig, *confirmSize, *confirmBad, set, *conc, *probeSec)
+	}
 	return nil
 }
 
@@ -289,7 +294,7 @@ func waves(s [][]pairing.Pair, conc int) int {
 
 // measure runs the bandwidth feature over the first n nodes and attributes
 // every API request to the round whose pod it names.
-func measure(kubeconfig string, s scenario, set *thresholds.Set, conc int, sched [][]pairing.Pair) (*measurement, error) {
+func measure(kubeconfig string, s scenario, set *thresholds.Set, conc int, sched [][]pairing.Pair, runID string) (*measurement, error) {
 	rc, setup, err := client(kubeconfig)
 	if err != nil {
 		return nil, err
@@ -302,7 +307,6 @@ func measure(kubeconfig string, s scenario, set *thresholds.Set, conc int, sched
 	if err != nil {
 		return nil, err
 	}
-	runID := fmt.Sprintf("fb%s%d-%d", s.mode, s.n, time.Now().Unix()%100000)
 	ctx := context.Background()
 	if _, err := runNamespace(ctx, setup, runID); err != nil {
 		return nil, err
@@ -311,8 +315,15 @@ func measure(kubeconfig string, s scenario, set *thresholds.Set, conc int, sched
 		Image: "rdmaprobe:fleetbench", PodTimeout: time.Minute, NodeSelector: subsetLabel(s.n) + "=true",
 		Concurrency: conc, Variants: []string{runner.VariantSharedDev}, RDMAResources: []string{resource_},
 		BWOps: []string{"write"}, BWSizes: []int{sizeBytes}, BWQPs: 1, BWDuration: time.Second,
-		Pairing: s.mode, RailMode: bw.RailsSame, Thresholds: set,
+		Pairing: s.mode, RailMode: bw.RailsSame, Thresholds: set, Confirm: true, // the suite's default
 	}, runID)
+	var confirmAt time.Time
+	r.Progress = func(line string) {
+		if strings.HasPrefix(line, "confirmation [") {
+			confirmAt = time.Now()
+			fmt.Println("  " + line)
+		}
+	}
 	v := r.Cfg.VariantList()[0]
 	// Every pod name of the schedule, to its round (the names the runner gives).
 	for i, round := range sched {
@@ -339,7 +350,10 @@ func measure(kubeconfig string, s scenario, set *thresholds.Set, conc int, sched
 	var ms1 runtime.MemStats
 	runtime.ReadMemStats(&ms1)
 	m := &measurement{rec: rec, wall: time.Since(start), cpu: cpuTime() - cpu0, status: map[reports.Status]int{},
-		alloc: ms1.TotalAlloc - ms0.TotalAlloc, peakHeap: peak() - ms0.HeapInuse, qps: cfg.QPS, burst: cfg.Burst}
+		alloc: ms1.TotalAlloc - ms0.TotalAlloc, peakHeap: peak() - ms0.HeapInuse, qps: cfg.QPS, burst: cfg.Burst, all: checks}
+	if !confirmAt.IsZero() {
+		m.confirmWall = time.Since(confirmAt)
+	}
 	for _, c := range checks {
 		m.status[c.Status]++
 		if c.Status != reports.Pass && m.firstBad == "" {
@@ -365,6 +379,9 @@ type measurement struct {
 	status   map[reports.Status]int
 	firstBad string
 	podsLeft int
+	all      []reports.Check
+	// confirmWall: from the confirmation round's line to the run's end.
+	confirmWall time.Duration
 }
 
 // sampleHeap samples the heap in use every 20 ms until the returned func
