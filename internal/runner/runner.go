@@ -199,12 +199,12 @@ func (r *Runner) Phases() map[string]reports.Phase {
 }
 
 // Failing returns the checks that fail the run: fail, error, and not-run
-// unless the operator allowed it.
+// unless the operator allowed it (a warn passed its bar: not failing).
 func (r *Runner) Failing(cs []reports.Check) []reports.Check {
 	run := reports.Run{AllowNotRun: r.Cfg.AllowNotRun}
 	var out []reports.Check
 	for _, c := range cs {
-		if c.Status == reports.Pass || run.Allowed(c) {
+		if c.Status.Passing() || run.Allowed(c) {
 			continue
 		}
 		out = append(out, c)
@@ -316,7 +316,7 @@ func (r *Runner) collect(n int, fn func(i int) []reports.Check, rp *roundProgres
 
 func allPass(cs []reports.Check) bool {
 	for _, c := range cs {
-		if c.Status != reports.Pass {
+		if !c.Status.Passing() {
 			return false
 		}
 	}
@@ -337,7 +337,7 @@ func progressLine(cs []reports.Check, where string, took time.Duration) string {
 		count[x.Status]++
 	}
 	var parts []string
-	for _, st := range []reports.Status{reports.Fail, reports.Error, reports.NotRun, reports.Pass} {
+	for _, st := range []reports.Status{reports.Fail, reports.Error, reports.NotRun, reports.Warn, reports.Pass} {
 		if count[st] > 0 {
 			parts = append(parts, fmt.Sprintf("%d %s", count[st], st))
 		}
