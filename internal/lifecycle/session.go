@@ -27,6 +27,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -233,17 +234,20 @@ func (s *Session) connect(cfg *envconf.Config) (rc *rest.Config, where, rateLine
 }
 
 // variants resolves --variants auto to the variants this cluster can run,
-// before the features are declared (they are declared per variant); the
-// lines say what it chose and why.
+// and the resource names the flags left at their defaults to the
+// cluster's, before the features are declared (they are declared per
+// variant); the lines say what it chose and why.
 func (s *Session) variants(rcfg runner.Config) (runner.Config, []string) {
-	if !rcfg.VariantsAuto {
-		return rcfg, nil
-	}
 	vctx, vcancel := context.WithTimeout(context.Background(), 30*time.Second)
 	facts, err := runner.GatherVariantFacts(vctx, s.Kube, rcfg)
 	vcancel()
 	if err != nil {
-		return rcfg, []string{fmt.Sprintf("variants: auto could not read the cluster (%v): running %s", err, strings.Join(rcfg.Variants, ", "))}
+		what := "variants: auto"
+		if !rcfg.VariantsAuto {
+			what = "resources"
+		}
+		return rcfg, []string{fmt.Sprintf("%s could not read the cluster (%v): running %s with %s", what, err,
+			strings.Join(rcfg.Variants, ", "), strings.Join(append(slices.Clone(rcfg.RDMAResources), rcfg.HostdevRes), ", "))}
 	}
 	return runner.ResolveVariants(rcfg, facts)
 }

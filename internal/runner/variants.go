@@ -180,10 +180,12 @@ func learnResources(c Config, f VariantFacts) (Config, string) {
 // with its reason. When no variant can run, shared-dev is kept so the run
 // fails saying why instead of measuring nothing and passing.
 func ResolveVariants(c Config, f VariantFacts) (Config, []string) {
-	if !c.VariantsAuto {
-		return c, nil
-	}
 	c, resLine := learnResources(c, f)
+	if !c.VariantsAuto {
+		// Variants named: the resource names are still the cluster's
+		// unless a flag named them.
+		return c, []string{resLine}
+	}
 	advertised := func(r string) bool {
 		return slices.ContainsFunc(f.Nodes, func(n corev1.Node) bool { return advertises(n, r) })
 	}
