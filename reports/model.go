@@ -123,6 +123,13 @@ type Check struct {
 	// Peers: why a pass reads warn, its figure far from its peers' (a
 	// peer outlier, MarkPeerOutliers); nil otherwise.
 	Peers *PeerStat `json:"peers,omitempty"`
+	// Round is RoundConfirmation on a check measured in the confirmation
+	// round: a suspect end against a partner that passed everything.
+	Round string `json:"round,omitempty"`
+	// Confirmation: what measuring this failed check's ends again found
+	// (ApplyConfirmation). A warn check with a figure below its bound is
+	// a failure that did not repeat, and must carry it.
+	Confirmation *Confirmation `json:"confirmation,omitempty"`
 }
 
 // HostFault is one fault a probe saw on its own host.
@@ -192,6 +199,9 @@ func (c Check) Key() string {
 	}
 	for _, n := range c.Nodes {
 		k += " " + n
+	}
+	if c.Round != "" {
+		k += " #" + c.Round
 	}
 	return k
 }
@@ -320,7 +330,7 @@ func (r Run) Validate() error {
 				errs = append(errs, fmt.Sprintf("%s: measurement %s = %g bytes is negative (only %d stands for unlimited)", where, m.Name, m.Value, Unlimited))
 			}
 			// A pass is a promise that every bound it records was met.
-			if t := m.Threshold; t != nil && c.Status == Pass && (t.Op == ">=" || t.Op == "<=") && !meets(m.Value, m.Unit, *t) {
+			if t := m.Threshold; t != nil && c.Status.Passing() && !c.transient() && (t.Op == ">=" || t.Op == "<=") && !meets(m.Value, m.Unit, *t) {
 				errs = append(errs, fmt.Sprintf("%s is pass, but %s = %s misses its bound %s %s (%s): a status its own value contradicts",
 					where, m.Name, fmtVal(m.Value, m.Unit), t.Op, fmtVal(t.Value, m.Unit), t.Source))
 			}
