@@ -57,11 +57,12 @@ const marginal = 0.90
 // HTML writes the acceptance report of r; diff is the baseline
 // comparison, nil when none was asked for.
 func HTML(w io.Writer, r Run, diff *DiffResult) error {
-	fs := Localize(r)
+	vp := verdictOf(r)
+	fs := vp.all
 	p := htmlPage{
 		RunID: r.RunID, Server: r.Cluster.Server, Version: r.Cluster.Version,
-		Summary: SummaryText(r), Passed: r.Passed(), Exit: r.ExitCode(),
-		Culprits: culpritItems(r), Fleet: fleetView(r, fs),
+		Summary: summaryText(r, vp), Passed: r.Passed(), Exit: r.ExitCode(),
+		Culprits: culpritItems(vp), Fleet: fleetView(r, fs),
 		Heat: heatMap(r), Memlock: memlockRows(r), Findings: doctorRows(r),
 		NCCL: ncclCharts(r), Stalls: stallCharts(r), Localize: fs,
 	}
@@ -122,10 +123,8 @@ type culpritItem struct{ Text, Explanation string }
 // the matrix lists every finding.
 const maxBannerCulprits = 10
 
-func culpritItems(r Run) *culpritBanner {
-	fs, short := verdictFindings(r)
-	cs := Culprits(fs)
-	ws := VerdictWarnings(r)
+func culpritItems(vp verdictParts) *culpritBanner {
+	short, cs, ws := vp.short, Culprits(vp.fs), vp.warns
 	if len(cs) == 0 && len(short) == 0 && len(ws) == 0 {
 		return nil
 	}

@@ -540,10 +540,17 @@ func shortfallsText(ss []SKUShortfall) string {
 	return "SKU-wide: " + strings.Join(parts, "; ")
 }
 
-// verdictFindings are the run's findings less those a SKU-wide shortfall
-// explains, with the shortfalls: what the verdict line and the culprits
-// banner name.
-func verdictFindings(r Run) ([]Finding, []SKUShortfall) {
+// verdictParts is what the verdict line and the banners name, computed
+// once per rendering: the localisation's findings (all), those a SKU-wide
+// shortfall does not explain (fs), the shortfalls and the warnings.
+type verdictParts struct {
+	all, fs []Finding
+	short   []SKUShortfall
+	warns   []VerdictWarning
+}
+
+func verdictOf(r Run) verdictParts {
+	all := Localize(r)
 	short := SKUShortfalls(r)
-	return withoutShortfalls(r, Localize(r), short), short
+	return verdictParts{all: all, fs: withoutShortfalls(r, all, short), short: short, warns: VerdictWarnings(r)}
 }

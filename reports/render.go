@@ -200,7 +200,10 @@ func phaseNames(m map[string]Phase) []string {
 // more), the warnings (warn rows: a peer outlier's port, a failure that
 // did not repeat), and the counts by status with the allowed not-runs
 // apart (warn counted when there is one).
-func SummaryText(r Run) string {
+func SummaryText(r Run) string { return summaryText(r, verdictOf(r)) }
+
+// summaryText is SummaryText with the verdict's parts already computed.
+func summaryText(r Run, vp verdictParts) string {
 	if len(r.Checks) == 0 {
 		return "NOT PASSED — no check ran (the results hold no checks)"
 	}
@@ -214,14 +217,13 @@ func SummaryText(r Run) string {
 	}
 	// Where it fails comes before how much: at 256 nodes the counts say
 	// little, the culprit says where to go.
-	fs, short := verdictFindings(r)
-	if t := shortfallsText(short); t != "" {
+	if t := shortfallsText(vp.short); t != "" {
 		verdict += " — " + t
 	}
-	if c := culpritsText(Culprits(fs)); c != "" {
+	if c := culpritsText(Culprits(vp.fs)); c != "" {
 		verdict += " — " + c
 	}
-	if w := warningsText(VerdictWarnings(r)); w != "" {
+	if w := warningsText(vp.warns); w != "" {
 		verdict += " — " + w
 	}
 	warn := ""
@@ -309,7 +311,8 @@ func JUnit(w io.Writer, r Run) error { return junit(w, r, nil) }
 func JUnitWithDiff(w io.Writer, r Run, d DiffResult) error { return junit(w, r, &d) }
 
 func junit(w io.Writer, r Run, diff *DiffResult) error {
-	s := junitSuite{Name: "rdmasuite " + r.RunID, Properties: junitVerdict(r)}
+	vp := verdictOf(r)
+	s := junitSuite{Name: "rdmasuite " + r.RunID, Properties: junitVerdict(r, vp)}
 	for _, c := range r.Checks {
 		name := c.ID
 		for _, p := range []string{c.Variant, c.Rail, strings.Join(c.Nodes, ",")} {
@@ -339,7 +342,7 @@ func junit(w io.Writer, r Run, diff *DiffResult) error {
 		s.Cases = append(s.Cases, jc)
 	}
 	runCase := func(msg string) {
-		s.Cases = append(s.Cases, junitCase{Name: "rdmasuite/run", ClassName: "rdmasuite", Failure: &junitMessage{Message: msg, Body: SummaryText(r)}})
+		s.Cases = append(s.Cases, junitCase{Name: "rdmasuite/run", ClassName: "rdmasuite", Failure: &junitMessage{Message: msg, Body: summaryText(r, vp)}})
 	}
 	switch n := len(r.Checks); {
 	case n == 0:
@@ -371,7 +374,7 @@ func junit(w io.Writer, r Run, diff *DiffResult) error {
 			s.Skipped++
 		}
 	}
-	if fs := Localize(r); len(fs) > 0 {
+	if fs := vp.all; len(fs) > 0 {
 		lines := []string{"localisation (pair checks: node, port or link):"}
 		for _, f := range fs {
 			lines = append(lines, findingText(f))
@@ -394,18 +397,17 @@ func junit(w io.Writer, r Run, diff *DiffResult) error {
 // rdmasuite.sku-wide.N (a SKU that missed its floor as a whole),
 // rdmasuite.culprit.N, one per culprit, and rdmasuite.warning.N, one per
 // warning (VerdictWarnings), none left out.
-func junitVerdict(r Run) *junitProperties {
-	p := &junitProperties{List: []junitProperty{{Name: "rdmasuite.verdict", Value: SummaryText(r)}}}
-	fs, short := verdictFindings(r)
-	for i, s := range short {
+func junitVerdict(r Run, vp verdictParts) *junitProperties {
+	p := &junitProperties{List: []junitProperty{{Name: "rdmasuite.verdict", Value: summaryText(r, vp)}}}
+	for i, s := range vp.short {
 		p.List = append(p.List, junitProperty{Name: fmt.Sprintf("rdmasuite.sku-wide.%d", i+1), Value: s.Text()})
 	}
-	cs := Culprits(fs)
+	cs := Culprits(vp.fs)
 	mixed := mixedVariants(cs)
 	for i, c := range cs {
 		p.List = append(p.List, junitProperty{Name: fmt.Sprintf("rdmasuite.culprit.%d", i+1), Value: c.Text(mixed)})
 	}
-	for i, w := range VerdictWarnings(r) {
+	for i, w := range vp.warns {
 		p.List = append(p.List, junitProperty{Name: fmt.Sprintf("rdmasuite.warning.%d", i+1), Value: w.Text(true)})
 	}
 	return p
