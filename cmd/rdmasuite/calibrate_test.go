@@ -51,7 +51,7 @@ func TestThresholdsCalibrate(t *testing.T) {
 	if code := run([]string{"thresholds", "calibrate", good, "--out", over}, &out, &errb); code != reports.ExitPassed {
 		t.Fatalf("exit %d: %s", code, errb.String())
 	}
-	for _, want := range []string{"A100/HDR-200", "64KiB", "178", "none (not judged)", "1MiB", "190 (general)", "wrote " + over, "--thresholds-overlay " + over} {
+	for _, want := range []string{"A100/HDR-200", "64KiB", "178", "180 ", "1MiB", "190 (general)", "wrote " + over, "--thresholds-overlay " + over} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("summary lacks %q:\n%s", want, out.String())
 		}

@@ -132,3 +132,22 @@ func TestGPUDirectFloorPerSize(t *testing.T) {
 		t.Errorf("write 1 MiB: %+v", ws)
 	}
 }
+
+// The built-in HDR SKUs judge 64 KiB at 90 % of the link: the 183.6 Gb/s
+// a healthy HDR port measures at 64 KiB passes, where the 95 % of the
+// large sizes (190) failed it when 64 KiB was the largest size asked.
+func TestBuiltInHDRFloorAt64KiB(t *testing.T) {
+	for _, sizes := range [][]int{{k64}, {k64, m1}} {
+		for v, want := range map[float64]reports.Status{183.6: reports.Pass, 179: reports.Fail} {
+			cli, srv := pairOut(t, []string{"write"}, sizes, 1, 195, func(c, _ *bw.ProbeOutput) {
+				vals := []float64{v, 195}[:len(sizes)]
+				c.Rails[0].Runs[0] = run("write", sizes, vals...)
+			})
+			c := Bandwidth(bwInput(t, []string{"write"}, sizes, cli, srv)).Checks[0]
+			j := judgedOf(c)["write_64KiB_avg"]
+			if c.Status != want || j.Threshold == nil || j.Threshold.Value != 180 {
+				t.Errorf("sizes %v, 64 KiB at %g: %s (%s), threshold %+v", sizes, v, c.Status, c.Diagnosis, j.Threshold)
+			}
+		}
+	}
+}
