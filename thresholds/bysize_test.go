@@ -81,6 +81,9 @@ func TestMarshalRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if !strings.Contains(string(out), "value: 1048576\n") || !strings.Contains(string(out), "fractionOfLink: 0.95\n") {
+		t.Errorf("numbers as a person writes them:\n%.2000s", out)
+	}
 	if !strings.HasPrefix(string(out), "# a header\n# of two lines\nschema: "+Schema) {
 		t.Errorf("header:\n%.200s", out)
 	}

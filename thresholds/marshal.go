@@ -3,6 +3,7 @@ package thresholds
 import (
 	"bytes"
 	"fmt"
+	"math"
 	"strings"
 
 	"gopkg.in/yaml.v3"
@@ -32,4 +33,21 @@ func Marshal(header string, skus []SKU) ([]byte, error) {
 		return nil, fmt.Errorf("thresholds: %w", err)
 	}
 	return b.Bytes(), nil
+}
+
+// MarshalYAML writes a whole number as one (minMemlockBytes: 1048576, not
+// 1.048576e+06), so that a written file reads as a person would write it.
+func (v Value) MarshalYAML() (any, error) {
+	type plain struct {
+		Value  any    `yaml:"value,omitempty"`
+		Source string `yaml:"source,omitempty"`
+	}
+	p := plain{Source: v.Source}
+	if v.Value != nil {
+		p.Value = *v.Value
+		if x := *v.Value; x == math.Trunc(x) && math.Abs(x) < 1<<53 {
+			p.Value = int64(x)
+		}
+	}
+	return p, nil
 }
