@@ -22,7 +22,7 @@ func runCalibrate(args []string, stdout io.Writer) error {
 	out := fs.String("out", "", "write the overlay to this FILE (required); lay it over the runs' thresholds with the suite's --thresholds-overlay FILE")
 	minPorts := fs.Int("min-ports", calibrate.DefaultMinPorts, "the fewest distinct ports a floor (SKU, op, message size) is computed from")
 	accept := fs.Bool("accept-below-floor", false, "use runs whose only non-passing checks are bandwidth figures that were measured and missed their floor "+
-		"(errors, not-run, link and port checks still refuse the run)")
+		"(errors, not-run, link and port checks and a port trained below its rate still refuse the run)")
 	file := fs.String("thresholds", "", "the thresholds FILE the runs used (laid over the built-ins, as the suite's --thresholds): the calibrated SKUs' "+
 		"other fields are copied from it (default: the built-in SKUs)")
 	pos, err := parseArgs(fs, args)

@@ -325,7 +325,10 @@ func passed(in Input, id string, accept bool) (problem string, notes []string) {
 // figure's judgement, and nothing else of it failed.
 func missedFloorOnly(c reports.Check) bool {
 	id, _ := strings.CutSuffix(c.ID, "/loopback")
-	if c.Status != reports.Fail || !slices.Contains(belowFloorIDs, id) || len(c.HostFaults) > 0 || len(c.HostCauses) > 0 {
+	// A port that trained below the SKU's link rate is a link fault,
+	// not a figure to calibrate from (the verdict says so in the diagnosis).
+	if c.Status != reports.Fail || !slices.Contains(belowFloorIDs, id) || len(c.HostFaults) > 0 || len(c.HostCauses) > 0 ||
+		strings.Contains(c.Diagnosis, "link trained down") {
 		return false
 	}
 	for _, m := range c.Measured {

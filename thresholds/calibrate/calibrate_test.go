@@ -161,6 +161,10 @@ func TestCalibrateRefuses(t *testing.T) {
 		}
 		return healthy(n, r, op, size)
 	})
+	trained := fleet("run-t", 4, 4, healthy)
+	trained.Checks[0].Status = reports.Fail
+	trained.Checks[0].Diagnosis = "write_1MiB_avg = 99 Gb/s, threshold >= 190 Gb/s (x); port mlx5_0/1 runs at 100 Gb/s, the SKU expects 200 Gb/s (link trained down: cable or switch port)"
+	trained.Checks[0].Measured[1].Value = 99
 	otherFile := fleet("run-o", 4, 4, healthy)
 	for i := range otherFile.Nodes {
 		otherFile.Nodes[i].ThresholdsFile = "/etc/rdmasuite/overlay.yaml"
@@ -180,6 +184,7 @@ func TestCalibrateRefuses(t *testing.T) {
 		{"a link failure", []reports.Run{linkFail}, Options{AcceptBelowFloor: true}, []string{"bandwidth/link fail"}},
 		{"a not-run", []reports.Run{notRun}, Options{AcceptBelowFloor: true}, []string{"gpudirect/write not-run"}},
 		{"below the floor", []reports.Run{below}, Options{}, []string{"run run-b did not pass: 8 check(s)", "pass --accept-below-floor"}},
+		{"a link trained down", []reports.Run{trained}, Options{AcceptBelowFloor: true}, []string{"run run-t did not pass: 1 check(s)", "bandwidth/write[shared-dev]{mlx5_0/1→mlx5_0/1} node-000 peer fail"}},
 		{"too few ports", []reports.Run{good}, Options{MinPorts: 17}, []string{"SKU A100/HDR-200 write 64KiB: 16 port(s) measured, fewer than 17", "--min-ports 16"}},
 		{"mixed thresholds files", []reports.Run{good, otherFile}, Options{}, []string{`SKU A100/HDR-200 came from "thresholds/skus.yaml (built in)" in run run-a and from "/etc/rdmasuite/overlay.yaml" in run run-o`}},
 		{"another file, not given", []reports.Run{otherFile}, Options{}, []string{`the runs judged SKU A100/HDR-200 with "/etc/rdmasuite/overlay.yaml"`, "--thresholds FILE"}},
