@@ -179,7 +179,9 @@ func Localize(run Run) []Finding {
 	byVariant := map[string]*variantEvidence{}
 	faulted := faultedNodes(run)
 	for _, c := range run.Checks {
-		if !c.Is().Localize || (c.Status != Pass && !locFailing(c.Status)) {
+		// A warn met its bar (a peer outlier, a failure that did not
+		// repeat): it is evidence the pair works.
+		if !c.Is().Localize || (!c.Status.Passing() && !locFailing(c.Status)) {
 			continue
 		}
 		// A failure its own probe traced to a host (a port DOWN, no

@@ -122,7 +122,9 @@ func peerGroups(run *Run) []*peerGroup {
 	var keys []peerKey
 	for i := range run.Checks {
 		c := &run.Checks[i]
-		if c.Status != Pass && c.Status != Warn && c.Status != Fail {
+		// A transient's figure is the one-off its confirmation did not
+		// repeat: the port's figure is the confirmation's.
+		if (c.Status != Pass && c.Status != Warn && c.Status != Fail) || c.transient() {
 			continue
 		}
 		var traits Traits

@@ -36,6 +36,7 @@ func (r *Runner) Results(started time.Time, server, version string) reports.Run 
 		}
 	}
 	reports.AttachHostCauses(&run)
+	reports.MarkPeerOutliers(&run) // a pass far below its SKU's peers reads warn
 	run.Sort()
 	return run
 }
