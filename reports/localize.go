@@ -98,7 +98,9 @@ func faultedNodes(run Run) map[string]map[string]string {
 				out[c.Variant] = map[string]string{}
 			}
 			if out[c.Variant][hf.Node] == "" {
-				what := hf.What
+				// The first words say it ("port not ACTIVE"); the probe's
+				// full text stays on its own finding.
+				what, _, _ := strings.Cut(hf.What, " (")
 				if hf.Port != "" {
 					what = hf.Port + " " + what
 				}
@@ -145,10 +147,13 @@ func (ev *variantEvidence) excusedFindings(variant string, faulted map[string]st
 		if len(passed) > 0 {
 			judged = "while it passed with " + locPartners(passed)
 		}
-		out = append(out, Finding{Kind: Inconclusive, Variant: variant, Nodes: []string{n}, Rail: strings.Join(rails, ", "),
+		f := Finding{Kind: Inconclusive, Variant: variant, Nodes: []string{n}, Rail: strings.Join(rails, ", "),
 			PartnersFailed: 1, FailedWith: []string{p}, PartnersPassed: len(passed), PassedWith: passed, Checks: ids,
 			Explanation: fmt.Sprintf("%s↔%s failed%s, but %s is a culprit of its own (%s): no evidence against %s, %s; measure %s against another node to know",
-				k.a, k.b, locOnRails(rails), p, faulted[p], n, judged, n)})
+				k.a, k.b, locOnRails(rails), p, faulted[p], n, judged, n)}
+		sides := counterSides(cs)
+		f.withCounters(sides, linkCountersNote(sides))
+		out = append(out, f)
 	}
 	return out
 }
