@@ -23,6 +23,9 @@ func runCalibrate(args []string, stdout io.Writer) error {
 	minPorts := fs.Int("min-ports", calibrate.DefaultMinPorts, "the fewest distinct ports a floor (SKU, op, message size) is computed from")
 	accept := fs.Bool("accept-below-floor", false, "use runs whose only non-passing checks are bandwidth figures that were measured and missed their floor "+
 		"(errors, not-run, link and port checks and a port trained below its rate still refuse the run)")
+	mads := fs.Float64("mads", calibrate.K, "how many robust standard deviations (1.4826·MAD over the ports) the floor lies below the median")
+	margin := fs.Float64("min-margin", calibrate.MinMargin, "the least margin below the median, as a fraction of it: the run-to-run variation of one port, which one run does not show "+
+		"(raise it for a fabric whose figures vary more, such as an emulated or shared one)")
 	file := fs.String("thresholds", "", "the thresholds FILE the runs used (laid over the built-ins, as the suite's --thresholds): the calibrated SKUs' "+
 		"other fields are copied from it (default: the built-in SKUs)")
 	pos, err := parseArgs(fs, args)
@@ -43,7 +46,7 @@ func runCalibrate(args []string, stdout io.Writer) error {
 		}
 		in = append(in, calibrate.Input{Name: p, Run: run})
 	}
-	res, err := calibrate.Calibrate(in, calibrate.Options{MinPorts: *minPorts, AcceptBelowFloor: *accept, Thresholds: *file})
+	res, err := calibrate.Calibrate(in, calibrate.Options{MinPorts: *minPorts, AcceptBelowFloor: *accept, Thresholds: *file, MADs: *mads, MinMargin: *margin})
 	if err != nil {
 		return err
 	}

@@ -65,7 +65,17 @@ type Options struct {
 	// Thresholds is the file whose SKUs are copied, laid over the
 	// built-ins as the suite's --thresholds does ("" the built-ins).
 	Thresholds string
+	// MADs and MinMargin replace K and MinMargin (--mads, --min-margin;
+	// 0: the defaults): a fleet whose ports vary more from run to run
+	// than one run shows (a shared or emulated fabric) needs a wider
+	// margin, one whose floors should sit tighter a smaller one. The
+	// overlay's sources say which were used.
+	MADs, MinMargin float64
 }
+
+// statistic is the floor's rule: K robust standard deviations, at least
+// margin of the median, below the median.
+type statistic struct{ k, margin float64 }
 
 // Row is one calibrated floor.
 type Row struct {
@@ -85,6 +95,7 @@ type Row struct {
 	// Runs are the run ids the figures came from.
 	Runs  []string
 	dates []string // the runs' dates (UTC), sorted
+	st    statistic
 }
 
 // Result is the overlay and what went into it.
@@ -126,6 +137,10 @@ func Calibrate(inputs []Input, opt Options) (*Result, error) {
 		return nil, errors.New("no results file: give one or more RESULTS.json of runs that passed")
 	}
 	minPorts := cmp.Or(opt.MinPorts, DefaultMinPorts)
+	st := statistic{k: cmp.Or(opt.MADs, K), margin: cmp.Or(opt.MinMargin, MinMargin)}
+	if st.k < 0 || st.margin < 0 || st.margin >= 1 || math.IsNaN(st.k) || math.IsNaN(st.margin) {
+		return nil, fmt.Errorf("--mads %g / --min-margin %g: want MADs >= 0 and a margin in [0, 1) of the median (e.g. 4 and 0.03)", st.k, st.margin)
+	}
 	if minPorts < 1 {
 		return nil, fmt.Errorf("--min-ports %d: want at least 1", opt.MinPorts)
 	}
@@ -253,7 +268,7 @@ func Calibrate(inputs []Input, opt Options) (*Result, error) {
 			continue
 		}
 		largest := !slices.ContainsFunc(keys, func(o key) bool { return o.sku == k.sku && o.floor == k.floor && o.size > k.size })
-		row, err := compute(k, data[k], skus[k.sku], dates, largest)
+		row, err := compute(k, data[k], skus[k.sku], dates, largest, st)
 		if err != nil {
 			problems = append(problems, err.Error())
 			continue
@@ -272,7 +287,7 @@ func Calibrate(inputs []Input, opt Options) (*Result, error) {
 			out = append(out, *c)
 		}
 	}
-	res.Overlay, err = thresholds.Marshal(header(inputs), out)
+	res.Overlay, err = thresholds.Marshal(header(inputs, st), out)
 	if err != nil {
 		return nil, err
 	}
@@ -342,8 +357,8 @@ func missedFloorOnly(c reports.Check) bool {
 // compute is one floor from its ports' figures.
 // largest: no larger size of the floor was measured, so without a floor
 // of its own the size was judged against the general floor.
-func compute(k key, ports map[string]*sample, sku *thresholds.SKU, dates map[string]string, largest bool) (Row, error) {
-	row := Row{SKU: k.sku, Floor: k.floor, Size: k.size, Ports: len(ports)}
+func compute(k key, ports map[string]*sample, sku *thresholds.SKU, dates map[string]string, largest bool, st statistic) (Row, error) {
+	row := Row{SKU: k.sku, Floor: k.floor, Size: k.size, Ports: len(ports), st: st}
 	names := slices.Sorted(maps.Keys(ports))
 	perPort := make([]float64, len(names))
 	runs := map[string]bool{}
@@ -357,7 +372,7 @@ func compute(k key, ports map[string]*sample, sku *thresholds.SKU, dates map[str
 	}
 	row.Median, _ = stats.Median(perPort)
 	row.MAD, _ = stats.MedianAbsoluteDeviation(perPort)
-	floor := row.Median - max(K*MADScale*row.MAD, MinMargin*row.Median)
+	floor := row.Median - max(st.k*MADScale*row.MAD, st.margin*row.Median)
 	if link := sku.LinkRateGbps.Value; link != nil && floor > *link {
 		floor, row.Capped = *link, true
 	}
@@ -411,7 +426,7 @@ func (r Row) Source() string {
 		capped = ", capped at the link rate"
 	}
 	return fmt.Sprintf("%s%d ports of runs %s (%s): median %.4g Gb/s, MAD %.3g, floor = median − max(%g·%g·MAD, %g %%)%s (rdmasuite thresholds calibrate)",
-		thresholds.CalibratedPrefix, r.Ports, strings.Join(r.Runs, ", "), dates, r.Median, r.MAD, K, MADScale, MinMargin*100, capped)
+		thresholds.CalibratedPrefix, r.Ports, strings.Join(r.Runs, ", "), dates, r.Median, r.MAD, r.st.k, MADScale, r.st.margin*100, capped)
 }
 
 // setFloor gives k's floor r.Floor a floor of its own for r.Size: the
@@ -438,7 +453,7 @@ func setFloor(k *thresholds.SKU, r Row) {
 }
 
 // header is the overlay's opening comment.
-func header(inputs []Input) string {
+func header(inputs []Input, st statistic) string {
 	var files []string
 	for _, in := range inputs {
 		files = append(files, in.Name)
@@ -451,7 +466,7 @@ Each calibrated floor is a floor per message size (bySize), its source says from
 what: per port the median of its figures; over the ports
 floor = median - max(%g x %g x MAD, %g %% of the median), rounded down to 4 digits,
 never above the link rate (robust to a few bad ports; 4 robust standard
-deviations, at least the run-to-run variation of one port).`, strings.Join(files, ", "), K, MADScale, MinMargin*100)
+deviations by default, at least the run-to-run variation of one port).`, strings.Join(files, ", "), st.k, MADScale, st.margin*100)
 }
 
 func dedupe(xs []string) []string {

@@ -251,3 +251,30 @@ func BenchmarkCalibrate256x8(b *testing.B) {
 		}
 	}
 }
+
+// --mads and --min-margin change the rule, and the source says which:
+// 16 ports at 183.6 (MAD 0.1) with a 50 % margin give 91.8; with 1 MAD
+// and no margin, 183.6 − 0.148 = 183.45 (rounded down to 4 digits: 183.4).
+func TestCalibrateRuleOptions(t *testing.T) {
+	in := []Input{{Name: "a.json", Run: fleet("run-a", 4, 4, healthy)}}
+	res, err := Calibrate(in, Options{MinPorts: 8, MinMargin: 0.5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := row(t, res, "write", 64<<10); r.Value != 91.8 || !strings.Contains(r.Source(), "max(4·1.4826·MAD, 50 %)") {
+		t.Fatalf("margin 0.5: %g, %s", r.Value, r.Source())
+	}
+	if !strings.Contains(string(res.Overlay), "50 % of the median") {
+		t.Fatal("the overlay's header must say the rule used")
+	}
+	res, err = Calibrate(in, Options{MinPorts: 8, MADs: 1, MinMargin: 1e-9})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := row(t, res, "write", 64<<10); r.Value != 183.4 {
+		t.Fatalf("1 MAD: %g, %s", r.Value, r.Source())
+	}
+	if _, err := Calibrate(in, Options{MinMargin: 1.5}); err == nil || !strings.Contains(err.Error(), "--min-margin") {
+		t.Fatalf("a margin of 150 %% must be refused: %v", err)
+	}
+}
