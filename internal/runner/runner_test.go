@@ -2,6 +2,8 @@ package runner
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -259,5 +261,39 @@ func TestThresholdsHeaderAndNodeFacts(t *testing.T) {
 		if n.Name == "a" && (n.SKU != "A100/HDR-200" || n.ThresholdsFile != "thresholds/skus.yaml (built in)") {
 			t.Errorf("node a: %+v", n)
 		}
+	}
+}
+
+// An overlay of calibrated floors (rdmasuite thresholds calibrate) is
+// named in the header with its values: a bar from the fleet's own
+// figures is never read as a public one.
+func TestThresholdsHeaderNamesCalibratedFloors(t *testing.T) {
+	base, err := thresholds.Load("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, err := base.Lookup("A100/HDR-200")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cal := *k
+	v := 190.1
+	cal.Write.BySize = map[string]thresholds.Floor{"1MiB": {Gbps: &v, Source: thresholds.CalibratedPrefix + "16 ports of runs run-a (2026-12-06)"}}
+	data, err := thresholds.Marshal("calibrated", []thresholds.SKU{cal})
+	if err != nil {
+		t.Fatal(err)
+	}
+	overlay := filepath.Join(t.TempDir(), "calibrated.yaml")
+	if err := os.WriteFile(overlay, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg := testConfig(t)
+	if cfg.Thresholds, err = thresholds.LoadWithOverlay("", overlay); err != nil {
+		t.Fatal(err)
+	}
+	r := New(fake.NewClientset(testNode("a", 8), testNode("b", 8)), cfg, "t-cal")
+	got := strings.Join(r.ThresholdsHeader(context.Background()), "\n")
+	if want := "thresholds: calibrated floors of A100/HDR-200 (" + overlay + "): write 1MiB ≥ 190.1 Gb/s"; !strings.Contains(got, want) {
+		t.Fatalf("header lacks %q:\n%s", want, got)
 	}
 }
