@@ -65,10 +65,17 @@ type fixture struct {
 	// skuUnder: when > 0, every healthy port measures about this
 	// fraction of the link (a SKU-wide shortfall).
 	skuUnder float64
+	// flaky: ports slow in the rounds (as bad ones) that measure healthy
+	// in the confirmation round (a one-off); confirm: run the
+	// confirmation round as the suite's --confirm does (confirm.go).
+	flaky      map[port]bool
+	confirm    bool
+	confirming bool // building the confirmation round's pairs
+	flakySpecs []string
 }
 
 func main() {
-	f := fixture{bad: map[port]bool{}, slowPass: map[port]bool{}}
+	f := fixture{bad: map[port]bool{}, slowPass: map[port]bool{}, flaky: map[port]bool{}}
 	var badSpecs, slowPassSpecs []string
 	flag.IntVar(&f.nodes, "nodes", 256, "nodes in the ring")
 	flag.IntVar(&f.rails, "rails", 8, "rails (ports) per node: mlx5_0/1 … mlx5_R-1/1")
@@ -86,6 +93,11 @@ func main() {
 	})
 	flag.Float64Var(&f.slowPassFrac, "slowpass-frac", 0.96, "a -slowpass port's average bandwidth as a fraction of the link rate")
 	flag.Float64Var(&f.skuUnder, "sku-under", 0, "FRAC: every port at about FRAC of the link (a SKU-wide shortfall when under the floor); 0: healthy")
+	flag.Func("flaky", "NODE/RAIL: a port slow in the rounds that measures healthy when measured again (repeatable; with -confirm: transient)", func(s string) error {
+		f.flakySpecs = append(f.flakySpecs, s)
+		return nil
+	})
+	flag.BoolVar(&f.confirm, "confirm", false, "run the confirmation round as the suite's --confirm does: each node of a failed pair measured again against a clean node")
 	out := flag.String("o", "", "results file to write (required)")
 	flag.Parse()
 	if err := run(&f, *skuName, badSpecs, slowPassSpecs, *out); err != nil {
@@ -122,6 +134,9 @@ func (f *fixture) setup(skuName string, badSpecs, slowPassSpecs []string) error 
 	if f.slowPass == nil {
 		f.slowPass = map[port]bool{}
 	}
+	if f.flaky == nil {
+		f.flaky = map[port]bool{}
+	}
 	set, err := thresholds.Load(f.skuFile)
 	if err != nil {
 		return err
@@ -145,6 +160,13 @@ func (f *fixture) setup(skuName string, badSpecs, slowPassSpecs []string) error 
 			return err
 		}
 		f.slowPass[p] = true
+	}
+	for _, s := range f.flakySpecs {
+		p, err := f.parsePort(s)
+		if err != nil {
+			return err
+		}
+		f.flaky[p] = true
 	}
 	return nil
 }
@@ -197,6 +219,9 @@ func (f *fixture) build() reports.Run {
 			r.Checks = append(r.Checks, c)
 		}
 	}
+	if f.confirm {
+		r.Checks = f.confirmRound(r.Checks)
+	}
 	// Two rounds of the ring, every rail and op one after another.
 	perPair := float64(f.rails * 2 * len(sizes) * measureSec)
 	r.Finished = t0.Add(time.Duration(2*perPair+60) * time.Second)
@@ -221,7 +246,8 @@ func (f *fixture) rail(i int) bw.Rail {
 // of the same flags are the same file.
 func (f *fixture) gbps(client, server, rail, op, size int) float64 {
 	rate := *f.sku.LinkRateGbps.Value
-	if f.bad[port{client, rail}] || f.bad[port{server, rail}] {
+	flaky := !f.confirming && (f.flaky[port{client, rail}] || f.flaky[port{server, rail}])
+	if f.bad[port{client, rail}] || f.bad[port{server, rail}] || flaky {
 		return rate * f.slowFrac * (1 - 0.002*float64(size))
 	}
 	if f.slowPass[port{client, rail}] || f.slowPass[port{server, rail}] {
