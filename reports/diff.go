@@ -258,6 +258,11 @@ func measurements(r Run) (map[measKey]measVal, []measKey) {
 	out := map[measKey]measVal{}
 	var order []measKey
 	for _, c := range r.Checks {
+		// A transient's one-off figure did not repeat: its confirmation's
+		// figures stand for the port.
+		if c.transient() {
+			continue
+		}
 		label := idLabel(c)
 		if c.Rail != "" {
 			label += "{" + c.Rail + "}"
