@@ -482,6 +482,14 @@ expect_rc 1 "$rdmasuite" report "$guest_results/results.json" >"$results/guest-r
 md=$("$rdmasuite" report "$guest_results/results.json" --format markdown 2>/dev/null || true)
 grep -Eq 'inconclusive.*the port counters rose at (one end only|both ends): [^;]*rxe-node-[12] rxe0/1 \(with rxe-node-[12]\)' <<<"$md" ||
   { grep -i 'localis' -A4 <<<"$md"; echo "the localisation does not name the end whose counters rose on the lossy rail"; exit 1; }
+# Before blame, the nodes of failed pairs are measured again against nodes
+# that passed everything: the guests have none, and the run says so; and
+# rxe-node-2, a culprit of its own (its probe read rail 1 DOWN), is no
+# evidence against rxe-node-1.
+grep -Eq 'confirmation \[shared-dev\]: [0-9]+ node\(s\) of failed pairs measured again .*not measured again: rxe-node-1 \(no partner that passed everything' "$guest_results/progress.log" ||
+  { grep confirmation "$guest_results/progress.log"; echo "the guest run does not say why nothing was measured again before blame"; exit 1; }
+grep -Eq 'rxe-node-2 is a culprit of its own \(rxe1/1 port not ACTIVE\): no evidence against rxe-node-1' <<<"$md" ||
+  { grep -i 'inconclusive' <<<"$md"; echo "the localisation counts rxe-node-2's own fault against rxe-node-1"; exit 1; }
 # The port the probe read DOWN is the verdict's culprit, whatever the one
 # partner each guest has could tell.
 grep -Eq '^\*\*NOT PASSED — culprits?: [^*]*port rxe1/1 on node rxe-node-2 \(bad port' <<<"$md" ||
