@@ -107,20 +107,26 @@ const maxVerdictCulprits = 3
 // culpritsText is "culprit: A" or "culprits: A; B; C; and 4 more"; ""
 // when there is none.
 func culpritsText(cs []Culprit) string {
-	if len(cs) == 0 {
+	mixed := mixedVariants(cs)
+	texts := make([]string, 0, min(len(cs), maxVerdictCulprits))
+	for _, c := range cs[:min(len(cs), maxVerdictCulprits)] {
+		texts = append(texts, c.Text(mixed))
+	}
+	return verdictList("culprit", texts, len(cs))
+}
+
+// verdictList is "NOUN: A" or "NOUNs: A; B; C; and 4 more" for the first
+// texts of n things (at most maxVerdictCulprits are named); "" for none.
+func verdictList(noun string, texts []string, n int) string {
+	if n == 0 {
 		return ""
 	}
-	mixed := mixedVariants(cs)
-	var parts []string
-	for _, c := range cs[:min(len(cs), maxVerdictCulprits)] {
-		parts = append(parts, c.Text(mixed))
+	parts := append([]string{}, texts...)
+	if more := n - len(texts); more > 0 {
+		parts = append(parts, fmt.Sprintf("and %d more", more))
 	}
-	if n := len(cs) - maxVerdictCulprits; n > 0 {
-		parts = append(parts, fmt.Sprintf("and %d more", n))
+	if n > 1 {
+		noun += "s"
 	}
-	label := "culprit: "
-	if len(cs) > 1 {
-		label = "culprits: "
-	}
-	return label + strings.Join(parts, "; ")
+	return noun + ": " + strings.Join(parts, "; ")
 }

@@ -505,25 +505,15 @@ func (w VerdictWarning) Text(withVariant bool) string {
 // warningsText is "warning: A" or "warnings: A; B; C; and 4 more"; ""
 // when there is none.
 func warningsText(ws []VerdictWarning) string {
-	if len(ws) == 0 {
-		return ""
-	}
 	mixed := false
 	for _, w := range ws {
 		mixed = mixed || w.Variant != ws[0].Variant
 	}
-	var parts []string
+	texts := make([]string, 0, min(len(ws), maxVerdictCulprits))
 	for _, w := range ws[:min(len(ws), maxVerdictCulprits)] {
-		parts = append(parts, w.Text(mixed))
+		texts = append(texts, w.Text(mixed))
 	}
-	if n := len(ws) - maxVerdictCulprits; n > 0 {
-		parts = append(parts, fmt.Sprintf("and %d more", n))
-	}
-	label := "warning: "
-	if len(ws) > 1 {
-		label = "warnings: "
-	}
-	return label + strings.Join(parts, "; ")
+	return verdictList("warning", texts, len(ws))
 }
 
 // shortfallsText is "SKU-wide: A; B" (at most maxVerdictCulprits, then
