@@ -402,14 +402,29 @@ func runThresholds(args []string, stdout io.Writer) error {
 		if k.Given("maxNFSStallSec") == nil {
 			opt = fmt.Sprintf("  NFS stall ≤ %g s", *k.MaxNFSStallSec.Value) + opt
 		}
-		fmt.Fprintf(stdout, "%-18s link %4g Gb/s × %g ports  write ≥ %g Gb/s  read ≥ %g Gb/s  memlock ≥ %.0f B%s  match %s%s\n",
-			k.Name, *k.LinkRateGbps.Value, *k.PortsPerNode.Value, w.Value, r.Value, *k.MinMemlockBytes.Value, opt,
+		fmt.Fprintf(stdout, "%-18s link %4g Gb/s × %g ports  write ≥ %g Gb/s%s  read ≥ %g Gb/s%s  memlock ≥ %.0f B%s  match %s%s\n",
+			k.Name, *k.LinkRateGbps.Value, *k.PortsPerNode.Value, w.Value, sizeFloors(k, "write"), r.Value, sizeFloors(k, "read"), *k.MinMemlockBytes.Value, opt,
 			strings.Join(k.Match.GPUProduct, ","), from)
 	}
 	for _, l := range unsetOptional(set) {
 		fmt.Fprintln(stdout, l)
 	}
 	return nil
+}
+
+// sizeFloors is " (64KiB ≥ 180)": the floors of metric per message size
+// (bySize), which judge those sizes instead of the general one.
+func sizeFloors(k *thresholds.SKU, metric string) string {
+	var parts []string
+	for _, size := range k.FloorSizes(metric) {
+		if b, err := k.BandwidthFloorAt(metric, size); err == nil {
+			parts = append(parts, fmt.Sprintf("%s ≥ %g", thresholds.SizeName(size), b.Value))
+		}
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return " (" + strings.Join(parts, ", ") + ")"
 }
 
 // unsetOptional says, per paired feature judged against an optional key,

@@ -82,3 +82,15 @@ func TestThresholdsOverlay(t *testing.T) {
 		t.Errorf("two files: exit %d: %s", code, errb.String())
 	}
 }
+
+// thresholds list names a floor per message size beside the general one:
+// A100's 64 KiB floor judges 64 KiB, not 95 % of the link.
+func TestThresholdsListShowsFloorsPerSize(t *testing.T) {
+	var out strings.Builder
+	if err := runThresholds([]string{"list"}, &out); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "A100/HDR-200       link  200 Gb/s × 8 ports  write ≥ 190 Gb/s (64KiB ≥ 180)  read ≥ 190 Gb/s (64KiB ≥ 180)") {
+		t.Fatalf("list:\n%s", out.String())
+	}
+}
