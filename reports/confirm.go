@@ -38,8 +38,8 @@ type ConfirmedEnd struct {
 	// Partner it was measured with ("" when none could be: Why says why).
 	Partner string `json:"partner,omitempty"`
 	// Status of its confirmation checks of the same id on the same port:
-	// pass when all passed, fail when any failed or errored, not-run when
-	// none was measured.
+	// pass when all passed, fail when any failed, error when one broke
+	// (nothing measured: not a repeat), not-run when none was measured.
 	Status Status `json:"status"`
 	// Figure: the re-measured value(s) as the report prints them.
 	Figure string `json:"figure,omitempty"`
@@ -156,9 +156,9 @@ func ApplyConfirmation(checks []Check, confirm []Check, plan ConfirmPlan) {
 			default:
 				end.Status, end.Figure, end.Why = endVerdict(c.ID, n, port, end.Partner, confirm)
 			}
-			if end.Status != Pass {
-				conf.Repeated = conf.Repeated || end.Status == Fail
-			}
+			// Only a failure repeats one: an error (the deadline, a pod
+			// that did not start) measured nothing.
+			conf.Repeated = conf.Repeated || end.Status == Fail
 			conf.Ends = append(conf.Ends, end)
 		}
 		c.Confirmation = conf
@@ -178,7 +178,7 @@ func ApplyConfirmation(checks []Check, confirm []Check, plan ConfirmPlan) {
 }
 
 // endVerdict is node n's confirmation checks of id on port (with partner):
-// pass when every one passed, fail when any failed or errored.
+// pass when every one passed, fail when any failed, error when one broke.
 func endVerdict(id, n, port, partner string, confirm []Check) (Status, string, string) {
 	st := NotRun
 	var figs []string
@@ -196,10 +196,13 @@ func endVerdict(id, n, port, partner string, confirm []Check) (Status, string, s
 			}
 		}
 		switch {
-		case locFailing(c.Status):
+		case c.Status == Fail:
 			st = Fail
 			why = firstNonEmpty(c.Diagnosis, c.Reason)
-		case c.Status.Passing() && st != Fail:
+		case c.Status == Error && st != Fail:
+			st = Error
+			why = firstNonEmpty(c.Reason, c.Diagnosis)
+		case c.Status.Passing() && st != Fail && st != Error:
 			st = Pass
 		case c.Status == NotRun && st == NotRun:
 			why = c.Reason
@@ -233,7 +236,7 @@ func (cf *Confirmation) text() string {
 		}
 		s += ": " + string(e.Status)
 		switch {
-		case e.Figure != "" && e.Status != NotRun:
+		case e.Figure != "" && e.Status != NotRun && e.Status != Error:
 			s += " (" + e.Figure + ")"
 		case e.Why != "":
 			s += " (" + e.Why + ")"

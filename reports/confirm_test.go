@@ -301,3 +301,35 @@ func TestPlanConfirmationAtFleetSize(t *testing.T) {
 		t.Fatalf("pairs %v", p.Pairs)
 	}
 }
+
+// A confirmation that broke (the run's deadline, a pod that did not start)
+// measured nothing: the failure stands, but it did not repeat either.
+func TestConfirmationThatErroredIsNoRepeat(t *testing.T) {
+	cs := withFigure(locPairChecks("shared-dev", confRing6, locRails, func(c, s, port string) Status {
+		if c == "n1" && s == "n2" && port == "mlx5_0/1" {
+			return Fail
+		}
+		return Pass
+	}))
+	p := PlanConfirmation(cs, confNodes())
+	conf := confRound(p, func(c, s, port string) Status {
+		if c == "n1" {
+			return Error
+		}
+		return Pass
+	})
+	for i := range conf {
+		if conf[i].Status == Error {
+			conf[i].Reason = "context deadline exceeded"
+		}
+	}
+	ApplyConfirmation(cs, conf, p)
+	for _, c := range cs {
+		if c.Status == Fail && (c.Confirmation == nil || c.Confirmation.Repeated || !strings.Contains(strings.Join(c.Evidence, " "), "n1 mlx5_0/1 with n0: error (context deadline exceeded)")) {
+			t.Fatalf("%s %v: %+v %q", c.ID, c.Nodes, c.Confirmation, c.Evidence)
+		}
+		if c.Status == Warn {
+			t.Fatal("an errored confirmation is no pass")
+		}
+	}
+}
