@@ -138,7 +138,9 @@ func (ev *variantEvidence) excusedFindings(variant string, faulted map[string]st
 		}
 		var passed []string
 		for pk, pcs := range ev.pairs {
-			if (pk.a == n || pk.b == n) && !locPairFailed(pcs) {
+			// Its other partners: passing checks beside the set-apart
+			// failures with p say nothing more about n.
+			if (pk.a == n || pk.b == n) && pk != k && !locPairFailed(pcs) {
 				passed = append(passed, locWithout([]string{pk.a, pk.b}, n)...)
 			}
 		}
