@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -82,7 +83,7 @@ func runCalibrate(args []string, stdout io.Writer) error {
 	}
 	fmt.Fprintf(stdout, "wrote %s: floor = median − max(%g·%g·MAD, %g %%) per SKU, op and size; lay it over the thresholds the runs used with "+
 		"--thresholds-overlay %s (rdmasuite thresholds check --overlay %s shows what it replaces)\n",
-		*out, calibrate.K, calibrate.MADScale, calibrate.MinMargin*100, *out, *out)
+		*out, cmp.Or(*mads, calibrate.K), calibrate.MADScale, cmp.Or(*margin, calibrate.MinMargin)*100, *out, *out)
 	return nil
 }
 
