@@ -38,8 +38,8 @@ type ConfirmedEnd struct {
 	// Partner it was measured with ("" when none could be: Why says why).
 	Partner string `json:"partner,omitempty"`
 	// Status of its confirmation checks of the same id on the same port:
-	// pass when all passed, fail when any failed, error when one broke
-	// (nothing measured: not a repeat), not-run when none was measured.
+	// pass when all passed, fail when any failed, error when one broke,
+	// not-run when none was measured.
 	Status Status `json:"status"`
 	// Figure: the re-measured value(s) as the report prints them.
 	Figure string `json:"figure,omitempty"`
@@ -156,9 +156,10 @@ func ApplyConfirmation(checks []Check, confirm []Check, plan ConfirmPlan) {
 			default:
 				end.Status, end.Figure, end.Why = endVerdict(c.ID, n, port, end.Partner, confirm)
 			}
-			// Only a failure repeats one: an error (the deadline, a pod
-			// that did not start) measured nothing.
-			conf.Repeated = conf.Repeated || end.Status == Fail
+			// A failure or an error (its probe broke again) repeats it; a
+			// second measurement the run itself cut (its deadline) is never
+			// made: the runner leaves those ends unconfirmed.
+			conf.Repeated = conf.Repeated || end.Status == Fail || end.Status == Error
 			conf.Ends = append(conf.Ends, end)
 		}
 		c.Confirmation = conf

@@ -302,9 +302,9 @@ func TestPlanConfirmationAtFleetSize(t *testing.T) {
 	}
 }
 
-// A confirmation that broke (the run's deadline, a pod that did not start)
-// measured nothing: the failure stands, but it did not repeat either.
-func TestConfirmationThatErroredIsNoRepeat(t *testing.T) {
+// A confirmation that broke again (its probe errored on the suspect, as
+// in the rounds) is a repeat: the failure stands and says how.
+func TestConfirmationThatErroredRepeats(t *testing.T) {
 	cs := withFigure(locPairChecks("shared-dev", confRing6, locRails, func(c, s, port string) Status {
 		if c == "n1" && s == "n2" && port == "mlx5_0/1" {
 			return Fail
@@ -320,12 +320,12 @@ func TestConfirmationThatErroredIsNoRepeat(t *testing.T) {
 	})
 	for i := range conf {
 		if conf[i].Status == Error {
-			conf[i].Reason = "context deadline exceeded"
+			conf[i].Reason = "pod exited 1"
 		}
 	}
 	ApplyConfirmation(cs, conf, p)
 	for _, c := range cs {
-		if c.Status == Fail && (c.Confirmation == nil || c.Confirmation.Repeated || !strings.Contains(strings.Join(c.Evidence, " "), "n1 mlx5_0/1 with n0: error (context deadline exceeded)")) {
+		if c.Status == Fail && (c.Confirmation == nil || !c.Confirmation.Repeated || !strings.Contains(strings.Join(c.Evidence, " "), "n1 mlx5_0/1 with n0: error (pod exited 1)")) {
 			t.Fatalf("%s %v: %+v %q", c.ID, c.Nodes, c.Confirmation, c.Evidence)
 		}
 		if c.Status == Warn {

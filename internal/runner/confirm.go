@@ -70,6 +70,17 @@ func (r *Runner) confirm(ctx context.Context, v Variant, sch pairedSchedule, np 
 		rp.total += len(g)
 		r.runGroup(ctx, v, sch, g, np, seen, rp, confirmed)
 	}
+	if ctx.Err() != nil && len(g) > 0 {
+		// The run's deadline (or an interrupt) cut the round: what it
+		// measured is not a second measurement of anyone.
+		for _, cp := range plan.Pairs {
+			if plan.Unconfirmed == nil {
+				plan.Unconfirmed = map[string]string{}
+			}
+			plan.Unconfirmed[cp.Suspect] = fmt.Sprintf("the confirmation round was cut (%v)", context.Cause(ctx))
+		}
+		plan.Pairs = nil
+	}
 	for name := range out {
 		reports.ApplyConfirmation(out[name], confirmed[name], plan)
 	}

@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"strings"
 	"testing"
@@ -15,6 +16,12 @@ import (
 // for its first failures runs and at 196 Gb/s after, and returns the
 // checks and the progress lines.
 func confirmRun(t *testing.T, failures int, confirm bool) ([]reports.Check, []string) {
+	return confirmRunCut(t, failures, confirm, false)
+}
+
+// confirmRunCut is confirmRun whose run is cancelled (its deadline) as
+// the confirmation round starts, when cut.
+func confirmRunCut(t *testing.T, failures int, confirm, cut bool) ([]reports.Check, []string) {
 	t.Helper()
 	kube := fake.NewClientset(testNode("a", 8), testNode("b", 8), testNode("c", 8), testNode("d", 8), testNode("e", 8), testNode("f", 8))
 	mayCreateSub(kube, "exec")
@@ -25,7 +32,14 @@ func confirmRun(t *testing.T, failures int, confirm bool) ([]reports.Check, []st
 	cfg.Selected = map[string][]string{VariantSharedDev: {PairedBandwidth}}
 	r := New(kube, cfg, "t-confirm")
 	var lines []string
-	r.Progress = func(s string) { lines = append(lines, s) }
+	ctx, cancel := context.WithCancelCause(context.Background())
+	defer cancel(nil)
+	r.Progress = func(s string) {
+		lines = append(lines, s)
+		if cut && strings.HasPrefix(s, "confirmation [") {
+			cancel(errors.New("the run's deadline"))
+		}
+	}
 	good, srv := passingPair(t, cfg.BWOps, cfg.BWSizes, 1, 200, 196)
 	slow, _ := passingPair(t, cfg.BWOps, cfg.BWSizes, 1, 200, 100)
 	r.Exec = &fakeExec{kube: kube, srvOut: srv, clientOut: func(client, server string, nth int) string {
@@ -34,7 +48,8 @@ func confirmRun(t *testing.T, failures int, confirm bool) ([]reports.Check, []st
 		}
 		return good
 	}}
-	executePlan(r)
+	r.BuildPlan(ctx)
+	r.Execute(ctx)
 	return r.Paired(context.Background(), r.Cfg.VariantList()[0], PairedBandwidth), lines
 }
 
@@ -119,5 +134,26 @@ func TestConfirmOffMeasuresNothingAgain(t *testing.T) {
 	}
 	if !slices.ContainsFunc(main, func(c reports.Check) bool { return c.Status == reports.Fail }) {
 		t.Fatal("the one-off failure must stand without confirmation")
+	}
+}
+
+// A confirmation round the run's deadline cut measured nobody again: the
+// failures stand as measured, saying the round was cut, and nothing reads
+// as repeated or transient.
+func TestConfirmationRoundCutByTheDeadlineConfirmsNothing(t *testing.T) {
+	cs, _ := confirmRunCut(t, 1, true, true)
+	main, _ := opChecks(cs)
+	cutSaid := false
+	for _, c := range main {
+		if c.Nodes[0] != "b" {
+			continue
+		}
+		if c.Status != reports.Fail || c.Confirmation == nil || c.Confirmation.Repeated {
+			t.Errorf("%s %v: %s %+v: want fail, not repeated", c.ID, c.Nodes, c.Status, c.Confirmation)
+		}
+		cutSaid = cutSaid || strings.Contains(strings.Join(c.Evidence, " "), "the confirmation round was cut (the run's deadline)")
+	}
+	if !cutSaid {
+		t.Fatal("the failed rows do not say the confirmation round was cut")
 	}
 }
