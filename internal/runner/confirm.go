@@ -105,16 +105,20 @@ func ConfirmLine(variant string, plan reports.ConfirmPlan) string {
 		}
 		pairs = append(pairs, cp.Suspect+" → "+cp.Partner)
 	}
-	s := fmt.Sprintf("confirmation [%s]: %d node(s) of failed pairs measured again against nodes that passed everything", variant, len(plan.Suspects))
-	if len(pairs) > 0 {
-		s += ": " + strings.Join(pairs, ", ")
-	}
-	if len(plan.Unconfirmed) > 0 {
-		left := slices.Sorted(maps.Keys(plan.Unconfirmed))
-		why := plan.Unconfirmed[left[0]]
+	left := slices.Sorted(maps.Keys(plan.Unconfirmed))
+	why := ""
+	if len(left) > 0 {
+		why = plan.Unconfirmed[left[0]]
 		if len(left) > confirmShown {
 			left = append(left[:confirmShown], fmt.Sprintf("… %d more", len(left)-confirmShown))
 		}
+	}
+	if len(pairs) == 0 {
+		return fmt.Sprintf("confirmation [%s]: %d node(s) of failed pairs, none measured again: %s (%s)", variant, len(plan.Suspects), strings.Join(left, ", "), why)
+	}
+	s := fmt.Sprintf("confirmation [%s]: %d node(s) of failed pairs measured again against nodes that passed everything: %s",
+		variant, len(plan.Suspects), strings.Join(pairs, ", "))
+	if len(left) > 0 {
 		s += fmt.Sprintf("; not measured again: %s (%s)", strings.Join(left, ", "), why)
 	}
 	return s

@@ -157,3 +157,16 @@ func TestConfirmationRoundCutByTheDeadlineConfirmsNothing(t *testing.T) {
 		t.Fatal("the failed rows do not say the confirmation round was cut")
 	}
 }
+
+// The confirmation line says who is measured again and against whom, or
+// that nobody could be and why.
+func TestConfirmLine(t *testing.T) {
+	none := reports.ConfirmPlan{Suspects: []string{"a"}, Unconfirmed: map[string]string{"a": "no partner"}}
+	if got, want := ConfirmLine("shared-dev", none), "confirmation [shared-dev]: 1 node(s) of failed pairs, none measured again: a (no partner)"; got != want {
+		t.Errorf("got  %s\nwant %s", got, want)
+	}
+	some := reports.ConfirmPlan{Suspects: []string{"a", "b"}, Pairs: []reports.ConfirmPair{{Suspect: "a", Partner: "c"}}, Unconfirmed: map[string]string{"b": "no partner"}}
+	if got, want := ConfirmLine("hostdev", some), "confirmation [hostdev]: 2 node(s) of failed pairs measured again against nodes that passed everything: a → c; not measured again: b (no partner)"; got != want {
+		t.Errorf("got  %s\nwant %s", got, want)
+	}
+}
