@@ -206,7 +206,9 @@ func (cell *fleetCell) add(c Check, e portEnd, ends []portEnd, explainedBy strin
 		partner = " with " + o.node
 	}
 	for _, m := range c.Measured {
-		if m.Unit != c.Is().HeatUnit {
+		// A transient's one-off figure did not repeat: the cell shows
+		// its confirmation's.
+		if m.Unit != c.Is().HeatUnit || c.transient() {
 			continue
 		}
 		cell.measured = true
