@@ -54,7 +54,8 @@ func (in BWInput) judgeRail(c *reports.Check, op string, rr bw.RailResult, other
 	why := strings.Join(whys, "; ")
 	srvErr := serverOwnError(rr, op, srvByRail)
 	// The port's own counters must back the bytes each size claims.
-	shorts, bytesNote := in.confirmBytes(op, f.run, rr)
+	shorts, impossible, bytesNote := in.confirmBytes(op, f.run, rr)
+	f.faults = append(f.faults, impossible...)
 	if bytesNote != "" {
 		c.Evidence = append(c.Evidence, bytesNote)
 	}

@@ -35,6 +35,9 @@ const (
 		"receive, sequence or physical counters rose (perfquery -x, or ethtool -S on RoCE, on that node), reseat or " +
 		"replace its cable or transceiver, check the switch port's error counters; on RoCE also PFC/ECN (pause and CNP " +
 		"counters) and the MTU on the path"
+	FixCountersReset = "run the check again while nothing resets the port counters: no perfquery -R or counter-clearing agent " +
+		"(some fabric monitors and exporters clear them on a schedule) and no driver reload (the MOFED/DOCA driver container " +
+		"restarting) during the run; the node's driver container restarts and its kernel log say which it was"
 	FixCountersShort = "the port the check judged did not carry the bytes the measurement claims: the traffic went " +
 		"another way (another rail, a loopback through memory, the wrong device): check the pod's devices and GIDs " +
 		"(rdmaprobe devices), the routing of the rail's subnet and the NIC-to-netdev mapping"
@@ -48,6 +51,9 @@ type counterSide struct {
 	during string // "write 64KiB"
 	d      *portcounters.Deltas
 	why    string // why d is nil
+	// other says why d is not the rail's own: the port the deltas were
+	// read on is not the one judged (they are not used then).
+	other string
 }
 
 // sides lists both sides' deltas of one size; a result without counters
@@ -69,8 +75,27 @@ func (in BWInput) counterSides(rr bw.RailResult, during string, sc *bw.SizeCount
 		if s.d == nil && s.why == "" {
 			s.why = "no port counters and no reason given"
 		}
+		s.checkPort()
 	}
 	return []counterSide{cli, srv}
+}
+
+// checkPort sets other when the deltas were read on another port than the
+// side's rail: another port's clean deltas must not pass the rail, nor
+// another port's errors fail it.
+func (s *counterSide) checkPort() {
+	if s.d == nil {
+		return
+	}
+	got := fmt.Sprintf("%s/%d", s.d.Device, s.d.Port)
+	switch {
+	case s.port == "":
+		s.other = fmt.Sprintf("%s during %s: the counters are of port %s, and the rail they were to bracket is not known: "+
+			"they cannot be shown to be its", s.where(), s.during, got)
+	case got != s.port:
+		s.other = fmt.Sprintf("%s during %s: the counters are of port %s, not of the rail's port %s: "+
+			"another port's counters say nothing about this rail", s.where(), s.during, got, s.port)
+	}
 }
 
 func (s counterSide) where() string { return fmt.Sprintf("%s %s on %s", s.who, s.port, s.node) }
@@ -109,14 +134,16 @@ func claims(op string, p bw.Params, sr bw.SizeResult, mtu int) (client, server [
 
 // confirmBytes asks each side's port whether it carried what every size of
 // the run claims. shorts are the claims a port did not back (the op's
-// check is an error then); note says, once, what confirmed the bytes or
-// why they could not be.
-func (in BWInput) confirmBytes(op string, run *bw.Report, rr bw.RailResult) (shorts []string, note string) {
+// check is an error then); impossible are counters that cannot be taken
+// as the port's (another port's, or deltas their own readings contradict:
+// figures that cannot be true, also an error); note says, once, what
+// confirmed the bytes or why they could not be.
+func (in BWInput) confirmBytes(op string, run *bw.Report, rr bw.RailResult) (shorts, impossible []string, note string) {
 	if run == nil || len(run.Results) == 0 {
-		return nil, ""
+		return nil, nil, ""
 	}
 	if rr.Peer != nil && in.Client.Node == in.Server.Node && rr.Peer.Name() == rr.Local.Name() {
-		return nil, fmt.Sprintf("bytes not confirmed by port counters: client and server share port %s on %s, where the traffic "+
+		return nil, nil, fmt.Sprintf("bytes not confirmed by port counters: client and server share port %s on %s, where the traffic "+
 			"can turn inside the device without crossing the port", rr.Local.Name(), in.Client.Node)
 	}
 	confirmedBy := map[string]bool{}
@@ -129,6 +156,10 @@ func (in BWInput) confirmBytes(op string, run *bw.Report, rr bw.RailResult) (sho
 			if s.who == "server" {
 				want = sc
 			}
+			if s.other != "" {
+				impossible = append(impossible, s.other)
+				continue
+			}
 			if s.d == nil {
 				unconfirmable = append(unconfirmable, s.where()+": "+s.why)
 				continue
@@ -138,6 +169,8 @@ func (in BWInput) confirmBytes(op string, run *bw.Report, rr bw.RailResult) (sho
 				switch c.Verdict {
 				case portcounters.Confirmed:
 					confirmedBy[s.who+" "+c.Counter] = true
+				case portcounters.Impossible:
+					impossible = append(impossible, fmt.Sprintf("%s during %s: %s", s.where(), during, c.Reason))
 				case portcounters.Short:
 					shorts = append(shorts, fmt.Sprintf("%s during %s (%s): %s", s.where(), during, cl.Direction, c.Reason))
 				default:
@@ -157,7 +190,7 @@ func (in BWInput) confirmBytes(op string, run *bw.Report, rr bw.RailResult) (sho
 		}
 		note += "bytes not confirmed by port counters: " + strings.Join(unconfirmable, "; ")
 	}
-	return shorts, note
+	return shorts, slices.Compact(impossible), note
 }
 
 // linkCheck judges the counters of every measurement the client printed
@@ -196,11 +229,17 @@ func (in BWInput) linkCheck(label string, rr bw.RailResult, ok bool) reports.Che
 			"(the rail's %s checks say why)", label, in.measures().what), "")
 		return c
 	}
-	var fails, unknowns, records []string
+	var fails, unknowns, records, others, impossible, resets []string
 	over := map[string]int{}           // judged counters over their allowance, per side
 	sideOf := map[string]counterSide{} // the sides read: node and port of each
+	untrusted := map[string]bool{}     // sides whose counts cannot be the rail's
 	for _, b := range brackets {
 		sideOf[b.who] = b
+		if b.other != "" {
+			others = append(others, b.other)
+			untrusted[b.who] = true
+			continue
+		}
 		if b.d == nil {
 			unknowns = append(unknowns, b.where()+": "+b.why)
 			continue
@@ -222,11 +261,16 @@ func (in BWInput) linkCheck(label string, rr bw.RailResult, ok bool) reports.Che
 		}
 		for _, f := range portcounters.Judge(*b.d, allow) {
 			line := fmt.Sprintf("%s during %s: %s", b.where(), b.during, f.Message)
-			switch f.Severity {
-			case portcounters.Fail:
+			switch {
+			case f.Status == portcounters.Contradicted:
+				impossible = append(impossible, line)
+				untrusted[b.who] = true
+			case f.Status == portcounters.Reset:
+				resets = append(resets, line)
+			case f.Severity == portcounters.Fail:
 				over[b.who]++
 				fails = append(fails, line)
-			case portcounters.Unknown:
+			case f.Severity == portcounters.Unknown:
 				unknowns = append(unknowns, line)
 			default:
 				records = append(records, line)
@@ -235,7 +279,7 @@ func (in BWInput) linkCheck(label string, rr bw.RailResult, ok bool) reports.Che
 	}
 	for _, who := range []string{"client", "server"} {
 		b, seen := sideOf[who]
-		if !seen {
+		if !seen || untrusted[who] {
 			continue
 		}
 		c.Measured = append(c.Measured, reports.Measurement{Name: who + "_counters_over_allowance", Node: b.node, Port: b.port,
@@ -251,9 +295,18 @@ func (in BWInput) linkCheck(label string, rr bw.RailResult, ok bool) reports.Che
 		c.Evidence = append(c.Evidence, "recorded, not judged: "+strings.Join(records, "; "))
 	}
 	switch {
+	case len(others) > 0:
+		setOutcome(&c, reports.Error, fmt.Sprintf("the port counters reported for %s are not the rail's own (%d): %s",
+			label, len(others), strings.Join(slices.Compact(others), "; ")), FixImpossible)
+	case len(impossible) > 0:
+		setOutcome(&c, reports.Error, "figures that cannot be true: "+strings.Join(impossible, "; ")+
+			" (a counter is judged only when the readings printed beside its delta agree with it)", FixImpossible)
 	case len(fails) > 0:
 		setOutcome(&c, reports.Fail, fmt.Sprintf("port counters rose above their allowance while %s carried the test (%d): %s",
 			label, len(fails), strings.Join(fails, "; ")), FixDirtyLink)
+	case len(resets) > 0:
+		setOutcome(&c, reports.Error, fmt.Sprintf("the link's counters cannot be judged clean on %s (%d): %s", label, len(resets),
+			strings.Join(resets, "; ")), FixCountersReset)
 	case len(unknowns) > 0:
 		slices.Sort(unknowns)
 		setOutcome(&c, reports.NotRun, "the link's counters could not all be judged: "+strings.Join(slices.Compact(unknowns), "; "), "")

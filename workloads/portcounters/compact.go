@@ -15,7 +15,7 @@ func (d Deltas) Compact() Deltas {
 	out := d // keeps the counts of an earlier Compact
 	out.Items = nil
 	for _, x := range d.Items {
-		if x.Status == OK && x.Delta == 0 && !confirmCounter(x.Group, x.Name) {
+		if x.Status == OK && x.Delta == 0 && x.After == x.Before && !confirmCounter(x.Group, x.Name) {
 			out.Unchanged++
 			if e, ok := Lookup(x.Group, x.Name, d.Driver); ok && e.Policy == Judged {
 				out.UnchangedJudged++

@@ -48,6 +48,9 @@ const (
 	Short Verdict = "short"
 	// NotConfirmable: the device counts nothing usable; Reason says why.
 	NotConfirmable Verdict = "not-confirmable"
+	// Impossible: the deltas contradict their own readings
+	// (Deltas.Contradictions): figures that cannot be true confirm nothing.
+	Impossible Verdict = "impossible"
 )
 
 // Confirmation is whether a port's own counters back a claim.
@@ -90,6 +93,10 @@ func ConfirmBytes(d Deltas, claim Claim, tolerance float64) Confirmation {
 	case d.Problem != "":
 		c.Reason = d.Problem
 		return c
+	case len(d.Contradictions()) > 0:
+		c.Verdict = Impossible
+		c.Reason = fmt.Sprintf("figures that cannot be true on %s port %d: %s", d.Device, d.Port, strings.Join(d.Contradictions(), "; "))
+		return c
 	case !(tolerance >= 0 && tolerance < 1):
 		c.Reason = fmt.Sprintf("tolerance %v is not in [0, 1)", tolerance)
 		return c
@@ -111,8 +118,12 @@ func ConfirmBytes(d Deltas, claim Claim, tolerance float64) Confirmation {
 			skipped = append(skipped, name+" absent")
 			continue
 		}
-		if x.Status != OK {
-			skipped = append(skipped, fmt.Sprintf("%s %s", name, x.Status))
+		if x.Status != OK || x.fell() {
+			status := x.Status
+			if x.fell() {
+				status = Backwards
+			}
+			skipped = append(skipped, fmt.Sprintf("%s %s", name, status))
 			continue
 		}
 		if k.isBytes && claim.Bytes == 0 {

@@ -32,6 +32,11 @@ const (
 	GroupAbsent     Status = "group-absent"
 	GroupUnreadable Status = "group-unreadable"
 	Incomparable    Status = "incomparable"
+	// Reset: a finding about a side whose counters fell during the
+	// measurement (Deltas.Resets); Contradicted: one whose deltas their own
+	// readings contradict (Deltas.Contradictions).
+	Reset        Status = "reset"
+	Contradicted Status = "contradicted"
 )
 
 // Delta is one counter's change between two snapshots.
@@ -93,6 +98,52 @@ func (d Deltas) JudgedWatched() int {
 		}
 	}
 	return n
+}
+
+// fell says the counter's two readings show it fell, whatever status a
+// probe gave it: its delta is unknown, never 0 and never the unsigned wrap
+// of after − before.
+func (x Delta) fell() bool {
+	return (x.Status == OK || x.Status == Saturated || x.Status == Backwards) && x.After < x.Before
+}
+
+// Resets names, with both readings, the counters of d that fell during the
+// measurement (or that a probe said went backwards). A fall is a reset (a
+// driver reload, perfquery -R), and a reset clears the error counters too:
+// one that rose and was then cleared reads the same before and after, so no
+// counter of the port can be judged clean over that window.
+func (d Deltas) Resets() []string {
+	var out []string
+	for _, x := range d.Items {
+		switch {
+		case x.fell():
+			out = append(out, fmt.Sprintf("%s read %d before and %d after", x.Key(), x.Before, x.After))
+		case x.Status == Backwards:
+			out = append(out, fmt.Sprintf("%s went backwards (%s)", x.Key(), x.Detail))
+		}
+	}
+	return out
+}
+
+// Contradictions names the counters of d whose delta its own readings
+// contradict: a known delta (or a saturated counter's rise) other than
+// after − before. Diff never writes one; a probe that did printed figures
+// that cannot be true, and none of its deltas may be used.
+func (d Deltas) Contradictions() []string {
+	var out []string
+	for _, x := range d.Items {
+		if x.fell() {
+			continue // a reset (Resets), whatever its delta says
+		}
+		rise := x.After - x.Before
+		switch {
+		case x.Status == OK && x.Delta != rise:
+			out = append(out, fmt.Sprintf("%s: delta %d, but it read %d before and %d after (a rise of %d)", x.Key(), x.Delta, x.Before, x.After, rise))
+		case x.Status == Saturated && x.AtLeast != rise:
+			out = append(out, fmt.Sprintf("%s: rose by at least %d, but it read %d before and %d after (a rise of %d)", x.Key(), x.AtLeast, x.Before, x.After, rise))
+		}
+	}
+	return out
 }
 
 // GroupErr is a counter directory that exists but could not be listed on

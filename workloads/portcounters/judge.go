@@ -3,6 +3,7 @@ package portcounters
 import (
 	"fmt"
 	"sort"
+	"strings"
 )
 
 // Severity orders findings: a fail beats an unknown beats a record.
@@ -57,7 +58,19 @@ func Judge(d Deltas, allow Allowances) []Finding {
 		return []Finding{{Severity: Unknown, Counter: fmt.Sprintf("%s/%d", d.Device, d.Port),
 			Status: Incomparable, Message: d.Problem}}
 	}
+	side := fmt.Sprintf("%s/%d", d.Device, d.Port)
+	if bad := d.Contradictions(); len(bad) > 0 {
+		// A probe whose deltas contradict their own readings: none of
+		// them means anything.
+		return []Finding{{Severity: Unknown, Counter: side, Status: Contradicted,
+			Message: "figures that cannot be true: " + strings.Join(bad, "; ")}}
+	}
 	var out []Finding
+	if r := d.Resets(); len(r) > 0 {
+		out = append(out, Finding{Severity: Unknown, Counter: side, Status: Reset,
+			Message: "the counters were reset during the measurement (a driver reload or perfquery -R): " + strings.Join(r, "; ") +
+				": the rail's errors in that window are unknown"})
+	}
 	for _, e := range d.GroupErrs {
 		out = append(out, Finding{Severity: Unknown, Counter: string(e.Group), Status: GroupUnreadable,
 			Message: fmt.Sprintf("%s/ could not be listed %s the measurement (%s): its counters are unknown", e.Group, e.Side, e.Err)})
@@ -71,6 +84,11 @@ func Judge(d Deltas, allow Allowances) []Finding {
 		out = append(out, Finding{Severity: Record, Counter: string(g), Status: GroupAbsent, Message: msg})
 	}
 	for _, x := range d.Items {
+		if x.fell() && x.Status != Backwards {
+			// Never 0, never the wrap of after − before.
+			x.Status, x.Delta, x.AtLeast = Backwards, 0, 0
+			x.Detail = fmt.Sprintf("fell from %d to %d: the counter was reset", x.Before, x.After)
+		}
 		if f, ok := judgeOne(x, d.Driver, allow); ok {
 			out = append(out, f)
 		}

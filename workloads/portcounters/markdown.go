@@ -19,6 +19,8 @@ The probe reads ` + "`/sys/class/infiniband/<dev>/ports/<n>/counters/*`" + ` and
 ` + "`hw_counters/*`" + ` immediately before and after each measurement, on both sides.
 A counter that cannot be read, went backwards (reset or wrap), exists on one
 side only, or is stuck at its maximum is named; its delta is never taken as 0.
+A drop of any counter (a reset: ` + "`perfquery -R`" + `, a driver reload) leaves the
+whole side unknown for that measurement: a reset clears the error counters too.
 
 - **Width**: the counter's width in the IBTA PortCounters attribute as
   ` + "`drivers/infiniband/core/sysfs.c`" + ` reads it (` + "`PORT_PMA_ATTR`" + `), and in
