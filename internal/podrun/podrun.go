@@ -233,6 +233,13 @@ func waitFrom(ctx context.Context, cs kubernetes.Interface, pod *corev1.Pod, tim
 		return res, fmt.Errorf("%w: pod %s/%s on node %q after %s: %s%s", ErrTimeout, pod.Namespace, pod.Name,
 			res.Pod.Spec.NodeName, timeout, Describe(res.Pod), warningEvents(context.WithoutCancel(ctx), cs, pod.Namespace, pod.Name))
 	}
+	if res.Phase == corev1.PodFailed && containerTerminated(res.Pod) == nil {
+		// Failed before its container ran (a device plugin's refusal at
+		// admission, an eviction): no exit, no output, and the pod's own
+		// status says why.
+		return res, fmt.Errorf("pod %s/%s on node %q failed before its container ran: %s%s", pod.Namespace, pod.Name,
+			res.Pod.Spec.NodeName, Describe(res.Pod), warningEvents(context.WithoutCancel(ctx), cs, pod.Namespace, pod.Name))
+	}
 	return res, nil
 }
 
@@ -431,14 +438,19 @@ func containerTerminated(p *corev1.Pod) *corev1.ContainerStateTerminated {
 	return nil
 }
 
-// Describe summarises why a pod is where it is: its phase, unschedulable
-// reasons, and waiting reasons such as ErrImagePull — the evidence an
-// operator needs when a probe never ran.
+// Describe summarises why a pod is where it is: its phase, the pod's own
+// status reason and message (the kubelet's UnexpectedAdmissionError with
+// the device plugin's "Allocate failed due to …", an eviction),
+// unschedulable reasons, and waiting reasons such as ErrImagePull — the
+// evidence an operator needs when a probe never ran.
 func Describe(p *corev1.Pod) string {
 	if p == nil {
 		return "pod not found"
 	}
 	parts := []string{"phase " + string(p.Status.Phase)}
+	if p.Status.Reason != "" || p.Status.Message != "" {
+		parts = append(parts, fmt.Sprintf("pod status %s: %s", p.Status.Reason, p.Status.Message))
+	}
 	for _, c := range p.Status.Conditions {
 		if c.Status != corev1.ConditionTrue && c.Reason != "" {
 			parts = append(parts, fmt.Sprintf("%s=%s: %s", c.Type, c.Reason, c.Message))
