@@ -11,6 +11,7 @@ import (
 
 	"github.com/rdmasuite/rdmasuite/internal/cluster"
 	"github.com/rdmasuite/rdmasuite/internal/podrun"
+	"github.com/rdmasuite/rdmasuite/workloads/probeout"
 )
 
 // One probe pod per node and variant: a variant's paired features start
@@ -327,6 +328,10 @@ func (r *Runner) runPairInNodePods(ctx context.Context, v Variant, sp sharedPair
 		cliPod.setBusy(fmt.Errorf("pod %s on %s is still busy: its client run for %s was left without its end (%v), so it takes part in no later pair",
 			cliPod.name, cliPod.node, sp.p, cerr))
 	}
+	if why := unended(cres, pc.names); cerr == nil && why != "" && ctx.Err() == nil {
+		cliPod.setBusy(fmt.Errorf("pod %s on %s is still busy: its client run for %s closed its stream %s, so its process may still run and it takes part in no later pair",
+			cliPod.name, cliPod.node, sp.p, why))
+	}
 	collectStart := time.Now()
 	wait := serverWaitAfter(cerr != nil || cres.Exit != 0)
 	var srv execOutput
@@ -343,8 +348,37 @@ func (r *Runner) runPairInNodePods(ctx context.Context, v Variant, sp sharedPair
 		srvPod.setBusy(fmt.Errorf("pod %s on %s is still busy: its server run for %s was left without its end (its process may still hold port %d), so it takes part in no later pair",
 			srvPod.name, srvPod.node, sp.p, BWPort))
 	}
+	if why := unended(srv.res, pc.names); werr == nil && why != "" && ctx.Err() == nil {
+		srvPod.setBusy(fmt.Errorf("pod %s on %s is still busy: its server run for %s closed its stream %s (its process may still hold port %d), so it takes part in no later pair",
+			srvPod.name, srvPod.node, sp.p, why, BWPort))
+	}
 	r.AddPhase(PhaseCollection, time.Since(collectStart))
 	r.assignSides(runs, pc, runSide{cres.Output, int32(cres.Exit), cerr}, runSide{srv.res.Output, int32(srv.res.Exit), werr})
+}
+
+// unended says why an exec'd framed run's end is not proven, "" when it
+// is. Only a status from the kubelet or the probe's own end frames prove
+// that its process ended: client-go reads a stream that closed without a
+// status (a kubelet restart, an idle timeout) as exit 0, and a process
+// left running may still hold the probe's port or share the rails with the
+// pod's next run. A non-zero exit is the kubelet's status.
+func unended(res podrun.ExecResult, names []string) string {
+	switch {
+	case !res.Exited:
+		return "without an exit status"
+	case res.Exit != 0:
+		return ""
+	}
+	parts, err := probeout.SplitRuns(res.Output, names)
+	if err != nil {
+		return fmt.Sprintf("with exit 0 and run frames that cannot be read (%v)", err)
+	}
+	for k, part := range parts {
+		if part.Exit == nil {
+			return fmt.Sprintf("with exit 0 but without the end frame of run %d of %d (%s)", k+1, len(parts), part.Name)
+		}
+	}
+	return ""
 }
 
 // nodePodPlanLine says how a variant's paired features share their pods
