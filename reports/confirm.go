@@ -1,6 +1,7 @@
 package reports
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"sort"
@@ -199,10 +200,10 @@ func endVerdict(id, n, port, partner string, confirm []Check) (Status, string, s
 		switch {
 		case c.Status == Fail:
 			st = Fail
-			why = firstNonEmpty(c.Diagnosis, c.Reason)
+			why = cmp.Or(c.Diagnosis, c.Reason)
 		case c.Status == Error && st != Fail:
 			st = Error
-			why = firstNonEmpty(c.Reason, c.Diagnosis)
+			why = cmp.Or(c.Reason, c.Diagnosis)
 		case c.Status.Passing() && st != Fail && st != Error:
 			st = Pass
 		case c.Status == NotRun && st == NotRun:
@@ -213,15 +214,6 @@ func endVerdict(id, n, port, partner string, confirm []Check) (Status, string, s
 		why = "the confirmation round has no such check on this port"
 	}
 	return st, strings.Join(figs, ", "), why
-}
-
-func firstNonEmpty(ss ...string) string {
-	for _, s := range ss {
-		if s != "" {
-			return s
-		}
-	}
-	return ""
 }
 
 // text: "rxe-node-1 rxe0/1 with rxe-node-3: pass (0.21 Gb/s); rxe-node-2 …".

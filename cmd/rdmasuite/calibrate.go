@@ -71,7 +71,7 @@ func runCalibrate(args []string, stdout io.Writer) error {
 			floor += " (link rate)"
 		}
 		if err := t.Append([]string{r.SKU, r.Floor, thresholds.SizeName(r.Size), fmt.Sprint(r.Ports), fmt.Sprintf("%.4g", r.Median),
-			fmt.Sprintf("%.3g", r.MAD), floor, cmpOr(r.Was, "none (not judged)"), below}); err != nil {
+			fmt.Sprintf("%.3g", r.MAD), floor, cmp.Or(r.Was, "none (not judged)"), below}); err != nil {
 			return err
 		}
 	}
@@ -85,11 +85,4 @@ func runCalibrate(args []string, stdout io.Writer) error {
 		"--thresholds-overlay %s (rdmasuite thresholds check --overlay %s shows what it replaces)\n",
 		*out, cmp.Or(*mads, calibrate.K), calibrate.MADScale, cmp.Or(*margin, calibrate.MinMargin)*100, *out, *out)
 	return nil
-}
-
-func cmpOr(s, def string) string {
-	if s == "" {
-		return def
-	}
-	return s
 }
