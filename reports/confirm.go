@@ -138,6 +138,15 @@ func ApplyConfirmation(checks []Check, confirm []Check, plan ConfirmPlan) {
 	for _, cp := range plan.Pairs {
 		partner[cp.Suspect] = cp.Partner
 	}
+	// The confirmation checks by id and node, so that a fleet-wide fault
+	// (thousands of failed rows) does not scan every confirmation row per
+	// end.
+	byEnd := map[[2]string][]Check{}
+	for _, c := range confirm {
+		for _, n := range slices.Compact(slices.Clone(c.Nodes)) {
+			byEnd[[2]string{c.ID, n}] = append(byEnd[[2]string{c.ID, n}], c)
+		}
+	}
 	for i := range checks {
 		c := &checks[i]
 		if !locFailing(c.Status) || len(c.HostFaults) > 0 || !c.Is().Localize ||
@@ -155,7 +164,7 @@ func ApplyConfirmation(checks []Check, confirm []Check, plan ConfirmPlan) {
 					end.Why = "not measured again: its failures are its own host's (a fault its probe saw)"
 				}
 			default:
-				end.Status, end.Figure, end.Why = endVerdict(c.ID, n, port, end.Partner, confirm)
+				end.Status, end.Figure, end.Why = endVerdict(c.ID, n, port, end.Partner, byEnd[[2]string{c.ID, n}])
 			}
 			// A failure or an error (its probe broke again) repeats it; a
 			// second measurement the run itself cut (its deadline) is never
@@ -179,8 +188,9 @@ func ApplyConfirmation(checks []Check, confirm []Check, plan ConfirmPlan) {
 	}
 }
 
-// endVerdict is node n's confirmation checks of id on port (with partner):
-// pass when every one passed, fail when any failed, error when one broke.
+// endVerdict is node n's confirmation checks of id on port (with partner;
+// confirm: the confirmation checks of id that name n): pass when every one
+// passed, fail when any failed, error when one broke.
 func endVerdict(id, n, port, partner string, confirm []Check) (Status, string, string) {
 	st := NotRun
 	var figs []string
