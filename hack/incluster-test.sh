@@ -72,9 +72,11 @@ can create pods "$ns" yes
 can delete pods "$ns" yes
 can get pods:log "$ns" yes
 can create pods:exec "$ns" yes
+can watch pods "$ns" yes
 can create jobs.batch "$ns" yes
 can create services "$ns" yes
 can list nodes - yes
+can watch nodes - yes
 # (network-attachment-definitions is not asked: without Multus' CRD
 # kubectl cannot resolve its group and asks about a core resource instead.)
 can update configmaps/rdmasuite-latest "$ns" yes

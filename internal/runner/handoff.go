@@ -88,17 +88,30 @@ func (r *Runner) pairStartMode(ctx context.Context) handoffMode {
 // subresource (attach, exec) in the run's namespace; why says what was
 // refused or could not be asked.
 func (r *Runner) mayCreate(ctx context.Context, sub string) (ok bool, why string) {
-	ns := r.Namespace()
+	return r.may(ctx, "create", "pods", sub, r.Namespace())
+}
+
+// may asks the API server whether the suite may VERB the resource (its
+// subresource) in namespace ns ("": cluster-wide).
+func (r *Runner) may(ctx context.Context, verb, resource, sub, ns string) (ok bool, why string) {
 	review := &authv1.SelfSubjectAccessReview{Spec: authv1.SelfSubjectAccessReviewSpec{ResourceAttributes: &authv1.ResourceAttributes{
-		Namespace: ns, Verb: "create", Resource: "pods", Subresource: sub}}}
+		Namespace: ns, Verb: verb, Resource: resource, Subresource: sub}}}
+	what := resource
+	if sub != "" {
+		what += "/" + sub
+	}
+	where := "cluster-wide"
+	if ns != "" {
+		where = "in namespace " + ns
+	}
 	actx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	res, err := r.Kube.AuthorizationV1().SelfSubjectAccessReviews().Create(actx, review, metav1.CreateOptions{})
 	switch {
 	case err != nil:
-		return false, fmt.Sprintf("could not ask the API server whether the suite may create pods/%s in namespace %s: %v", sub, ns, err)
+		return false, fmt.Sprintf("could not ask the API server whether the suite may %s %s %s: %v", verb, what, where, err)
 	case !res.Status.Allowed:
-		return false, fmt.Sprintf("the suite may not create pods/%s in namespace %s", sub, ns)
+		return false, fmt.Sprintf("the suite may not %s %s %s", verb, what, where)
 	}
 	return true, ""
 }

@@ -10,7 +10,9 @@ import (
 	"time"
 
 	"github.com/rdmasuite/rdmasuite/internal/cluster"
+	"github.com/rdmasuite/rdmasuite/internal/fate"
 	"github.com/rdmasuite/rdmasuite/internal/podrun"
+	"github.com/rdmasuite/rdmasuite/internal/verdict"
 	"github.com/rdmasuite/rdmasuite/workloads/probeout"
 )
 
@@ -60,6 +62,19 @@ func (p *nodePod) setBusy(err error) {
 // nodePods are a variant's pods, by node (loopback: the node's second pod).
 type nodePods struct {
 	main, loop map[string]*nodePod
+	// watch follows the pods and their nodes while the rounds run: a pod
+	// deleted or evicted, a node drained or NotReady, is not measured
+	// again, and a run it cuts says so (nil in a run that could not
+	// start it: the runs' own failures speak alone).
+	watch *fate.Watch
+}
+
+// lost says why the pod or its node was lost, "" when neither was.
+func (np *nodePods) lost(p *nodePod) string {
+	if np.watch == nil {
+		return ""
+	}
+	return np.watch.Lost(p.name, p.node)
 }
 
 func (np *nodePods) of(node string, loopback bool) *nodePod {
@@ -155,13 +170,43 @@ func (r *Runner) startNodePods(ctx context.Context, v Variant, sch pairedSchedul
 		r.AddPhase(PhasePodStart, took)
 		t.pod.ip = pod.Status.PodIP
 	})
+	np.watch = r.watchFates(ctx, v, slices.Concat(main, loop))
 	return np
+}
+
+// watchFates follows the variant's pods and their nodes through the
+// rounds (fate.Watch), when the suite may watch them; else (or when the
+// watch cannot list) a lost pod or node is named only when a run there
+// fails, and the progress says so.
+func (r *Runner) watchFates(ctx context.Context, v Variant, nodes []string) *fate.Watch {
+	without := func(why string) *fate.Watch {
+		if r.Progress != nil {
+			r.Progress(fmt.Sprintf("node pods [%s]: %s: a pod or node lost during the rounds (deleted, evicted, drained, NotReady) is named only when a run there fails, and its later pairs are tried", v.Label, why))
+		}
+		return nil
+	}
+	if ok, why := r.may(ctx, "watch", "pods", "", r.Namespace()); !ok {
+		return without(why + " (suites/deploy's Role grants it)")
+	}
+	if ok, why := r.may(ctx, "watch", "nodes", "", ""); !ok {
+		return without(why + " (suites/deploy's ClusterRole grants it)")
+	}
+	slices.Sort(nodes)
+	w := fate.Start(ctx, r.Kube, r.Namespace(), cluster.RunSelector(r.RunID), slices.Compact(nodes))
+	if !w.WaitSynced(ctx, 30*time.Second) {
+		w.Stop()
+		return without("the watch of the run's pods and nodes did not list them within 30s")
+	}
+	return w
 }
 
 // deleteNodePods deletes the variant's pods, each with its own grace: the
 // next pods of the run (the next variant's, an NCCL world) wait in
 // awaitTerminated until their kubelets are done with them.
 func (r *Runner) deleteNodePods(np *nodePods) {
+	if np.watch != nil {
+		np.watch.Stop() // the suite's own deletions are no loss
+	}
 	var pods []*nodePod
 	for _, m := range []map[string]*nodePod{np.main, np.loop} {
 		for _, p := range m {
@@ -294,6 +339,21 @@ func (r *Runner) runPairInNodePods(ctx context.Context, v Variant, sp sharedPair
 		}
 		return
 	}
+	// A pod or node lost before the pair starts (also one left busy by the run
+	// the loss cut): nothing is measured
+	// there, and its partner is not blamed.
+	if why := np.lost(srvPod); why != "" {
+		for _, run := range runs {
+			run.in.Server.PodErr = &verdict.NotAttempted{Why: why}
+		}
+		return
+	}
+	if why := np.lost(cliPod); why != "" {
+		for _, run := range runs {
+			run.in.Client.PodErr = &verdict.NotAttempted{Why: why}
+		}
+		return
+	}
 	if err := srvPod.busyErr(); err != nil {
 		for _, run := range runs {
 			run.in.Server.PodErr = err
@@ -307,14 +367,24 @@ func (r *Runner) runPairInNodePods(ctx context.Context, v Variant, sp sharedPair
 		return
 	}
 	ns := r.Namespace()
-	sctx, stopServer := context.WithCancel(ctx)
+	// Lost in the middle: both runs end at once (a run in an evicted pod
+	// or on a NotReady node is gone either way; waiting for its budget
+	// would hold the round).
+	runCtx, cut := ctx, func() string { return "" }
+	if np.watch != nil {
+		var stop func() string
+		runCtx, stop = np.watch.CutWhenLost(ctx, [2]string{srvPod.name, srvPod.node}, [2]string{cliPod.name, cliPod.node})
+		cut = stop
+		defer stop()
+	}
+	sctx, stopServer := context.WithCancel(runCtx)
 	defer stopServer()
 	srvDone := make(chan execOutput, 1)
 	go func() {
 		res, err := r.Exec.Exec(sctx, ns, srvPod.name, podrun.ContainerName, append([]string{probeBinary}, pc.srvArgs...))
 		srvDone <- execOutput{res, err}
 	}()
-	cctx, stopClient := context.WithTimeout(ctx, budget)
+	cctx, stopClient := context.WithTimeout(runCtx, budget)
 	cres, cerr := r.Exec.Exec(cctx, ns, cliPod.name, podrun.ContainerName, append([]string{probeBinary}, args...))
 	clientTimedOut := errors.Is(cctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil
 	stopClient()
@@ -353,7 +423,63 @@ func (r *Runner) runPairInNodePods(ctx context.Context, v Variant, sp sharedPair
 			srvPod.name, srvPod.node, sp.p, why, BWPort))
 	}
 	r.AddPhase(PhaseCollection, time.Since(collectStart))
+	lostCut := cut()
+	cerr, werr = r.nameTheLoss(ctx, np, lostCut, srvPod, cliPod, cerr, werr, cres.Exit != 0)
 	r.assignSides(runs, pc, runSide{cres.Output, int32(cres.Exit), cerr}, runSide{srv.res.Output, int32(srv.res.Exit), werr})
+	if lostCut == "" {
+		return
+	}
+	// A run cut by a loss is that loss's, even where its probe wrote an
+	// end frame (a client whose server vanished exits 1 with "connection
+	// refused"): the fabric is not blamed for it.
+	for _, run := range runs {
+		if cerr != nil {
+			run.in.Client.PodErr = cerr
+		}
+		if werr != nil {
+			run.in.Server.WaitErr = werr
+		}
+	}
+}
+
+// nameTheLoss puts what happened to the pods or their nodes into a failed
+// run's errors: the loss that cut the run (cut), else what the watch or
+// one read of the API says now. A run that ended with its measurement is
+// left as it is, whatever happened after.
+func (r *Runner) nameTheLoss(ctx context.Context, np *nodePods, cut string, srvPod, cliPod *nodePod, cerr, werr error, clientFailed bool) (error, error) {
+	if np.watch == nil || (cerr == nil && werr == nil && !clientFailed) || ctx.Err() != nil {
+		return cerr, werr
+	}
+	if cut != "" {
+		if cerr != nil || clientFailed {
+			cerr = fmt.Errorf("its run was cut: %s", cut)
+		}
+		if werr != nil {
+			werr = fmt.Errorf("its run was cut: %s", cut)
+		}
+		return cerr, werr
+	}
+	explain := func(p *nodePod, err error) error {
+		if why := np.watch.Explain(ctx, r.Kube, r.Namespace(), p.name, p.node); why != "" {
+			return fmt.Errorf("%w; %s", err, why)
+		}
+		return err
+	}
+	if cerr != nil {
+		cerr = explain(cliPod, cerr)
+	} else if clientFailed {
+		// The client's own failure (exit status, its output) stands;
+		// a loss found now is added to it.
+		if why := np.watch.Explain(ctx, r.Kube, r.Namespace(), cliPod.name, cliPod.node); why != "" {
+			cerr = fmt.Errorf("its run failed and %s", why)
+		} else if why := np.watch.Explain(ctx, r.Kube, r.Namespace(), srvPod.name, srvPod.node); why != "" {
+			cerr = fmt.Errorf("its run failed and its server's %s", why)
+		}
+	}
+	if werr != nil {
+		werr = explain(srvPod, werr)
+	}
+	return cerr, werr
 }
 
 // unended says why an exec'd framed run's end is not proven, "" when it

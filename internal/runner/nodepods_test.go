@@ -25,12 +25,14 @@ import (
 )
 
 // mayCreateSub answers the runner's access reviews: the pods
-// subresources in allowed may be created, nothing else.
+// subresources in allowed may be created, pods and nodes watched (as
+// suites/deploy grants), nothing else.
 func mayCreateSub(kube *fake.Clientset, allowed ...string) {
 	kube.PrependReactor("create", "selfsubjectaccessreviews", func(a k8stesting.Action) (bool, runtime.Object, error) {
 		r := a.(k8stesting.CreateAction).GetObject().(*authv1.SelfSubjectAccessReview).DeepCopy()
 		ra := r.Spec.ResourceAttributes
-		r.Status.Allowed = ra != nil && ra.Verb == "create" && ra.Resource == "pods" && slices.Contains(allowed, ra.Subresource)
+		r.Status.Allowed = ra != nil && ra.Verb == "create" && ra.Resource == "pods" && slices.Contains(allowed, ra.Subresource) ||
+			ra != nil && ra.Verb == "watch" && (ra.Resource == "pods" || ra.Resource == "nodes") // suites/deploy grants both
 		return true, r, nil
 	})
 }
@@ -88,6 +90,11 @@ type fakeExec struct {
 	// cutClients, cutServers: how many of the first client or server runs
 	// end their stream without their end frame, with exit 0.
 	cutClients, cutServers int
+	// onServer, when set, is called as a server run starts in pod; when
+	// it returns true the pod was lost (the hook deleted it, evicted it,
+	// turned its node NotReady): the run's stream breaks as a killed
+	// container's does, at its context's end or after a while.
+	onServer func(pod string) bool
 
 	mu        sync.Mutex
 	calls     []string                 // "pod: command"
@@ -146,6 +153,13 @@ func (f *fakeExec) Exec(ctx context.Context, ns, pod, container string, cmd []st
 	}
 	switch cmd[2] {
 	case "server":
+		if f.onServer != nil && f.onServer(pod) {
+			select {
+			case <-ctx.Done():
+			case <-time.After(5 * time.Second):
+			}
+			return podrun.ExecResult{Output: "rdmaprobe bw server: waiting\n"}, fmt.Errorf("fake: the exec stream to %s broke: container killed", pod)
+		}
 		if f.hang != "" && strings.Contains(pod, f.hang) {
 			<-ctx.Done()
 			return podrun.ExecResult{Output: "rdmaprobe bw server: waiting\n"}, ctx.Err()

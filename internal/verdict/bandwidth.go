@@ -2,6 +2,7 @@ package verdict
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -79,6 +80,12 @@ func Bandwidth(in BWInput) BWResult {
 	var res BWResult
 	if len(in.Sizes) == 0 || len(in.Ops) == 0 {
 		return in.everyOp(res, reports.Error, "no op or no message size was requested: nothing to measure", "")
+	}
+	for _, s := range []Side{in.Client, in.Server} {
+		var na *NotAttempted
+		if errors.As(s.PodErr, &na) {
+			return in.everyOp(res, reports.NotRun, fmt.Sprintf("not measured: %s, so no run started in pod %s on %s", na.Why, s.Pod, s.Node), "")
+		}
 	}
 	for _, s := range []Side{in.Client, in.Server} {
 		if s.PodErr != nil {

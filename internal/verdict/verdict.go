@@ -29,6 +29,15 @@ type Side struct {
 	Command string
 }
 
+// NotAttempted is a side's PodErr for a run the runner never started
+// because its pod or node was lost before (deleted, evicted, drained,
+// NotReady): nothing was measured there and nothing is blamed, so its
+// checks are not run, with the reason. A run cut in its middle is a
+// plain PodErr: an error.
+type NotAttempted struct{ Why string }
+
+func (e *NotAttempted) Error() string { return e.Why }
+
 // Memlock judges `rdmaprobe mr` in one pod: the rlimit (judged even with no
 // device) and the registration (not-run without a device). Statuses read
 // from the probe are validated, and they must agree with its exit code

@@ -1,0 +1,234 @@
+package runner
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	authv1 "k8s.io/api/authorization/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+
+	"github.com/rdmasuite/rdmasuite/reports"
+)
+
+// faultRun runs bandwidth over a ring of six healthy nodes in node pods;
+// lose is called as each server run starts (pod, its node) and returns
+// true when it took the pod or node away.
+func faultRun(t *testing.T, lose func(kube *fake.Clientset, pod, node string) bool) ([]reports.Check, []string, time.Duration) {
+	t.Helper()
+	kube := fake.NewClientset(testNode("a", 8), testNode("b", 8), testNode("c", 8), testNode("d", 8), testNode("e", 8), testNode("f", 8))
+	mayCreateSub(kube, "exec")
+	nodePodsCluster(kube)
+	cfg := testConfig(t)
+	cfg.Concurrency = 0
+	cfg.Confirm = false
+	cfg.Selected = map[string][]string{VariantSharedDev: {PairedBandwidth}}
+	r := New(kube, cfg, "t-fault")
+	var mu sync.Mutex
+	var lines []string
+	r.Progress = func(s string) {
+		mu.Lock()
+		lines = append(lines, s)
+		mu.Unlock()
+	}
+	good, srv := passingPair(t, cfg.BWOps, cfg.BWSizes, 1, 200, 196)
+	r.Exec = &fakeExec{kube: kube, srvOut: srv, out: good, onServer: func(pod string) bool {
+		p, err := kube.CoreV1().Pods(r.Namespace()).Get(context.Background(), pod, metav1.GetOptions{})
+		if err != nil {
+			return true
+		}
+		return lose(kube, pod, p.Spec.NodeName)
+	}}
+	ctx := context.Background()
+	start := time.Now()
+	r.BuildPlan(ctx)
+	r.Execute(ctx)
+	cs := r.Paired(ctx, r.Cfg.VariantList()[0], PairedBandwidth)
+	return cs, lines, time.Since(start)
+}
+
+// opRows are node n's bandwidth/write rows as client (Nodes[0]) and as
+// server (Nodes[1]). In the ring of six, b, d and f serve in round 1 and
+// are clients in round 2.
+func opRows(cs []reports.Check, n string) (asClient, asServer []reports.Check) {
+	for _, c := range cs {
+		if c.ID != "bandwidth/write" || len(c.Nodes) < 2 {
+			continue
+		}
+		switch n {
+		case c.Nodes[0]:
+			asClient = append(asClient, c)
+		case c.Nodes[1]:
+			asServer = append(asServer, c)
+		}
+	}
+	return
+}
+
+// A probe pod deleted in the middle of its measurement: that pair's rows
+// are errors naming the deletion, the nodf's later pair is not run with
+// the same reason (nothing measured, nothing blamed), and every other
+// pair is measured and passes.
+func TestAProbePodDeletedMidMeasurementIsNamedAndNotMeasuredAgain(t *testing.T) {
+	var once sync.Once
+	cs, _, took := faultRun(t, func(kube *fake.Clientset, pod, node string) bool {
+		lost := false
+		if node == "b" {
+			once.Do(func() {
+				lost = true
+				if err := kube.CoreV1().Pods("rdmasuite-t-fault").Delete(context.Background(), pod, metav1.DeleteOptions{}); err != nil {
+					t.Error(err)
+				}
+			})
+		}
+		return lost
+	})
+	if took > 20*time.Second {
+		t.Errorf("the run took %s: a lost pod held it", took)
+	}
+	asClient, asServer := opRows(cs, "b")
+	if len(asServer) == 0 || len(asClient) == 0 {
+		t.Fatalf("b's rows: client %d, server %d", len(asClient), len(asServer))
+	}
+	for _, c := range asServer {
+		if c.Status != reports.Error || !strings.Contains(c.Reason, "its run was cut: pod ") || !strings.Contains(c.Reason, "was deleted") {
+			t.Errorf("the cut pair %v: %s %q", c.Nodes, c.Status, c.Reason)
+		}
+	}
+	for _, c := range asClient {
+		if c.Status != reports.NotRun || !strings.Contains(c.Reason, "not measured: pod ") || !strings.Contains(c.Reason, "was deleted") {
+			t.Errorf("b's later pair %v: %s %q", c.Nodes, c.Status, c.Reason)
+		}
+	}
+	for _, c := range cs {
+		if c.ID == "bandwidth/write" && c.Nodes[0] != "b" && c.Nodes[1] != "b" && c.Status != reports.Pass {
+			t.Errorf("an unaffected pair %v: %s %q", c.Nodes, c.Status, c.Reason)
+		}
+	}
+	run := reports.Run{Schema: reports.Schema, RunID: "t", Checks: cs}
+	if err := run.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if run.ExitCode() == reports.ExitPassed {
+		t.Error("a run that lost a pod passed")
+	}
+}
+
+// A node drained in the middle of the run: cordoned, its pod evicted
+// through the Eviction API (the DisruptionTarget condition the API server
+// sets). The cut pair says evicted and cordoned; its later pair is not run.
+func TestADrainedNodeIsNamedAsADrain(t *testing.T) {
+	var once sync.Once
+	cs, _, _ := faultRun(t, func(kube *fake.Clientset, pod, node string) bool {
+		lost := false
+		if node == "d" {
+			once.Do(func() {
+				lost = true
+				ctx := context.Background()
+				n, _ := kube.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
+				n.Spec.Unschedulable = true
+				if _, err := kube.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{}); err != nil {
+					t.Error(err)
+				}
+				p, _ := kube.CoreV1().Pods("rdmasuite-t-fault").Get(ctx, pod, metav1.GetOptions{})
+				now := metav1.Now()
+				p.DeletionTimestamp = &now
+				p.Status.Conditions = append(p.Status.Conditions, corev1.PodCondition{Type: corev1.DisruptionTarget,
+					Status: corev1.ConditionTrue, Reason: "EvictionByEvictionAPI", Message: "Eviction API: evicting"})
+				if _, err := kube.CoreV1().Pods("rdmasuite-t-fault").Update(ctx, p, metav1.UpdateOptions{}); err != nil {
+					t.Error(err)
+				}
+			})
+		}
+		return lost
+	})
+	asClient, asServer := opRows(cs, "d")
+	for _, c := range append(asServer, asClient...) {
+		if !strings.Contains(c.Reason, "evicted through the Eviction API") || !strings.Contains(c.Reason, "node d is cordoned") {
+			t.Errorf("d's pair %v: %s %q", c.Nodes, c.Status, c.Reason)
+		}
+	}
+	for _, c := range asClient {
+		if c.Status != reports.NotRun {
+			t.Errorf("d's later pair %v: %s, want not-run", c.Nodes, c.Status)
+		}
+	}
+}
+
+// A node that turns NotReady: the run in flight there is cut at once
+// (not held for its budget), and its later pair is not run.
+func TestANodeTurningNotReadyCutsItsRunAndIsNotMeasuredAgain(t *testing.T) {
+	var once sync.Once
+	cs, _, took := faultRun(t, func(kube *fake.Clientset, pod, node string) bool {
+		lost := false
+		if node == "f" {
+			once.Do(func() {
+				lost = true
+				ctx := context.Background()
+				n, _ := kube.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
+				n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionUnknown,
+					Reason: "NodeStatusUnknown", Message: "Kubelet stopped posting node status."}}
+				if _, err := kube.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{}); err != nil {
+					t.Error(err)
+				}
+			})
+		}
+		return lost
+	})
+	if took > 20*time.Second {
+		t.Errorf("the run took %s", took)
+	}
+	asClient, asServer := opRows(cs, "f")
+	for _, c := range asServer {
+		if c.Status != reports.Error || !strings.Contains(c.Reason, "its run was cut: node f turned NotReady") {
+			t.Errorf("f's cut pair %v: %s %q", c.Nodes, c.Status, c.Reason)
+		}
+	}
+	for _, c := range asClient {
+		if c.Status != reports.NotRun || !strings.Contains(c.Reason, "node f turned NotReady") {
+			t.Errorf("f's later pair %v: %s %q", c.Nodes, c.Status, c.Reason)
+		}
+	}
+}
+
+// Without the right to watch (an operator's narrower Role), the run says
+// what it cannot follow and still measures every pair.
+func TestWithoutTheRightToWatchTheRunSaysSoAndMeasures(t *testing.T) {
+	kube := fake.NewClientset(testNode("a", 8), testNode("b", 8), testNode("c", 8))
+	kube.PrependReactor("create", "selfsubjectaccessreviews", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		r := a.(k8stesting.CreateAction).GetObject().(*authv1.SelfSubjectAccessReview).DeepCopy()
+		r.Status.Allowed = r.Spec.ResourceAttributes.Verb == "create"
+		return true, r, nil
+	})
+	nodePodsCluster(kube)
+	cfg := testConfig(t)
+	cfg.Confirm = false
+	cfg.Selected = map[string][]string{VariantSharedDev: {PairedBandwidth}}
+	r := New(kube, cfg, "t-nowatch")
+	var lines []string
+	r.Progress = func(s string) { lines = append(lines, s) }
+	good, srv := passingPair(t, cfg.BWOps, cfg.BWSizes, 1, 200, 196)
+	r.Exec = &fakeExec{kube: kube, srvOut: srv, out: good}
+	ctx := context.Background()
+	r.BuildPlan(ctx)
+	r.Execute(ctx)
+	cs := r.Paired(ctx, r.Cfg.VariantList()[0], PairedBandwidth)
+	said := false
+	for _, l := range lines {
+		said = said || strings.Contains(l, "the suite may not watch pods in namespace rdmasuite-t-nowatch (suites/deploy's Role grants it): a pod or node lost during the rounds")
+	}
+	if !said {
+		t.Errorf("no line says the run cannot watch: %q", lines)
+	}
+	for _, c := range cs {
+		if c.ID == "bandwidth/write" && c.Status != reports.Pass {
+			t.Errorf("%v: %s %q", c.Nodes, c.Status, c.Reason)
+		}
+	}
+}
