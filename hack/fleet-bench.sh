@@ -11,13 +11,27 @@
 # through the apiserver's log proxy). Real: apiserver + etcd, the runner's
 # code and client, pod create/poll/log/delete, the verdicts.
 #
+# The suite's default path (FLEET_PATH=default): one probe pod per node
+# that holds, and every round's server and client run exec'd in it over
+# pods/exec. kwok runs an exec'd command on its own host (its ClusterExec,
+# "local"), and the runner exec's /usr/local/bin/rdmaprobe: kwok runs in a
+# private mount namespace where hack/tools/probestandin is bind-mounted
+# there (over a tmpfs when the host has no such file; nothing is written
+# to the host's disk). The stand-in sleeps PROBE_CLIENT_MS / PROBE_SERVER_MS
+# and prints a healthy probe's output for the ops, sizes and rails asked,
+# port counters included. FLEET_PATH=pod-pairs runs the runner without an
+# executor (a pod pair per pair and round, the stages above).
+#
 # Env: FLEET_NODES (256), FLEET_SIZES (16,64,256), FLEET_PAIRINGS (ring,all),
 # FLEET_DOCTOR_SIZES (FLEET_NODES; empty: no doctor run), NODE_PROBE_MS (2000: the host probe window),
 # FLEET_CONFIRM_SIZE (256; empty: none): a ring of that size with one failing node (FLEET_CONFIRM_BAD,
 # fleet-0003), run with the suite's default --confirm: the confirmation round's pairs, time and rows.
 # FLEET_CONCURRENCY (0, the suite's default: a round's pairs all at once), FLEET_MAX_PAIRS (300: larger
 # schedules are reported from the schedule only), FLEET_PORT_BASE (16443:
-# apiserver; +1 kwok's kubelet server; etcd on 22379/22380).
+# apiserver; +1 kwok's kubelet server; etcd on 22379/22380), FLEET_PATH (default | pod-pairs),
+# FLEET_FAULT_DELETE_PCT / FLEET_FAULT_NOTREADY (default path: after each scenario, the same run
+# again with that share of the node pods deleted / that many nodes NotReady half a pair time into
+# round 1, and what the runner reported for those nodes).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # shellcheck source=versions.sh
@@ -37,6 +51,10 @@ PROBE_CLIENT_MS=${PROBE_CLIENT_MS:-1000}
 PROBE_SERVER_MS=${PROBE_SERVER_MS:-1500}
 NODE_PROBE_MS=${NODE_PROBE_MS:-2000}
 DOCTOR_SIZES=${FLEET_DOCTOR_SIZES-$NODES}
+RUN_PATH=${FLEET_PATH:-default}
+FAULT_DELETE_PCT=${FLEET_FAULT_DELETE_PCT:-0}
+FAULT_NOTREADY=${FLEET_FAULT_NOTREADY:-0}
+PROBE_BIN=/usr/local/bin/rdmaprobe # what the runner exec's (internal/runner's probeBinary)
 NICE=(nice -n 19)
 
 for b in etcd:$ETCD_BIN_DIR kube-apiserver:$K8S_BIN_DIR kubectl:$K8S_BIN_DIR; do
@@ -80,8 +98,8 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-echo "fleet-bench: building hack/tools/fleetbench"
-(cd hack && "${NICE[@]}" go build -o "$DIR/fleetbench" ./tools/fleetbench)
+echo "fleet-bench: building hack/tools/fleetbench and hack/tools/probestandin"
+(cd hack && "${NICE[@]}" go build -o "$DIR/fleetbench" ./tools/fleetbench && "${NICE[@]}" go build -o "$DIR/rdmaprobe-standin" ./tools/probestandin)
 
 # PKI: one self-signed serving cert (apiserver and kwok's kubelet server),
 # the service-account key, a token for the benchmark's client.
@@ -146,8 +164,9 @@ start kube-apiserver "$K8S_BIN_DIR/kube-apiserver" \
   --kubelet-preferred-address-types InternalIP --allow-privileged=true --v=0
 wait_for 90 kube-apiserver kc get --raw /readyz
 
-# kwok's stages and canned logs.
+# kwok's stages and canned logs; the stand-in's rails and link rate.
 "${NICE[@]}" "$DIR/fleetbench" logs -thresholds thresholds/skus.yaml -sku A100/HDR-200 >"$DIR/probe.log"
+read -r SKU_PORTS SKU_RATE < <("$DIR/fleetbench" sku -thresholds thresholds/skus.yaml -sku A100/HDR-200)
 cat >"$DIR/kwok.yaml" <<EOF
 apiVersion: kwok.x-k8s.io/v1alpha1
 kind: Stage
@@ -157,6 +176,8 @@ spec:
   selector:
     matchExpressions:
     - {key: '.status.conditions.[] | select( .type == "Ready" ) | .status', operator: NotIn, values: ['True']}
+    # A node the bench turned NotReady (-fault-notready) stays so.
+    - {key: '.metadata.labels["fleetbench.rdmasuite.io/notready"]', operator: DoesNotExist}
   next:
     statusTemplate: |
       {{ \$now := Now }}
@@ -282,10 +303,31 @@ spec:
   logs:
   - containers: [probe]
     logsFile: $DIR/probe.log
+---
+apiVersion: kwok.x-k8s.io/v1alpha1
+kind: ClusterExec
+metadata: {name: probe-standin}
+spec:
+  execs:
+  - containers: [probe]
+    local:
+      envs:
+      - {name: PROBE_CLIENT_MS, value: '$PROBE_CLIENT_MS'}
+      - {name: PROBE_SERVER_MS, value: '$PROBE_SERVER_MS'}
+      - {name: PROBE_PORTS, value: '$SKU_PORTS'}
+      - {name: PROBE_RATE_GBPS, value: '$SKU_RATE'}
 EOF
 
 "${NICE[@]}" "$DIR/fleetbench" nodes -kubeconfig "$KUBECONFIG_FILE" -count "$NODES" -subsets "$SIZES${DOCTOR_SIZES:+,$DOCTOR_SIZES}${CONFIRM_SIZE:+,$CONFIRM_SIZE}"
-start kwok "$KWOK_BIN_DIR/kwok" --config "$DIR/kwok.yaml" --kubeconfig "$KUBECONFIG_FILE" \
+# kwok in a mount namespace of its own, the stand-in at $PROBE_BIN there
+# only: over the host's file when it has one, else over an empty file in a
+# tmpfs mounted on its directory (the stand-in is all kwok exec's); both
+# mounts go with kwok, nothing is written to the host's disk.
+STANDIN_MOUNT="set -e
+if [ ! -e $PROBE_BIN ]; then mount -t tmpfs -o size=1m,mode=0755 fleet-bench ${PROBE_BIN%/*}; : >$PROBE_BIN; fi
+mount --bind $DIR/rdmaprobe-standin $PROBE_BIN
+exec \"\$@\""
+start kwok unshare -m --propagation private sh -c "$STANDIN_MOUNT" kwok "$KWOK_BIN_DIR/kwok" --config "$DIR/kwok.yaml" --kubeconfig "$KUBECONFIG_FILE" \
   --manage-all-nodes --node-ip 127.0.0.1 --node-port "$KWOK_PORT" \
   --server-address "127.0.0.1:$KWOK_PORT" --tls-cert-file "$DIR/serving.crt" --tls-private-key-file "$DIR/serving.key" \
   --cidr 10.250.0.0/16
@@ -295,7 +337,8 @@ echo "fleet-bench: $NODES simulated nodes Ready (kwok $KWOK_VERSION); simulated 
 
 "${NICE[@]}" "$DIR/fleetbench" run -kubeconfig "$KUBECONFIG_FILE" -sizes "$SIZES" -pairings "$PAIRINGS" \
   -concurrency "$CONC" -max-pairs "$MAX_PAIRS" -thresholds thresholds/skus.yaml -probe-sec "$(echo "$PROBE_SERVER_MS" | awk '{print $1/1000}')" \
-  -confirm-size "$CONFIRM_SIZE" -confirm-bad "$CONFIRM_BAD"
+  -confirm-size "${CONFIRM_SIZE:-0}" -confirm-bad "$CONFIRM_BAD" -path "$RUN_PATH" \
+  -fault-delete-pct "$FAULT_DELETE_PCT" -fault-notready "$FAULT_NOTREADY" -procs "etcd=${PIDS[0]},kube-apiserver=${PIDS[1]},kwok=${PIDS[2]}"
 
 if [ -n "$DOCTOR_SIZES" ]; then
   # The doctor as the preflight feature runs it: API gather, one host probe

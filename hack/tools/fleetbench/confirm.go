@@ -29,7 +29,10 @@ func confirmScenario(kubeconfig string, n int, bad string, set *thresholds.Set, 
 		return err
 	}
 	fmt.Printf("\nconfirmation scenario: ring of %d nodes, every probe run on %s fails\n", n, bad)
-	m, err := measure(kubeconfig, s, set, conc, sched, "fbconfirm") // the kwok stages' CONFIRM_NS
+	// The pod-pair path: the kwok stages fail the bad node's pods by
+	// namespace and node, which an exec'd run (the same stand-in for
+	// every pod) cannot be told apart by.
+	m, err := measure(kubeconfig, s, set, conc, sched, "fbconfirm", pathPodPairs, faultOpts{}) // the kwok stages' CONFIRM_NS
 	if err != nil {
 		return fmt.Errorf("confirmation scenario: %w", err)
 	}

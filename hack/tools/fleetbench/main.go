@@ -17,6 +17,7 @@
 //
 //	fleetbench nodes -kubeconfig K -count 256   create the simulated nodes
 //	fleetbench logs -sku A100/HDR-200 > FILE    the canned probe output (CRI log format)
+//	fleetbench sku -sku A100/HDR-200            the SKU's ports per node and link rate (for the probe stand-in)
 //	fleetbench run -kubeconfig K ...            the measurement
 //	fleetbench doctor -kubeconfig K -sizes 256  the doctor's gather, host probes and rules, timed
 package main
@@ -26,8 +27,10 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"maps"
 	"os"
 	"runtime"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -44,6 +47,7 @@ import (
 
 	"github.com/rdmasuite/rdmasuite/internal/cluster"
 	"github.com/rdmasuite/rdmasuite/internal/pairing"
+	"github.com/rdmasuite/rdmasuite/internal/podrun"
 	"github.com/rdmasuite/rdmasuite/internal/runner"
 	"github.com/rdmasuite/rdmasuite/reports"
 	"github.com/rdmasuite/rdmasuite/thresholds"
@@ -63,7 +67,7 @@ func subsetLabel(n int) string { return fmt.Sprintf("fleetbench.rdmasuite.io/fir
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: fleetbench nodes|logs|run|doctor [flags]")
+		fmt.Fprintln(os.Stderr, "usage: fleetbench nodes|logs|sku|run|doctor [flags]")
 		os.Exit(2)
 	}
 	var err error
@@ -72,6 +76,8 @@ func main() {
 		err = nodesCmd(os.Args[2:])
 	case "logs":
 		err = logsCmd(os.Args[2:])
+	case "sku":
+		err = skuCmd(os.Args[2:])
 	case "run":
 		err = runCmd(os.Args[2:])
 	case "doctor":
@@ -192,6 +198,28 @@ func logsCmd(args []string) error {
 	return nil
 }
 
+// skuCmd prints the SKU's ports per node and link rate in Gb/s: what the
+// probe stand-in (hack/tools/probestandin) reports for every node.
+func skuCmd(args []string) error {
+	fs := flag.NewFlagSet("sku", flag.ExitOnError)
+	file := fs.String("thresholds", "thresholds/skus.yaml", "thresholds file")
+	skuName := fs.String("sku", "A100/HDR-200", "SKU")
+	_ = fs.Parse(args)
+	set, err := thresholds.Load(*file)
+	if err != nil {
+		return err
+	}
+	sku, err := set.ForNode("n", nil, *skuName)
+	if err != nil {
+		return err
+	}
+	if sku.PortsPerNode.Value == nil || sku.LinkRateGbps.Value == nil {
+		return fmt.Errorf("SKU %s sets no ports per node or link rate", *skuName)
+	}
+	fmt.Printf("%d %g\n", int(*sku.PortsPerNode.Value), *sku.LinkRateGbps.Value)
+	return nil
+}
+
 // cannedFigures are one size's figures at 95 % of rate, made by perftest's
 // arithmetic (bw.Compute) so that they agree with themselves: the suite
 // re-derives every figure and errors on any that its own facts contradict
@@ -201,6 +229,15 @@ func cannedFigures(rateGbps float64) bw.Figures {
 	elapsed := time.Duration(float64(sizeBytes) * ops * 8 / (0.95 * rateGbps * 1e9) * float64(time.Second))
 	return bw.Compute(sizeBytes, ops, elapsed, elapsed/ops)
 }
+
+// The runner's paths (-path).
+const (
+	pathDefault  = "default"
+	pathPodPairs = "pod-pairs"
+)
+
+// procPIDs are the control plane's processes (-procs).
+var procPIDs map[string]int
 
 type scenario struct {
 	mode string
@@ -219,7 +256,21 @@ func runCmd(args []string) error {
 	rounds := fs.Bool("rounds", true, "print the per-round table")
 	confirmSize := fs.Int("confirm-size", 0, "also run a ring of this many nodes with one failing node (-confirm-bad) and the suite's default --confirm (0: none)")
 	confirmBad := fs.String("confirm-bad", "fleet-0003", "the node whose client runs the kwok stages fail in the confirmation scenario's namespace")
+	path := fs.String("path", pathDefault, "the runner's path: default (one probe pod per node, every run over pods/exec, as the suite runs) or pod-pairs (no executor: a server and a client pod per pair and round)")
+	var fo faultOpts
+	fs.Float64Var(&fo.deletePct, "fault-delete-pct", 0, "default path: delete this share (percent) of the node pods half a pair time into round 1, and report what the runner made of it")
+	procsFlag := fs.String("procs", "", "name=pid,… of the control plane's processes, whose CPU time (and their children's) each run reports")
+	fs.IntVar(&fo.notReady, "fault-notready", 0, "default path: turn this many nodes NotReady half a pair time into round 1, and report what the runner made of it")
 	_ = fs.Parse(args)
+	if *path != pathDefault && *path != pathPodPairs {
+		return fmt.Errorf("-path %q: want %s or %s", *path, pathDefault, pathPodPairs)
+	}
+	fo.pairTime = time.Duration(*probeSec * float64(time.Second))
+	pids, err := parseProcs(*procsFlag)
+	if err != nil {
+		return err
+	}
+	procPIDs = pids
 	sizes, err := ints(*sizesFlag)
 	if err != nil {
 		return err
@@ -251,7 +302,7 @@ func runCmd(args []string) error {
 				summary = append(summary, row)
 				continue
 			}
-			m, err := measure(*kubeconfig, s, set, *conc, sched, fmt.Sprintf("fb%s%d-%d", s.mode, s.n, time.Now().Unix()%100000))
+			m, err := measure(*kubeconfig, s, set, *conc, sched, fmt.Sprintf("fb%s%d-%d", s.mode, s.n, time.Now().Unix()%100000), *path, faultOpts{})
 			if err != nil {
 				return fmt.Errorf("%s/%d: %w", mode, n, err)
 			}
@@ -260,9 +311,16 @@ func runCmd(args []string) error {
 			if *rounds {
 				m.printRounds(s)
 			}
+			if fo.any() && *path == pathDefault {
+				fm, err := measure(*kubeconfig, s, set, *conc, sched, fmt.Sprintf("fbfault%s%d-%d", s.mode, s.n, time.Now().Unix()%100000), *path, fo)
+				if err != nil {
+					return fmt.Errorf("%s/%d with faults: %w", mode, n, err)
+				}
+				fm.printFaults(s, m)
+			}
 		}
 	}
-	printSummary(summary, *conc, *probeSec)
+	printSummary(summary, *conc, *probeSec, *path)
 	if *confirmSize > 0 {
 		return confirmScenario(*kubeconfig, *confirmSize, *confirmBad, set, *conc, *probeSec)
 	}
@@ -294,7 +352,7 @@ func waves(s [][]pairing.Pair, conc int) int {
 
 // measure runs the bandwidth feature over the first n nodes and attributes
 // every API request to the round whose pod it names.
-func measure(kubeconfig string, s scenario, set *thresholds.Set, conc int, sched [][]pairing.Pair, runID string) (*measurement, error) {
+func measure(kubeconfig string, s scenario, set *thresholds.Set, conc int, sched [][]pairing.Pair, runID, path string, fo faultOpts) (*measurement, error) {
 	rc, setup, err := client(kubeconfig)
 	if err != nil {
 		return nil, err
@@ -318,13 +376,33 @@ func measure(kubeconfig string, s scenario, set *thresholds.Set, conc int, sched
 		Pairing: s.mode, RailMode: bw.RailsSame, Thresholds: set, Confirm: true, // the suite's default
 	}, runID)
 	var confirmAt time.Time
+	var progress []string
 	r.Progress = func(line string) {
 		if strings.HasPrefix(line, "confirmation [") {
 			confirmAt = time.Now()
 			fmt.Println("  " + line)
 		}
+		if strings.HasPrefix(line, "node pods [") || strings.HasPrefix(line, "pairs: ") {
+			progress = append(progress, line)
+		}
 	}
 	v := r.Cfg.VariantList()[0]
+	var xs *execStats
+	if path == pathDefault {
+		// As the suite's session sets them (internal/lifecycle), over the
+		// instrumented config: the exec requests are counted and, like the
+		// suite's, not held by the client's rate limiter (client-go's
+		// stream executors bypass it).
+		xs = &execStats{}
+		r.Exec = countingExec{next: podrun.RemoteExec{Config: cfg, Kube: kube}, st: xs}
+		r.Attach = podrun.RemoteAttach{Config: cfg, Kube: kube}
+		rec.roundOf = func(kind, _ string) int {
+			if kind != "create pods/exec" {
+				return -1
+			}
+			return xs.current()
+		}
+	}
 	// Every pod name of the schedule, to its round (the names the runner gives).
 	for i, round := range sched {
 		for _, p := range round {
@@ -340,17 +418,38 @@ func measure(kubeconfig string, s scenario, set *thresholds.Set, conc int, sched
 	var ms0 runtime.MemStats
 	runtime.ReadMemStats(&ms0)
 	peak := sampleHeap()
-	start, cpu0 := time.Now(), cpuTime()
+	start, cpu0, procs0 := time.Now(), cpuTime(), readProcCPU(procPIDs)
 	// The run's plan, built and executed as the lifecycle does.
 	r.Cfg.Selected = map[string][]string{v.Label: {runner.PairedBandwidth}}
+	var fr *faultRun
+	if fo.any() {
+		fr = startFaults(ctx, setup, r, v, s, sched, xs, fo)
+	}
 	r.BuildPlan(ctx)
 	r.Execute(ctx)
 	checks := r.Paired(ctx, v, runner.PairedBandwidth)
+	end := time.Now()
+	procs1 := readProcCPU(procPIDs)
+	if xs != nil {
+		// A round's wall and CPU are its streams' (first open to last
+		// closed), not its exec requests' (answered at the upgrade).
+		for i, ep := range xs.epochs {
+			if i < len(rec.rounds) {
+				rec.rounds[i].first, rec.rounds[i].last = ep.first, ep.last
+				rec.rounds[i].cpu = ep.cpuLast - ep.cpuFirst
+			}
+		}
+	}
 	rec.finish()
 	var ms1 runtime.MemStats
 	runtime.ReadMemStats(&ms1)
-	m := &measurement{rec: rec, wall: time.Since(start), cpu: cpuTime() - cpu0, status: map[reports.Status]int{},
-		alloc: ms1.TotalAlloc - ms0.TotalAlloc, peakHeap: peak() - ms0.HeapInuse, qps: cfg.QPS, burst: cfg.Burst, all: checks}
+	m := &measurement{rec: rec, wall: end.Sub(start), cpu: cpuTime() - cpu0, status: map[reports.Status]int{},
+		alloc: ms1.TotalAlloc - ms0.TotalAlloc, peakHeap: peak() - ms0.HeapInuse, qps: cfg.QPS, burst: cfg.Burst, all: checks,
+		exec: xs, start: start, end: end, progress: progress, faults: fr}
+	m.cpuLine = cpuLine(procs0, procs1, m.cpu, m.wall)
+	if fr != nil {
+		fr.stop()
+	}
 	if !confirmAt.IsZero() {
 		m.confirmWall = time.Since(confirmAt)
 	}
@@ -361,8 +460,21 @@ func measure(kubeconfig string, s scenario, set *thresholds.Set, conc int, sched
 		}
 	}
 	m.checks = len(checks)
-	if left, err := setup.CoreV1().Pods(cluster.RunNamespace(runID)).List(ctx, metav1.ListOptions{}); err == nil {
-		m.podsLeft = len(left.Items)
+	// The runner deletes its pods as it returns (the node pods gracefully,
+	// without waiting): give the deletions up to a minute to finish, and
+	// count what is still there.
+	for t0 := time.Now(); ; time.Sleep(250 * time.Millisecond) {
+		left, err := setup.CoreV1().Pods(cluster.RunNamespace(runID)).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return nil, err
+		}
+		m.podsLeft, m.goneAfter = len(left.Items), time.Since(t0)
+		if m.podsLeft == 0 || time.Since(t0) > time.Minute {
+			break
+		}
+	}
+	if fr != nil {
+		fr.restore(ctx, setup)
 	}
 	return m, nil
 }
@@ -382,6 +494,14 @@ type measurement struct {
 	all      []reports.Check
 	// confirmWall: from the confirmation round's line to the run's end.
 	confirmWall time.Duration
+	// The default path: its exec streams, the run's start and end, the
+	// runner's lines about its node pods, and the faults injected.
+	exec       *execStats
+	start, end time.Time
+	progress   []string
+	faults     *faultRun
+	goneAfter  time.Duration // until the run's pods were gone from the API
+	cpuLine    string
 }
 
 // sampleHeap samples the heap in use every 20 ms until the returned func
@@ -428,8 +548,29 @@ func (m *measurement) printRounds(s scenario) {
 			100*r.cpu.Seconds()/max(wall, 1e-9), r.throttled.Seconds(), kinds(r.byKind))
 	}
 	_ = w.Flush()
-	fmt.Printf("  outside rounds (node list etc.): %d calls: %s\n", m.rec.other.calls, kinds(m.rec.other.byKind))
+	fmt.Printf("  outside rounds (node list, node pods' create/poll/delete etc.): %d calls: %s\n", m.rec.other.calls, kinds(m.rec.other.byKind))
+	fmt.Println("  " + m.cpuLine)
+	if x := m.exec; x != nil {
+		for _, line := range m.progress {
+			fmt.Println("  runner: " + line)
+		}
+		sp50, sp95, smax := quantiles(m.rec.execSetup)
+		c50, c95, cmax := quantiles(x.client)
+		v50, _, vmax := quantiles(x.server)
+		fmt.Printf("  exec: %d streams, %d at once at peak, %d errors, %d non-zero exits; setup (request to upgrade) p50 %.0f ms p95 %.0f ms max %.0f ms; client run p50 %.2f s p95 %.2f s max %.2f s; server run p50 %.2f s max %.2f s\n",
+			x.total, x.peak, x.errs, x.nonZero, ms(sp50), ms(sp95), ms(smax), c50.Seconds(), c95.Seconds(), cmax.Seconds(), v50.Seconds(), vmax.Seconds())
+		if x.firstErr != "" {
+			fmt.Printf("  exec: first failure: %s\n", x.firstErr)
+		}
+		if len(x.epochs) > 0 {
+			fmt.Printf("  time: node pods until the first exec %.2f s; rounds (first stream to last) %.2f s; last stream to the runner's return (deletes) %.2f s; its pods gone %.2f s later\n",
+				x.epochs[0].first.Sub(m.start).Seconds(), x.epochs[len(x.epochs)-1].last.Sub(x.epochs[0].first).Seconds(),
+				m.end.Sub(x.epochs[len(x.epochs)-1].last).Seconds(), m.goneAfter.Seconds())
+		}
+	}
 }
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
 func kinds(m map[string]int) string {
 	var ks []string
@@ -451,13 +592,17 @@ type summaryRow struct {
 	m                                    *measurement
 }
 
-func printSummary(rows []summaryRow, conc int, probeSec float64) {
-	fmt.Printf("\nsummary (concurrency %d; simulated probe pair time %.1f s)\n", conc, probeSec)
+func printSummary(rows []summaryRow, conc int, probeSec float64, path string) {
+	what := "the default path: one probe pod per node, every round's runs over pods/exec; waves are rounds"
+	if path == pathPodPairs {
+		what = "the pod-pair path: a server and a client pod per pair and round, no executor"
+	}
+	fmt.Printf("\nsummary (%s; concurrency %d; simulated probe pair time %.1f s)\n", what, conc, probeSec)
 	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(w, "pairing\tnodes\trounds\tpairs\tpods\tmax pairs/round\twaves\tmeasured\tclient rate/burst\tAPI calls\tcalls/pair\twall s\twall/(waves×pair)\trunner CPU s\tCPU ms/pair\talloc KB/pair\tpeak heap MB\tthrottled s\tchecks pass/other\tpods left\t")
+	fmt.Fprintln(w, "pairing\tnodes\trounds\tpairs\tpods\tmax pairs/round\twaves\tmeasured\tclient rate/burst\tAPI calls\tcalls/pair\twall s\twall/(waves×pair)\trunner CPU s\tCPU ms/pair\talloc KB/pair\tpeak heap MB\tthrottled s\tchecks pass/other\tlink pass/other\texec streams peak\texecs\texec errors\tpods left\t")
 	for _, r := range rows {
 		if r.analytic {
-			fmt.Fprintf(w, "%s\t%d\t%d\t%d\t%d\t%d\t%d\tschedule only\t\t\t\t\t\t\t\t\t\t\t\t\t\n", r.s.mode, r.s.n, r.rounds, r.pairs, r.pods, r.maxRound, r.waves)
+			fmt.Fprintf(w, "%s\t%d\t%d\t%d\t%d\t%d\t%d\tschedule only\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\n", r.s.mode, r.s.n, r.rounds, r.pairs, r.pods, r.maxRound, r.waves)
 			continue
 		}
 		m := r.m
@@ -472,11 +617,46 @@ func printSummary(rows []summaryRow, conc int, probeSec float64) {
 		if probeSec > 0 {
 			ratio = fmt.Sprintf("%.2f", m.wall.Seconds()/(float64(r.waves)*probeSec))
 		}
-		fmt.Fprintf(w, "%s\t%d\t%d\t%d\t%d\t%d\t%d\tyes\t%.0f/%d\t%d\t%.1f\t%.1f\t%s\t%.2f\t%.1f\t%.0f\t%.1f\t%.0f\t%d/%d\t%d\t\n", r.s.mode, r.s.n, r.rounds, r.pairs, r.pods, r.maxRound, r.waves,
+		linkPass, links := 0, 0
+		for _, c := range m.all {
+			if strings.HasSuffix(c.ID, "/link") {
+				links++
+				if c.Status.Passing() {
+					linkPass++
+				}
+			}
+		}
+		peak, execs, execErrs := "-", "-", "-"
+		pods := r.pods
+		if x := m.exec; x != nil {
+			peak, execs, execErrs = strconv.Itoa(x.peak), strconv.Itoa(x.total), strconv.Itoa(x.errs+x.nonZero)
+			pods = m.rec.other.byKind["create pods"]
+		}
+		fmt.Fprintf(w, "%s\t%d\t%d\t%d\t%d\t%d\t%d\tyes\t%.0f/%d\t%d\t%.1f\t%.1f\t%s\t%.2f\t%.1f\t%.0f\t%.1f\t%.0f\t%d/%d\t%d/%d\t%s\t%s\t%s\t%d\t\n", r.s.mode, r.s.n, r.rounds, r.pairs, pods, r.maxRound, r.waves,
 			m.qps, m.burst, calls, float64(calls)/float64(r.pairs), m.wall.Seconds(), ratio, m.cpu.Seconds(),
-			1000*m.cpu.Seconds()/float64(r.pairs), float64(m.alloc)/1024/float64(r.pairs), float64(m.peakHeap)/1e6, thr.Seconds(), pass, m.checks-pass, m.podsLeft)
+			1000*m.cpu.Seconds()/float64(r.pairs), float64(m.alloc)/1024/float64(r.pairs), float64(m.peakHeap)/1e6, thr.Seconds(), pass, m.checks-pass,
+			linkPass, links-linkPass, peak, execs, execErrs, m.podsLeft)
 	}
 	_ = w.Flush()
+	for _, r := range rows {
+		if r.m == nil {
+			continue
+		}
+		all := map[string]int{}
+		for _, rd := range r.m.rec.rounds {
+			for k, n := range rd.byKind {
+				all[k] += n
+			}
+		}
+		for k, n := range r.m.rec.other.byKind {
+			all[k] += n
+		}
+		var parts []string
+		for _, k := range slices.Sorted(maps.Keys(all)) {
+			parts = append(parts, fmt.Sprintf("%s=%d (%.2f/pair)", k, all[k], float64(all[k])/float64(r.pairs)))
+		}
+		fmt.Printf("%s/%d calls by verb/resource: %s\n", r.s.mode, r.s.n, strings.Join(parts, " "))
+	}
 	for _, r := range rows {
 		if r.m != nil && r.m.firstBad != "" {
 			fmt.Printf("%s/%d first non-pass check:%s\n", r.s.mode, r.s.n, r.m.firstBad)

@@ -23,6 +23,14 @@ type recorder struct {
 	rounds   []roundStats
 	other    roundStats
 	throttle []throttleEvent
+	// roundOf, when set, attributes a request to a round by something
+	// other than its pod's name (the default path's exec requests name
+	// the node's pod, which takes part in every round): -1 is other.
+	roundOf func(kind, pod string) int
+	// execSetup is each exec request's time from sent to answered: the
+	// stream's setup through the API server to the kubelet (kwok), not
+	// the command's run.
+	execSetup []time.Duration
 }
 
 type roundStats struct {
@@ -108,6 +116,11 @@ func classify(req *http.Request) (kind, pod string) {
 	if verb == "get" && name == "" {
 		verb = "list"
 	}
+	if sub == "exec" || sub == "attach" {
+		// A WebSocket exec is a GET, its SPDY fallback a POST: both are
+		// the create of the subresource the API server authorizes.
+		verb = "create"
+	}
 	if sub != "" {
 		res += "/" + sub
 	}
@@ -121,8 +134,15 @@ func (r *recorder) add(kind, pod string, sent time.Time, cpuSent time.Duration, 
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	st := &r.other
-	if i, ok := r.podRound[pod]; ok {
+	if r.roundOf != nil {
+		if i := r.roundOf(kind, pod); i >= 0 && i < len(r.rounds) {
+			st = &r.rounds[i]
+		}
+	} else if i, ok := r.podRound[pod]; ok {
 		st = &r.rounds[i]
+	}
+	if strings.HasSuffix(kind, " pods/exec") {
+		r.execSetup = append(r.execSetup, done.Sub(sent))
 	}
 	st.calls++
 	st.byKind[kind]++
