@@ -181,6 +181,9 @@ type cluster struct {
 	noCM   bool
 	// waiting, when set, keeps the pod waiting with this reason.
 	waiting string
+	// evicted: the runner pod was evicted mid-run (killed after its
+	// grace, exit 137), its ConfigMap the run's last checkpoint.
+	evicted bool
 }
 
 func (c *cluster) start(t *testing.T, job *batchv1.Job) {
@@ -197,6 +200,11 @@ func (c *cluster) start(t *testing.T, job *batchv1.Job) {
 		return
 	}
 	pod.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: runnerContainer, State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: int32(c.code)}}}}
+	if c.evicted {
+		pod.Status.Phase = corev1.PodFailed
+		pod.Status.Conditions = []corev1.PodCondition{{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue,
+			Reason: "EvictionByEvictionAPI", Message: "Eviction API: evicting"}}
+	}
 	if _, err := c.cs.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -386,5 +394,21 @@ func TestFollowWithoutStartTimeoutWaitsForThePod(t *testing.T) {
 	oc, err := r.Follow(context.Background(), job.Namespace, job.Name)
 	if err != nil || oc.Code != 1 || oc.Results == nil {
 		t.Fatalf("follow before the pod exists: %+v, %v", oc, err)
+	}
+}
+
+// The runner pod evicted mid-run (a drain of its node): the Job failed,
+// the ConfigMap holds the run's last checkpoint; the outcome names the
+// eviction and never reads passed, even where the checkpoint's checks
+// had all passed.
+func TestFetchOfAnEvictedRunnerSaysSo(t *testing.T) {
+	zero := 0
+	oc, err, _, _, _ := (&cluster{cs: fake.NewClientset(), code: 137, cmCode: &zero, check: reports.Pass, evicted: true}).run(t)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if oc.Code == reports.ExitPassed || !strings.Contains(oc.Why, "the runner did not finish: its pod") ||
+		!strings.Contains(oc.Why, "evicted through the Eviction API") {
+		t.Fatalf("evicted runner: code %d, %q", oc.Code, oc.Why)
 	}
 }

@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/rdmasuite/rdmasuite/internal/fate"
 	"github.com/rdmasuite/rdmasuite/internal/jobrun"
 	"github.com/rdmasuite/rdmasuite/internal/latest"
 	"github.com/rdmasuite/rdmasuite/reports"
@@ -304,12 +305,14 @@ func jobCondition(j *batchv1.Job, t batchv1.JobConditionType) *batchv1.JobCondit
 func (r *Runner) Fetch(ctx context.Context, ns string, j *batchv1.Job) (Outcome, error) {
 	out := Outcome{Job: j.Name, Code: reports.ExitBroken}
 	runnerCode := -1
+	lost := "" // the runner pod's own record of an eviction, a preemption, a deletion
 	if p, _ := r.jobPod(ctx, ns, j.Name); p != nil {
 		for _, cs := range p.Status.ContainerStatuses {
 			if cs.Name == runnerContainer && cs.State.Terminated != nil {
 				runnerCode = int(cs.State.Terminated.ExitCode)
 			}
 		}
+		lost = fate.PodLost(p)
 	}
 	cm, err := r.Kube.CoreV1().ConfigMaps(ns).Get(ctx, LatestCM, metav1.GetOptions{})
 	switch {
@@ -326,6 +329,16 @@ func (r *Runner) Fetch(ctx context.Context, ns string, j *batchv1.Job) (Outcome,
 	}
 	if c := jobCondition(j, batchv1.JobFailed); c != nil && runnerCode < 0 && out.Results == nil {
 		out.Why += fmt.Sprintf("; job %s failed: %s: %s", j.Name, c.Reason, c.Message)
+	}
+	if lost != "" && (runnerCode < 0 || runnerCode == 137) {
+		// Killed from outside: the results (if any) are the run's last
+		// checkpoint, which says it did not finish.
+		out.Why = strings.TrimPrefix(out.Why+"; the runner did not finish: its "+lost, "; ")
+		if out.Results != nil {
+			out.Why += "; the results are its last checkpoint: what it had recorded by then"
+			out.Code = max(out.Code, reports.ExitChecksFailed)
+		}
+		return out, nil
 	}
 	switch {
 	case out.Results == nil:

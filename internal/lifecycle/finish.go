@@ -22,6 +22,7 @@ import (
 // returns the process's exit code.
 func (s *Session) finishRun(code int) int {
 	o, f := s.out, s.flags
+	s.ckpt.Stop()
 	res, code := runner.Reconcile(s.Run.Results(s.started, s.host, s.version), code)
 	written := ""
 	if path, err := runner.WriteResults(*f.ReportDir, res); err != nil {

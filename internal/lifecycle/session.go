@@ -95,6 +95,8 @@ type Session struct {
 	cancel     context.CancelFunc
 	out        *output
 	finishOnce sync.Once
+	// ckpt keeps the results file on disk while the run goes.
+	ckpt *checkpoints
 	// exit ends the process; tests replace it.
 	exit func(int)
 }
@@ -162,6 +164,7 @@ func Start(m *testing.M, o Options) *Session {
 	}
 	s.started = time.Now()
 	ctx := s.armDeadlineAndSignals()
+	s.ckpt = s.startCheckpoints()
 	if s.Env, err = env.NewWithContext(ctx, cfg); err != nil {
 		fatal(err)
 	}

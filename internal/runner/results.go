@@ -25,16 +25,29 @@ var nodeLabelKeys = []string{thresholds.GPUProductLabel, "network.nvidia.com/ope
 // the selected nodes' facts, the phases and the not-runs the operator
 // allowed (so `rdmasuite report` reaches the same verdict later).
 func (r *Runner) Results(started time.Time, server, version string) reports.Run {
-	run := reports.Run{RunID: r.RunID, Started: started, Finished: time.Now(),
-		Cluster: reports.Cluster{Server: server, Version: version}, Checks: r.Checks(), Phases: r.Phases(),
-		AllowNotRun: r.Cfg.AllowNotRun}
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
-	if nodes, err := r.SelectedNodes(ctx); err == nil { // the nodes the run covered, however chosen
+	return r.Snapshot(started, server, version, r.NodeFacts(ctx))
+}
+
+// NodeFacts are the facts of the nodes the run covers, however chosen
+// (none when the API does not answer).
+func (r *Runner) NodeFacts(ctx context.Context) []reports.Node {
+	var facts []reports.Node
+	if nodes, err := r.SelectedNodes(ctx); err == nil {
 		for _, n := range nodes {
-			run.Nodes = append(run.Nodes, r.nodeFacts(n))
+			facts = append(facts, r.nodeFacts(n))
 		}
 	}
+	return facts
+}
+
+// Snapshot is Results with the node facts given: the checks recorded so
+// far, judged as the final results are.
+func (r *Runner) Snapshot(started time.Time, server, version string, nodes []reports.Node) reports.Run {
+	run := reports.Run{RunID: r.RunID, Started: started, Finished: time.Now(),
+		Cluster: reports.Cluster{Server: server, Version: version}, Checks: r.Checks(), Phases: r.Phases(),
+		AllowNotRun: r.Cfg.AllowNotRun, Nodes: nodes}
 	reports.AttachHostCauses(&run)
 	reports.MarkPeerOutliers(&run) // a pass far below its SKU's peers reads warn
 	run.Sort()

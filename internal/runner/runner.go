@@ -159,6 +159,31 @@ func (r *Runner) RecordUnfinished(why string) int {
 	return len(ids)
 }
 
+// Running says which features are still running and for how long
+// ("bandwidth [shared-dev] for 3m10s"), in the order they started.
+func (r *Runner) Running() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	ids := make([]int, 0, len(r.running))
+	for id := range r.running {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	var out []string
+	for _, id := range ids {
+		f := r.running[id]
+		out = append(out, fmt.Sprintf("%s [%s] for %s", f.check, f.variant, time.Since(f.started).Round(time.Second)))
+	}
+	return out
+}
+
+// CheckCount is how many checks were recorded so far.
+func (r *Runner) CheckCount() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.checks)
+}
+
 // Record keeps checks for the results file.
 func (r *Runner) Record(cs ...reports.Check) {
 	r.mu.Lock()
