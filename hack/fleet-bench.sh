@@ -31,7 +31,8 @@
 # apiserver; +1 kwok's kubelet server; etcd on 22379/22380), FLEET_PATH (default | pod-pairs),
 # FLEET_FAULT_DELETE_PCT / FLEET_FAULT_NOTREADY (default path: after each scenario, the same run
 # again with that share of the node pods deleted / that many nodes NotReady half a pair time into
-# round 1, and what the runner reported for those nodes).
+# round 1, and what the runner reported for those nodes), FLEET_EXEC_PROTOCOL (auto: the suite's
+# exec, WebSocket first; spdy: an experiment, SPDY only), FLEET_CPUPROFILE (a file: the runner's CPU profile).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # shellcheck source=versions.sh
@@ -54,6 +55,7 @@ DOCTOR_SIZES=${FLEET_DOCTOR_SIZES-$NODES}
 RUN_PATH=${FLEET_PATH:-default}
 FAULT_DELETE_PCT=${FLEET_FAULT_DELETE_PCT:-0}
 FAULT_NOTREADY=${FLEET_FAULT_NOTREADY:-0}
+EXEC_PROTOCOL=${FLEET_EXEC_PROTOCOL:-auto}
 PROBE_BIN=/usr/local/bin/rdmaprobe # what the runner exec's (internal/runner's probeBinary)
 NICE=(nice -n 19)
 
@@ -337,8 +339,8 @@ echo "fleet-bench: $NODES simulated nodes Ready (kwok $KWOK_VERSION); simulated 
 
 "${NICE[@]}" "$DIR/fleetbench" run -kubeconfig "$KUBECONFIG_FILE" -sizes "$SIZES" -pairings "$PAIRINGS" \
   -concurrency "$CONC" -max-pairs "$MAX_PAIRS" -thresholds thresholds/skus.yaml -probe-sec "$(echo "$PROBE_SERVER_MS" | awk '{print $1/1000}')" \
-  -confirm-size "${CONFIRM_SIZE:-0}" -confirm-bad "$CONFIRM_BAD" -path "$RUN_PATH" \
-  -fault-delete-pct "$FAULT_DELETE_PCT" -fault-notready "$FAULT_NOTREADY" -procs "etcd=${PIDS[0]},kube-apiserver=${PIDS[1]},kwok=${PIDS[2]}"
+  -confirm-size "${CONFIRM_SIZE:-0}" -confirm-bad "$CONFIRM_BAD" -path "$RUN_PATH" -exec-protocol "$EXEC_PROTOCOL" \
+  -fault-delete-pct "$FAULT_DELETE_PCT" -fault-notready "$FAULT_NOTREADY" -procs "etcd=${PIDS[0]},kube-apiserver=${PIDS[1]},kwok=${PIDS[2]}" ${FLEET_CPUPROFILE:+-cpuprofile "$FLEET_CPUPROFILE"}
 
 if [ -n "$DOCTOR_SIZES" ]; then
   # The doctor as the preflight feature runs it: API gather, one host probe

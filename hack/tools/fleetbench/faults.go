@@ -33,6 +33,18 @@ type faultOpts struct {
 
 func (f faultOpts) any() bool { return f.deletePct > 0 || f.notReady > 0 }
 
+// each is one faultOpts per fault asked.
+func (f faultOpts) each() []faultOpts {
+	var out []faultOpts
+	if f.deletePct > 0 {
+		out = append(out, faultOpts{deletePct: f.deletePct, pairTime: f.pairTime})
+	}
+	if f.notReady > 0 {
+		out = append(out, faultOpts{notReady: f.notReady, pairTime: f.pairTime})
+	}
+	return out
+}
+
 // faultRun is what was injected, and when.
 type faultRun struct {
 	mu               sync.Mutex

@@ -30,6 +30,7 @@ import (
 	"maps"
 	"os"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"sort"
 	"strconv"
@@ -239,6 +240,9 @@ const (
 // procPIDs are the control plane's processes (-procs).
 var procPIDs map[string]int
 
+// execProtocol is -exec-protocol.
+var execProtocol = "auto"
+
 type scenario struct {
 	mode string
 	n    int
@@ -259,9 +263,14 @@ func runCmd(args []string) error {
 	path := fs.String("path", pathDefault, "the runner's path: default (one probe pod per node, every run over pods/exec, as the suite runs) or pod-pairs (no executor: a server and a client pod per pair and round)")
 	var fo faultOpts
 	fs.Float64Var(&fo.deletePct, "fault-delete-pct", 0, "default path: delete this share (percent) of the node pods half a pair time into round 1, and report what the runner made of it")
+	fs.StringVar(&execProtocol, "exec-protocol", "auto", "default path: auto (the suite's podrun.RemoteExec: WebSocket, SPDY as fallback) or spdy (an experiment: SPDY only)")
+	cpuProfile := fs.String("cpuprofile", "", "write the runner's CPU profile (the whole run command) to this file")
 	procsFlag := fs.String("procs", "", "name=pid,… of the control plane's processes, whose CPU time (and their children's) each run reports")
 	fs.IntVar(&fo.notReady, "fault-notready", 0, "default path: turn this many nodes NotReady half a pair time into round 1, and report what the runner made of it")
 	_ = fs.Parse(args)
+	if execProtocol != "auto" && execProtocol != "spdy" {
+		return fmt.Errorf("-exec-protocol %q: want auto or spdy", execProtocol)
+	}
 	if *path != pathDefault && *path != pathPodPairs {
 		return fmt.Errorf("-path %q: want %s or %s", *path, pathDefault, pathPodPairs)
 	}
@@ -271,6 +280,16 @@ func runCmd(args []string) error {
 		return err
 	}
 	procPIDs = pids
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			return err
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
+	}
 	sizes, err := ints(*sizesFlag)
 	if err != nil {
 		return err
@@ -311,8 +330,13 @@ func runCmd(args []string) error {
 			if *rounds {
 				m.printRounds(s)
 			}
-			if fo.any() && *path == pathDefault {
-				fm, err := measure(*kubeconfig, s, set, *conc, sched, fmt.Sprintf("fbfault%s%d-%d", s.mode, s.n, time.Now().Unix()%100000), *path, fo)
+			// Each fault in a run of its own, so that what the runner
+			// reports is that fault's.
+			for _, f := range fo.each() {
+				if *path != pathDefault {
+					break
+				}
+				fm, err := measure(*kubeconfig, s, set, *conc, sched, fmt.Sprintf("fbfault%s%d-%d", s.mode, s.n, time.Now().Unix()%100000), *path, f)
 				if err != nil {
 					return fmt.Errorf("%s/%d with faults: %w", mode, n, err)
 				}
@@ -394,7 +418,11 @@ func measure(kubeconfig string, s scenario, set *thresholds.Set, conc int, sched
 		// suite's, not held by the client's rate limiter (client-go's
 		// stream executors bypass it).
 		xs = &execStats{}
-		r.Exec = countingExec{next: podrun.RemoteExec{Config: cfg, Kube: kube}, st: xs}
+		var ex podrun.Execer = podrun.RemoteExec{Config: cfg, Kube: kube}
+		if execProtocol == "spdy" {
+			ex = spdyExec{config: cfg, kube: kube}
+		}
+		r.Exec = countingExec{next: ex, st: xs}
 		r.Attach = podrun.RemoteAttach{Config: cfg, Kube: kube}
 		rec.roundOf = func(kind, _ string) int {
 			if kind != "create pods/exec" {
@@ -418,7 +446,7 @@ func measure(kubeconfig string, s scenario, set *thresholds.Set, conc int, sched
 	var ms0 runtime.MemStats
 	runtime.ReadMemStats(&ms0)
 	peak := sampleHeap()
-	start, cpu0, procs0 := time.Now(), cpuTime(), readProcCPU(procPIDs)
+	start, cpu0, procs0, busy0 := time.Now(), cpuTime(), readProcCPU(procPIDs), machineBusy()
 	// The run's plan, built and executed as the lifecycle does.
 	r.Cfg.Selected = map[string][]string{v.Label: {runner.PairedBandwidth}}
 	var fr *faultRun
@@ -429,7 +457,7 @@ func measure(kubeconfig string, s scenario, set *thresholds.Set, conc int, sched
 	r.Execute(ctx)
 	checks := r.Paired(ctx, v, runner.PairedBandwidth)
 	end := time.Now()
-	procs1 := readProcCPU(procPIDs)
+	procs1, busy1 := readProcCPU(procPIDs), machineBusy()
 	if xs != nil {
 		// A round's wall and CPU are its streams' (first open to last
 		// closed), not its exec requests' (answered at the upgrade).
@@ -446,7 +474,7 @@ func measure(kubeconfig string, s scenario, set *thresholds.Set, conc int, sched
 	m := &measurement{rec: rec, wall: end.Sub(start), cpu: cpuTime() - cpu0, status: map[reports.Status]int{},
 		alloc: ms1.TotalAlloc - ms0.TotalAlloc, peakHeap: peak() - ms0.HeapInuse, qps: cfg.QPS, burst: cfg.Burst, all: checks,
 		exec: xs, start: start, end: end, progress: progress, faults: fr}
-	m.cpuLine = cpuLine(procs0, procs1, m.cpu, m.wall)
+	m.cpuLine = cpuLine(procs0, procs1, m.cpu, m.wall, busy1-busy0)
 	if fr != nil {
 		fr.stop()
 	}
@@ -596,6 +624,9 @@ func printSummary(rows []summaryRow, conc int, probeSec float64, path string) {
 	what := "the default path: one probe pod per node, every round's runs over pods/exec; waves are rounds"
 	if path == pathPodPairs {
 		what = "the pod-pair path: a server and a client pod per pair and round, no executor"
+	}
+	if path == pathDefault && execProtocol != "auto" {
+		what += " (-exec-protocol " + execProtocol + ", an experiment)"
 	}
 	fmt.Printf("\nsummary (%s; concurrency %d; simulated probe pair time %.1f s)\n", what, conc, probeSec)
 	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
