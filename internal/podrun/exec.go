@@ -6,7 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"sync"
+	"syscall"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes"
@@ -42,9 +45,48 @@ type RemoteExec struct {
 	Kube   kubernetes.Interface
 }
 
+// ErrNotStarted (wrapped) is an exec whose command never started: the
+// connection to the API server was refused or could not be made, so no
+// process ran in the container and the pod is free for the next run.
+var ErrNotStarted = errors.New("the command never started")
+
+// StartWindow is how long Exec keeps trying to start a command while the
+// API server does not accept connections: an upgrade's restart of the API
+// server takes 10 to 30 s, and a pair that waits it out is measured.
+var StartWindow = 90 * time.Second
+
+// startRetryEvery spaces the tries.
+const startRetryEvery = 2 * time.Second
+
+// neverStarted says that err came before any byte of the exec stream: a
+// refused or failed dial to the API server.
+func neverStarted(err error) bool {
+	var op *net.OpError
+	return errors.As(err, &op) && op.Op == "dial" || errors.Is(err, syscall.ECONNREFUSED)
+}
+
 // Exec runs cmd in the container until it ends or ctx does. A command
-// that ran and exited non-zero is a result, not an error.
+// that ran and exited non-zero is a result, not an error. While the API
+// server refuses connections it tries again for up to StartWindow; an
+// exec that never started is ErrNotStarted.
 func (e RemoteExec) Exec(ctx context.Context, namespace, pod, container string, cmd []string) (ExecResult, error) {
+	first := time.Now()
+	for {
+		res, err := e.once(ctx, namespace, pod, container, cmd)
+		if err == nil || res.Output != "" || !neverStarted(err) {
+			return res, err
+		}
+		if time.Since(first) >= StartWindow || ctx.Err() != nil {
+			return res, fmt.Errorf("%w: the API server did not accept the exec for %s: %w", ErrNotStarted, time.Since(first).Round(time.Second), err)
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(startRetryEvery):
+		}
+	}
+}
+
+func (e RemoteExec) once(ctx context.Context, namespace, pod, container string, cmd []string) (ExecResult, error) {
 	req := e.Kube.CoreV1().RESTClient().Post().Resource("pods").Namespace(namespace).Name(pod).SubResource("exec").
 		VersionedParams(&corev1.PodExecOptions{Container: container, Command: cmd, Stdout: true, Stderr: true}, scheme.ParameterCodec)
 	ex, err := StreamExecutor(e.Config, req)

@@ -1,9 +1,17 @@
 package podrun
 
 import (
+	"context"
+	"errors"
+	"net"
+	"net/http"
 	"strings"
 	"sync"
 	"testing"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 )
 
 // Two streams written at once in odd chunks (as the executor's copy
@@ -61,5 +69,47 @@ func TestLineMergerKeepsLinesWhole(t *testing.T) {
 		if gotOut[i] != want[2*i] || gotErr[i] != want[2*i+1] {
 			t.Fatalf("line %d out of order: %q %q", i, gotOut[i], gotErr[i])
 		}
+	}
+}
+
+// An API server that refuses connections (restarting) never started the
+// command: Exec tries again through StartWindow, then says the command
+// never started (ErrNotStarted), so the runner does not take the pod for
+// busy; an API server that accepts again within the window gets the exec.
+func TestExecWhileTheAPIServerRefusesSaysItNeverStarted(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close() // nothing listens there now: connection refused
+	cfg := &rest.Config{Host: "http://" + addr}
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := StartWindow
+	StartWindow = 3 * time.Second
+	defer func() { StartWindow = old }()
+	start := time.Now()
+	_, err = RemoteExec{Config: cfg, Kube: kube}.Exec(context.Background(), "ns", "p", "probe", []string{"true"})
+	took := time.Since(start)
+	if !errors.Is(err, ErrNotStarted) || !strings.Contains(err.Error(), "did not accept the exec") {
+		t.Fatalf("err = %v", err)
+	}
+	if took < 2*time.Second {
+		t.Errorf("gave up after %s, not the start window", took)
+	}
+	// Back within the window: the exec reaches the server (which here
+	// answers 404: a result of the server's, not a refused connection).
+	srv := &http.Server{Addr: addr, Handler: http.NotFoundHandler()}
+	go func() {
+		time.Sleep(2 * time.Second)
+		_ = srv.ListenAndServe()
+	}()
+	defer srv.Close()
+	_, err = RemoteExec{Config: cfg, Kube: kube}.Exec(context.Background(), "ns", "p", "probe", []string{"true"})
+	if err == nil || errors.Is(err, ErrNotStarted) {
+		t.Fatalf("an API server back within the window: err = %v", err)
 	}
 }

@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"sync"
 	"testing"
@@ -230,5 +231,61 @@ func TestWithoutTheRightToWatchTheRunSaysSoAndMeasures(t *testing.T) {
 		if c.ID == "bandwidth/write" && c.Status != reports.Pass {
 			t.Errorf("%v: %s %q", c.Nodes, c.Status, c.Reason)
 		}
+	}
+}
+
+// A client run the API server never started (it refused connections past
+// the start window) fails its pair with that reason but leaves its own pod
+// free: nothing ran there, so that node's later pair is measured. Its
+// server waits for a client until its --timeout: that pod is busy until
+// then, says until when, and is free after.
+func TestARunThatNeverStartedLeavesItsPodFree(t *testing.T) {
+	kube := fake.NewClientset(testNode("a", 8), testNode("b", 8), testNode("c", 8), testNode("d", 8))
+	mayCreateSub(kube, "exec")
+	nodePodsCluster(kube)
+	cfg := testConfig(t)
+	cfg.Concurrency = 1 // one pair at a time: the first client run is the first pair's
+	cfg.Confirm = false
+	cfg.Selected = map[string][]string{VariantSharedDev: {PairedBandwidth}}
+	r := New(kube, cfg, "t-notstarted")
+	good, srv := passingPair(t, cfg.BWOps, cfg.BWSizes, 1, 200, 196)
+	r.Exec = &fakeExec{kube: kube, srvOut: srv, out: good, notStarted: 1}
+	ctx := context.Background()
+	r.BuildPlan(ctx)
+	r.Execute(ctx)
+	cs := r.Paired(ctx, r.Cfg.VariantList()[0], PairedBandwidth)
+	var never, busyUntil []string
+	passed := 0
+	for _, c := range cs {
+		if c.ID != "bandwidth/write" {
+			continue
+		}
+		switch {
+		case c.Status == reports.Error && strings.Contains(c.Reason, "did not accept the exec"):
+			never = append(never, c.Nodes[0])
+		case c.Status == reports.Error && strings.Contains(c.Reason, "waits for a client that never started"):
+			busyUntil = append(busyUntil, c.Nodes[1])
+		case c.Status == reports.Pass:
+			passed++
+		default:
+			t.Errorf("%v: %s %q", c.Nodes, c.Status, c.Reason)
+		}
+	}
+	if len(never) != 1 || passed+len(busyUntil) != 3 {
+		t.Fatalf("never started %v, busy until %v, passed %d", never, busyUntil, passed)
+	}
+	for _, n := range busyUntil {
+		if n == never[0] {
+			t.Errorf("the pod of the client that never started was taken for busy")
+		}
+	}
+	p := &nodePod{name: "p", node: "n"}
+	p.setBusyUntil(errors.New("busy"), time.Now().Add(-time.Second))
+	if p.busyErr() != nil {
+		t.Error("a pod whose busy run has ended by its own bound is still busy")
+	}
+	p.setBusy(errors.New("busy for good"))
+	if p.busyErr() == nil {
+		t.Error("a pod left busy for good is free")
 	}
 }

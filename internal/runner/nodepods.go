@@ -43,19 +43,31 @@ type nodePod struct {
 	// or the rails, so a later run here would meet it instead of its peer
 	// or share the link with it.
 	busy error
+	// busyUntil, when set, is when the run that left the pod busy has
+	// ended by its own bound (a server whose client never connected
+	// exits after its --timeout): the pod is free again after it.
+	busyUntil time.Time
 }
 
 func (p *nodePod) busyErr() error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.busy != nil && !p.busyUntil.IsZero() && time.Now().After(p.busyUntil) {
+		p.busy, p.busyUntil = nil, time.Time{}
+	}
 	return p.busy
 }
 
 func (p *nodePod) setBusy(err error) {
+	p.setBusyUntil(err, time.Time{})
+}
+
+// setBusyUntil marks the pod busy until (zero: for the rest of the run).
+func (p *nodePod) setBusyUntil(err error, until time.Time) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.busy == nil {
-		p.busy = err
+		p.busy, p.busyUntil = err, until
 	}
 }
 
@@ -380,6 +392,7 @@ func (r *Runner) runPairInNodePods(ctx context.Context, v Variant, sp sharedPair
 	sctx, stopServer := context.WithCancel(runCtx)
 	defer stopServer()
 	srvDone := make(chan execOutput, 1)
+	srvStart := time.Now()
 	go func() {
 		res, err := r.Exec.Exec(sctx, ns, srvPod.name, podrun.ContainerName, append([]string{probeBinary}, pc.srvArgs...))
 		srvDone <- execOutput{res, err}
@@ -394,7 +407,8 @@ func (r *Runner) runPairInNodePods(ctx context.Context, v Variant, sp sharedPair
 	case cerr == nil && !cres.Exited:
 		cerr = fmt.Errorf("its run in pod %s ended without an exit status", cliPod.name)
 	}
-	if cerr != nil && ctx.Err() == nil {
+	// A run that never started left nothing behind in its pod.
+	if cerr != nil && ctx.Err() == nil && !errors.Is(cerr, podrun.ErrNotStarted) {
 		cliPod.setBusy(fmt.Errorf("pod %s on %s is still busy: its client run for %s was left without its end (%v), so it takes part in no later pair",
 			cliPod.name, cliPod.node, sp.p, cerr))
 	}
@@ -414,7 +428,15 @@ func (r *Runner) runPairInNodePods(ctx context.Context, v Variant, sp sharedPair
 		srv = <-srvDone
 		werr = fmt.Errorf("%w: its run did not end within %s after its client's", podrun.ErrTimeout, wait)
 	}
-	if werr != nil && ctx.Err() == nil {
+	switch {
+	case werr == nil || ctx.Err() != nil || errors.Is(srv.err, podrun.ErrNotStarted):
+	case errors.Is(cerr, podrun.ErrNotStarted):
+		// No client ever connected: the server exits by its own wait
+		// for one (--timeout), and the pod is free after that.
+		until := srvStart.Add(serverWaitForClient + 15*time.Second)
+		srvPod.setBusyUntil(fmt.Errorf("pod %s on %s is still busy until %s: its server run for %s waits for a client that never started (its process holds port %d until its --timeout %s)",
+			srvPod.name, srvPod.node, until.UTC().Format("15:04:05Z"), sp.p, BWPort, serverWaitForClient), until)
+	default:
 		srvPod.setBusy(fmt.Errorf("pod %s on %s is still busy: its server run for %s was left without its end (its process may still hold port %d), so it takes part in no later pair",
 			srvPod.name, srvPod.node, sp.p, BWPort))
 	}

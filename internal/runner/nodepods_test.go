@@ -95,6 +95,9 @@ type fakeExec struct {
 	// turned its node NotReady): the run's stream breaks as a killed
 	// container's does, at its context's end or after a while.
 	onServer func(pod string) bool
+	// notStarted: how many of the first client runs never start (the API
+	// server refused the exec: podrun.ErrNotStarted).
+	notStarted int
 
 	mu        sync.Mutex
 	calls     []string                 // "pod: command"
@@ -179,6 +182,9 @@ func (f *fakeExec) Exec(ctx context.Context, ns, pod, container string, cmd []st
 			return podrun.ExecResult{}, ctx.Err()
 		}
 	case "client":
+		if f.cut(&f.notStarted) {
+			return podrun.ExecResult{}, fmt.Errorf("%w: the API server did not accept the exec for 1m30s: dial tcp 10.0.0.254:6443: connect: connection refused", podrun.ErrNotStarted)
+		}
 		host := cmd[len(cmd)-1]
 		for _, p := range pods {
 			if p.Status.PodIP != host {

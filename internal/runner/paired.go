@@ -282,7 +282,7 @@ func (r *Runner) pairCommands(v Variant, p pairing.Pair, runs []pairRun, framed 
 	pc.srvArgs = []string{"bw", "server"}
 	for k, run := range runs {
 		m := run.feature.mem
-		sa := append(append([]string{"--port", strconv.Itoa(BWPort), "--timeout", "2m", "--counters-root", hostRootMount}, r.DeviceArgs(v)...), m.args()...)
+		sa := append(append([]string{"--port", strconv.Itoa(BWPort), "--timeout", strings.TrimSuffix(serverWaitForClient.String(), "0s"), "--counters-root", hostRootMount}, r.DeviceArgs(v)...), m.args()...)
 		if pc.multi {
 			sa = append(sa, "--run-name", run.feature.spec.Name)
 			if k > 0 {
@@ -390,6 +390,10 @@ func (r *Runner) assignSides(runs []pairRun, pc pairCommands, cli, srv runSide) 
 		r.recordBWPhases(run.in.Client.Logs)
 	}
 }
+
+// serverWaitForClient is the bandwidth server's --timeout: it exits when
+// no client connected for this long.
+const serverWaitForClient = 2 * time.Minute
 
 // clientRunArgs are one feature's client flags (without the server's
 // address).
