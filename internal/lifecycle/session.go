@@ -278,6 +278,12 @@ func (s *Session) checkBeforeCreating(runID string) (mode string) {
 		mode = fmt.Sprintf(" (existing, --namespace; the run's objects carry %s=%s)", cluster.RunLabel, runID)
 		s.deleting = "deleting run objects in namespace " + ns
 	}
+	_ = s.check(func(ctx context.Context) error {
+		if w := s.otherRuns(ctx, runID); w != "" {
+			warn(w)
+		}
+		return nil
+	})
 	if s.publishing.NodeMarks.Enabled() {
 		if err := s.check(func(ctx context.Context) error {
 			return nodemark.Check(ctx, s.Kube, s.publishing.NodeMarks, warn)
@@ -286,6 +292,49 @@ func (s *Session) checkBeforeCreating(runID string) (mode string) {
 		}
 	}
 	return mode
+}
+
+// otherRuns is the warning about other runs' objects in the cluster: a run
+// still going (its traffic shares the links this one measures), one whose
+// runner was killed before its cleanup (its probe pods may still hold RDMA
+// devices and GPUs until their hold ends), one kept with
+// --keep-on-failure; "" when there are none. A list that fails says
+// nothing: this is advice.
+func (s *Session) otherRuns(ctx context.Context, runID string) string {
+	var others []cluster.Stale
+	var err error
+	if s.Run.SharedNamespace() {
+		others, err = cluster.StaleRunsIn(ctx, s.Kube, s.Run.Namespace(), 0, "", time.Now())
+	} else {
+		others, err = cluster.StaleRuns(ctx, s.Kube, 0, "", time.Now())
+	}
+	if err != nil {
+		return ""
+	}
+	var list []string
+	for _, o := range others {
+		if o.RunID == runID {
+			continue
+		}
+		what := fmt.Sprintf("run %s (%s, %s old", o.RunID, o.Name, o.Age.Round(time.Minute))
+		if o.Pods > 0 {
+			what += fmt.Sprintf(", %d pod(s)", o.Pods)
+		}
+		if o.Kept {
+			what += ", kept with --keep-on-failure"
+		}
+		list = append(list, what+")")
+	}
+	if len(list) == 0 {
+		return ""
+	}
+	cleanup := "rdmasuite cleanup --run ID"
+	if s.Run.SharedNamespace() {
+		cleanup = "rdmasuite cleanup --namespace " + s.Run.Namespace() + " --run ID"
+	}
+	return fmt.Sprintf("%d other run(s) have objects in the cluster: %s: a run still going (its traffic shares the links this run measures), "+
+		"a runner killed before its cleanup (its probe pods may hold RDMA devices and GPUs until their hold ends) or a run kept for debugging; "+
+		"if none is still going, delete them with: %s", len(list), strings.Join(list, ", "), cleanup)
 }
 
 // armDeadlineAndSignals sets the internal deadline (features stop starting
