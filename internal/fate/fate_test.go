@@ -94,7 +94,8 @@ func TestWatchCutsARunWhosePodOrNodeIsLost(t *testing.T) {
 	if why := w.Lost("a", "n1"); why != "" {
 		t.Fatalf("a healthy pod is lost: %s", why)
 	}
-	cctx, cut := w.CutWhenLost(ctx, [2]string{"a", "n1"}, [2]string{"b", "n2"})
+	cctx, cut, stop := w.CutWhenLost(ctx, [2]string{"a", "n1"}, [2]string{"b", "n2"})
+	defer stop()
 	if err := kube.CoreV1().Pods("ns").Delete(ctx, "b", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}

@@ -182,14 +182,14 @@ func (w *Watch) Changed() <-chan struct{} {
 }
 
 // CutWhenLost returns a context that ends when ctx does or when either of
-// the pods (or their nodes) is lost, and a func that says which loss cut
-// it ("" when none did). A run in a pod that is being evicted, or on a
-// node that went NotReady, is not waited for until its budget: its
-// measurement is gone either way.
-func (w *Watch) CutWhenLost(ctx context.Context, pods ...[2]string) (context.Context, func() string) {
+// the pods (or their nodes) is lost, why (which loss cut it, "" when none
+// did yet) and stop (ends the context and the watching). A run in a pod
+// that is being evicted, or on a node that went NotReady, is not waited
+// for until its budget: its measurement is gone either way.
+func (w *Watch) CutWhenLost(ctx context.Context, pods ...[2]string) (cut context.Context, why func() string, stop func()) {
 	ctx, cancel := context.WithCancel(ctx)
 	var mu sync.Mutex
-	cut := ""
+	lostBy := ""
 	lost := func() string {
 		for _, p := range pods {
 			if why := w.Lost(p[0], p[1]); why != "" {
@@ -203,7 +203,7 @@ func (w *Watch) CutWhenLost(ctx context.Context, pods ...[2]string) (context.Con
 			ch := w.Changed()
 			if why := lost(); why != "" {
 				mu.Lock()
-				cut = why
+				lostBy = why
 				mu.Unlock()
 				cancel()
 				return
@@ -216,11 +216,10 @@ func (w *Watch) CutWhenLost(ctx context.Context, pods ...[2]string) (context.Con
 		}
 	}()
 	return ctx, func() string {
-		cancel()
 		mu.Lock()
 		defer mu.Unlock()
-		return cut
-	}
+		return lostBy
+	}, cancel
 }
 
 // Explain says what happened to the pod or its node after a run in it

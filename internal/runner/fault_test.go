@@ -23,6 +23,14 @@ import (
 // true when it took the pod or node away.
 func faultRun(t *testing.T, lose func(kube *fake.Clientset, pod, node string) bool) ([]reports.Check, []string, time.Duration) {
 	t.Helper()
+	noAwait(t)
+	return faultRun2(t, lose)
+}
+
+// faultRun2 is faultRun with the pairs waiting for busy pods as the
+// runner does.
+func faultRun2(t *testing.T, lose func(kube *fake.Clientset, pod, node string) bool) ([]reports.Check, []string, time.Duration) {
+	t.Helper()
 	kube := fake.NewClientset(testNode("a", 8), testNode("b", 8), testNode("c", 8), testNode("d", 8), testNode("e", 8), testNode("f", 8))
 	mayCreateSub(kube, "exec")
 	nodePodsCluster(kube)
@@ -52,6 +60,14 @@ func faultRun(t *testing.T, lose func(kube *fake.Clientset, pod, node string) bo
 	r.Execute(ctx)
 	cs := r.Paired(ctx, r.Cfg.VariantList()[0], PairedBandwidth)
 	return cs, lines, time.Since(start)
+}
+
+// noAwait keeps the test's pairs from waiting for a pod busy until a
+// known time (minutes on a real cluster): they fail saying until when.
+func noAwait(t *testing.T) {
+	old := awaitLimit
+	awaitLimit = 0
+	t.Cleanup(func() { awaitLimit = old })
 }
 
 // opRows are node n's bandwidth/write rows as client (Nodes[0]) and as
@@ -107,8 +123,15 @@ func TestAProbePodDeletedMidMeasurementIsNamedAndNotMeasuredAgain(t *testing.T) 
 			t.Errorf("b's later pair %v: %s %q", c.Nodes, c.Status, c.Reason)
 		}
 	}
+	// The others pass; the lost pod's partner, whose run was cut too, is
+	// busy until its process has ended (here the pairs do not wait for
+	// it: TestThePartnerOfALostPodIsMeasuredAfterItsCutRunEnds) and says
+	// which loss.
 	for _, c := range cs {
-		if c.ID == "bandwidth/write" && c.Nodes[0] != "b" && c.Nodes[1] != "b" && c.Status != reports.Pass {
+		if c.ID != "bandwidth/write" || c.Nodes[0] == "b" || c.Nodes[1] == "b" || c.Status == reports.Pass {
+			continue
+		}
+		if !strings.Contains(c.Reason, "busy until") || !strings.Contains(c.Reason, "was cut when pod ") {
 			t.Errorf("an unaffected pair %v: %s %q", c.Nodes, c.Status, c.Reason)
 		}
 	}
@@ -247,6 +270,7 @@ func TestARunThatNeverStartedLeavesItsPodFree(t *testing.T) {
 	cfg.Concurrency = 1 // one pair at a time: the first client run is the first pair's
 	cfg.Confirm = false
 	cfg.Selected = map[string][]string{VariantSharedDev: {PairedBandwidth}}
+	noAwait(t)
 	r := New(kube, cfg, "t-notstarted")
 	good, srv := passingPair(t, cfg.BWOps, cfg.BWSizes, 1, 200, 196)
 	r.Exec = &fakeExec{kube: kube, srvOut: srv, out: good, notStarted: 1}
@@ -287,5 +311,38 @@ func TestARunThatNeverStartedLeavesItsPodFree(t *testing.T) {
 	p.setBusy(errors.New("busy for good"))
 	if p.busyErr() == nil {
 		t.Error("a pod left busy for good is free")
+	}
+}
+
+// The partner of a lost pod is not lost: its run was cut, its process
+// ends by its own timeouts, and its later pair waits for that and is
+// measured (here the bound is shortened to a second).
+func TestThePartnerOfALostPodIsMeasuredAfterItsCutRunEnds(t *testing.T) {
+	oldFree, oldLimit := survivorFree, awaitLimit
+	survivorFree, awaitLimit = time.Second, time.Minute
+	defer func() { survivorFree, awaitLimit = oldFree, oldLimit }()
+	var once sync.Once
+	cs, _, _ := faultRun2(t, func(kube *fake.Clientset, pod, node string) bool {
+		lost := false
+		if node == "b" {
+			once.Do(func() {
+				lost = true
+				if err := kube.CoreV1().Pods("rdmasuite-t-fault").Delete(context.Background(), pod, metav1.DeleteOptions{}); err != nil {
+					t.Error(err)
+				}
+			})
+		}
+		return lost
+	})
+	// b served a (a→b is [a b]); a is client again in no later round, but
+	// serves f in round 2 ([f a]): measured after waiting.
+	for _, c := range cs {
+		if c.ID != "bandwidth/write" {
+			continue
+		}
+		involvesB := c.Nodes[0] == "b" || c.Nodes[1] == "b"
+		if !involvesB && c.Status != reports.Pass {
+			t.Errorf("%v: %s %q (the lost pod's partner must be measured after its cut run ended)", c.Nodes, c.Status, c.Reason)
+		}
 	}
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/rdmasuite/rdmasuite/internal/cluster"
 	"github.com/rdmasuite/rdmasuite/internal/fate"
+	"github.com/rdmasuite/rdmasuite/internal/pairing"
 	"github.com/rdmasuite/rdmasuite/internal/podrun"
 	"github.com/rdmasuite/rdmasuite/internal/verdict"
 	"github.com/rdmasuite/rdmasuite/workloads/probeout"
@@ -366,6 +367,7 @@ func (r *Runner) runPairInNodePods(ctx context.Context, v Variant, sp sharedPair
 		}
 		return
 	}
+	np.awaitFree(ctx, srvPod, cliPod)
 	if err := srvPod.busyErr(); err != nil {
 		for _, run := range runs {
 			run.in.Server.PodErr = err
@@ -384,9 +386,8 @@ func (r *Runner) runPairInNodePods(ctx context.Context, v Variant, sp sharedPair
 	// would hold the round).
 	runCtx, cut := ctx, func() string { return "" }
 	if np.watch != nil {
-		var stop func() string
-		runCtx, stop = np.watch.CutWhenLost(ctx, [2]string{srvPod.name, srvPod.node}, [2]string{cliPod.name, cliPod.node})
-		cut = stop
+		var stop func()
+		runCtx, cut, stop = np.watch.CutWhenLost(ctx, [2]string{srvPod.name, srvPod.node}, [2]string{cliPod.name, cliPod.node})
 		defer stop()
 	}
 	sctx, stopServer := context.WithCancel(runCtx)
@@ -406,6 +407,9 @@ func (r *Runner) runPairInNodePods(ctx context.Context, v Variant, sp sharedPair
 		cerr = fmt.Errorf("%w: its run in pod %s did not end within its budget of %s", podrun.ErrTimeout, cliPod.name, budget)
 	case cerr == nil && !cres.Exited:
 		cerr = fmt.Errorf("its run in pod %s ended without an exit status", cliPod.name)
+	}
+	if lost := cut(); lost != "" {
+		np.survivorsOfALoss(lost, sp.p, srvPod, cliPod)
 	}
 	// A run that never started left nothing behind in its pod.
 	if cerr != nil && ctx.Err() == nil && !errors.Is(cerr, podrun.ErrNotStarted) {
@@ -460,6 +464,50 @@ func (r *Runner) runPairInNodePods(ctx context.Context, v Variant, sp sharedPair
 		}
 		if werr != nil {
 			run.in.Server.WaitErr = werr
+		}
+	}
+}
+
+// survivorFree bounds how long a run whose peer was lost in the middle
+// goes on by itself: a server exits when no client came back within its
+// --timeout; a client gives up on a vanished server within its own
+// timeouts (its transport's retries, its wait for the server's answers).
+var survivorFree = serverWaitForClient + 30*time.Second
+
+// awaitLimit bounds awaitFree's wait for one pod (a variable for tests).
+var awaitLimit = survivorFree + time.Minute
+
+// survivorsOfALoss marks the pods of a cut pair that were not lost busy
+// until their run has ended by its own bounds: the next pair there waits
+// for that (awaitFree) instead of meeting the old process on the probe's
+// port or on the rails.
+func (np *nodePods) survivorsOfALoss(lost string, p pairing.Pair, pods ...*nodePod) {
+	until := time.Now().Add(survivorFree)
+	for _, pod := range pods {
+		if np.lost(pod) != "" {
+			continue
+		}
+		pod.setBusyUntil(fmt.Errorf("pod %s on %s is busy until %s: its run for %s was cut when %s, and its process ends by its own timeouts by then",
+			pod.name, pod.node, until.UTC().Format("15:04:05Z"), p, lost), until)
+	}
+}
+
+// awaitFree waits for pods that are busy only until a known time (a run
+// cut by its peer's loss, a server whose client never started): the pair
+// is measured after it, not failed for it. A pod busy for good is left to
+// the caller.
+func (np *nodePods) awaitFree(ctx context.Context, pods ...*nodePod) {
+	for _, p := range pods {
+		p.mu.Lock()
+		until := p.busyUntil
+		p.mu.Unlock()
+		if until.IsZero() || time.Until(until) > awaitLimit {
+			continue
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(time.Until(until)):
 		}
 	}
 }
