@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The local Kubernetes test bed: etcd, kube-apiserver, kube-controller-manager,
 # kube-scheduler and, per node, its own containerd + kubelet, all on this
-# machine. `bed.sh up|guests-boot|guests|down|status`. Bring-up is an ordered list of small
+# machine. `bed.sh up|guests-boot|guests|down|status|apiserver-restart`. Bring-up is an ordered list of small
 # steps; every step's log is under $BED_DIR/logs. `down` removes everything
 # `up` made (processes, mounts, cgroups, netns, bridges, iptables chains), also
 # after a failed `up`.
@@ -185,13 +185,8 @@ current-context: rdmasuite-bed
 EOF
 }
 
-step_control_plane() {
+start_apiserver() {
   local p=$BED_DIR/pki
-  start_daemon etcd "$ETCD_BIN_DIR/etcd" --name bed --data-dir "$BED_DIR/etcd" \
-    --listen-client-urls "http://127.0.0.1:$ETCD_PORT" --advertise-client-urls "http://127.0.0.1:$ETCD_PORT" \
-    --listen-peer-urls "http://127.0.0.1:$((ETCD_PORT + 1))" --initial-advertise-peer-urls "http://127.0.0.1:$((ETCD_PORT + 1))" \
-    --initial-cluster "bed=http://127.0.0.1:$((ETCD_PORT + 1))" --log-level warn
-  wait_for 30 "etcd" curl -fsS "http://127.0.0.1:$ETCD_PORT/health"
   start_daemon kube-apiserver "$K8S_BIN_DIR/kube-apiserver" \
     --etcd-servers "http://127.0.0.1:$ETCD_PORT" \
     --bind-address 0.0.0.0 --secure-port "$APISERVER_PORT" --advertise-address "$CP_IP" \
@@ -205,6 +200,28 @@ step_control_plane() {
     --kubelet-preferred-address-types InternalIP,Hostname \
     --allow-privileged=true --v=1
   wait_for 90 "kube-apiserver" kubectl get --raw /readyz
+}
+
+# apiserver-restart SECONDS: the API server stopped for SECONDS and
+# started again with the same flags (an upgrade's restart, as
+# hack/fault-test.sh injects it in the middle of a run).
+do_apiserver_restart() {
+  [[ $(cat "$BED_DIR/state" 2>/dev/null) == up ]] || die "no bed is up"
+  stop_daemon kube-apiserver 15
+  log "kube-apiserver stopped for ${1:-15}s"
+  sleep "${1:-15}"
+  start_apiserver
+  log "kube-apiserver ready again"
+}
+
+step_control_plane() {
+  local p=$BED_DIR/pki
+  start_daemon etcd "$ETCD_BIN_DIR/etcd" --name bed --data-dir "$BED_DIR/etcd" \
+    --listen-client-urls "http://127.0.0.1:$ETCD_PORT" --advertise-client-urls "http://127.0.0.1:$ETCD_PORT" \
+    --listen-peer-urls "http://127.0.0.1:$((ETCD_PORT + 1))" --initial-advertise-peer-urls "http://127.0.0.1:$((ETCD_PORT + 1))" \
+    --initial-cluster "bed=http://127.0.0.1:$((ETCD_PORT + 1))" --log-level warn
+  wait_for 30 "etcd" curl -fsS "http://127.0.0.1:$ETCD_PORT/health"
+  start_apiserver
   start_daemon kube-controller-manager "$K8S_BIN_DIR/kube-controller-manager" \
     --kubeconfig "$BED_DIR/kubeconfig-controller-manager" \
     --authentication-kubeconfig "$BED_DIR/kubeconfig-controller-manager" \
@@ -612,6 +629,7 @@ case ${1:-} in
 up) do_up ;;
 guests) do_guests ;;
 guests-boot) do_guests boot ;;
+apiserver-restart) do_apiserver_restart "${2:-15}" ;;
 down)
   mkdir -p "$BED_DIR"
   exec 9>"$BED_DIR/.lock"
@@ -620,5 +638,5 @@ down)
   ;;
 status) do_status ;;
 leftovers) do_leftovers ;;
-*) echo "usage: $0 up|guests-boot|guests|down|status|leftovers" >&2; exit 2 ;;
+*) echo "usage: $0 up|guests-boot|guests|down|status|leftovers|apiserver-restart [SECONDS]" >&2; exit 2 ;;
 esac

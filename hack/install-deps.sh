@@ -6,6 +6,8 @@ pkgs=(
   # Bed 1: container runtime and networking for the host nodes.
   containerd runc containernetworking-plugins iptables iproute2 util-linux
   procps psmisc kmod ca-certificates curl openssl
+  # hack/fault-test.sh reads the results JSON with jq.
+  jq
   # Bed 2/3: Soft-RoCE in a qemu guest; the guest gets its kernel, busybox and
   # rdma-core user space unpacked from these packages (dpkg -x, nothing runs on the host).
   qemu-system-x86 busybox-static cpio

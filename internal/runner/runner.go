@@ -60,6 +60,8 @@ type Runner struct {
 	phases  map[string]reports.Phase
 	running map[int]runningFeature
 	nextRun int
+	// generation counts the changes a results snapshot would show.
+	generation int
 	// plan is the run's schedule of paired work (BuildPlan, Execute).
 	plan *Plan
 	// memlockRode are the memlock checks measured in a variant's node
@@ -130,11 +132,13 @@ func (r *Runner) Begin(check, variant string) (end func()) {
 	}
 	id := r.nextRun
 	r.nextRun++
+	r.generation++
 	r.running[id] = runningFeature{check: check, variant: variant, started: time.Now()}
 	return func() {
 		r.mu.Lock()
 		defer r.mu.Unlock()
 		delete(r.running, id)
+		r.generation++
 	}
 }
 
@@ -177,11 +181,12 @@ func (r *Runner) Running() []string {
 	return out
 }
 
-// CheckCount is how many checks were recorded so far.
-func (r *Runner) CheckCount() int {
+// Generation changes whenever a check is recorded or a feature begins or
+// ends: what a snapshot of the run would say has changed.
+func (r *Runner) Generation() int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return len(r.checks)
+	return r.generation
 }
 
 // Record keeps checks for the results file.
@@ -189,6 +194,7 @@ func (r *Runner) Record(cs ...reports.Check) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.checks = append(r.checks, cs...)
+	r.generation++
 }
 
 // Checks returns what was recorded so far.
