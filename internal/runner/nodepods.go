@@ -14,6 +14,7 @@ import (
 	"github.com/rdmasuite/rdmasuite/internal/pairing"
 	"github.com/rdmasuite/rdmasuite/internal/podrun"
 	"github.com/rdmasuite/rdmasuite/internal/verdict"
+	"github.com/rdmasuite/rdmasuite/workloads/bw"
 	"github.com/rdmasuite/rdmasuite/workloads/probeout"
 )
 
@@ -48,7 +49,24 @@ type nodePod struct {
 	// ended by its own bound (a server whose client never connected
 	// exits after its --timeout): the pod is free again after it.
 	busyUntil time.Time
+	served    int // server runs started here (nextPort)
 }
+
+// nextPort is the probe port of the pod's next server run: each run its
+// own, so a server left waiting for a client that will not come (its
+// peer was lost, its client never started) only listens on a port no
+// later run uses, and the pod serves again at once.
+func (p *nodePod) nextPort() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	port := BWPort + p.served%portSpan
+	p.served++
+	return port
+}
+
+// portSpan is how many ports a pod's server runs take in turn: far more
+// runs than one pod serves within a leftover server's --timeout.
+const portSpan = 64
 
 func (p *nodePod) busyErr() error {
 	p.mu.Lock()
@@ -334,8 +352,8 @@ type execOutput struct {
 func (r *Runner) runPairInNodePods(ctx context.Context, v Variant, sp sharedPair, runs []pairRun, np *nodePods) {
 	// Framed even as one run: the end frame, not the exec stream, proves
 	// that the run ended and with which status.
-	pc := r.pairCommands(v, sp.p, runs, true)
 	srvPod, cliPod := np.of(sp.p.Server, false), np.of(sp.p.Client, sp.loopback)
+	pc := r.pairCommands(v, sp.p, runs, true, srvPod.nextPort())
 	for _, run := range runs {
 		run.in.Server.Pod, run.in.Client.Pod = srvPod.name, cliPod.name
 	}
@@ -393,7 +411,6 @@ func (r *Runner) runPairInNodePods(ctx context.Context, v Variant, sp sharedPair
 	sctx, stopServer := context.WithCancel(runCtx)
 	defer stopServer()
 	srvDone := make(chan execOutput, 1)
-	srvStart := time.Now()
 	go func() {
 		res, err := r.Exec.Exec(sctx, ns, srvPod.name, podrun.ContainerName, append([]string{probeBinary}, pc.srvArgs...))
 		srvDone <- execOutput{res, err}
@@ -409,7 +426,7 @@ func (r *Runner) runPairInNodePods(ctx context.Context, v Variant, sp sharedPair
 		cerr = fmt.Errorf("its run in pod %s ended without an exit status", cliPod.name)
 	}
 	if lost := cut(); lost != "" {
-		np.survivorsOfALoss(lost, sp.p, srvPod, cliPod)
+		np.survivorsOfALoss(lost, sp.p, survivorFree(r.Cfg.QPTimeout), srvPod, cliPod)
 	}
 	// A run that never started left nothing behind in its pod.
 	if cerr != nil && ctx.Err() == nil && !errors.Is(cerr, podrun.ErrNotStarted) {
@@ -435,18 +452,16 @@ func (r *Runner) runPairInNodePods(ctx context.Context, v Variant, sp sharedPair
 	switch {
 	case werr == nil || ctx.Err() != nil || errors.Is(srv.err, podrun.ErrNotStarted):
 	case errors.Is(cerr, podrun.ErrNotStarted):
-		// No client ever connected: the server exits by its own wait
-		// for one (--timeout), and the pod is free after that.
-		until := srvStart.Add(serverWaitForClient + 15*time.Second)
-		srvPod.setBusyUntil(fmt.Errorf("pod %s on %s is still busy until %s: its server run for %s waits for a client that never started (its process holds port %d until its --timeout %s)",
-			srvPod.name, srvPod.node, until.UTC().Format("15:04:05Z"), sp.p, BWPort, serverWaitForClient), until)
+		// No client ever connected: the server only listens, on a port
+		// no later run of this pod uses, until its --timeout; it moves
+		// nothing over the rails, so the pod serves the next pair.
 	default:
-		srvPod.setBusy(fmt.Errorf("pod %s on %s is still busy: its server run for %s was left without its end (its process may still hold port %d), so it takes part in no later pair",
-			srvPod.name, srvPod.node, sp.p, BWPort))
+		srvPod.setBusy(fmt.Errorf("pod %s on %s is still busy: its server run for %s was left without its end (its process may still move data over the rails), so it takes part in no later pair",
+			srvPod.name, srvPod.node, sp.p))
 	}
 	if why := unended(srv.res, pc.names); werr == nil && why != "" && ctx.Err() == nil {
-		srvPod.setBusy(fmt.Errorf("pod %s on %s is still busy: its server run for %s closed its stream %s (its process may still hold port %d), so it takes part in no later pair",
-			srvPod.name, srvPod.node, sp.p, why, BWPort))
+		srvPod.setBusy(fmt.Errorf("pod %s on %s is still busy: its server run for %s closed its stream %s (its process may still move data over the rails), so it takes part in no later pair",
+			srvPod.name, srvPod.node, sp.p, why))
 	}
 	r.AddPhase(PhaseCollection, time.Since(collectStart))
 	lostCut := cut()
@@ -469,25 +484,28 @@ func (r *Runner) runPairInNodePods(ctx context.Context, v Variant, sp sharedPair
 }
 
 // survivorFree bounds how long a run whose peer was lost in the middle
-// goes on by itself: a server exits when no client came back within its
-// --timeout; a client gives up on a vanished server within its own
-// timeouts (its transport's retries, its wait for the server's answers).
-var survivorFree = serverWaitForClient + 30*time.Second
+// still moves data: its RDMA transport gives up on a vanished peer after
+// 7 retries of the QP's ACK timeout, its TCP exchange with it then fails;
+// a server left after that only listens (on a port no later run of the
+// pod uses). A variable for tests.
+var survivorFree = func(qpTimeout int) time.Duration {
+	return 7*bw.QPTimeoutDuration(bw.EffectiveQPTimeout(qpTimeout)) + 15*time.Second
+}
 
 // awaitLimit bounds awaitFree's wait for one pod (a variable for tests).
-var awaitLimit = survivorFree + time.Minute
+var awaitLimit = 2 * time.Minute
 
 // survivorsOfALoss marks the pods of a cut pair that were not lost busy
 // until their run has ended by its own bounds: the next pair there waits
 // for that (awaitFree) instead of meeting the old process on the probe's
 // port or on the rails.
-func (np *nodePods) survivorsOfALoss(lost string, p pairing.Pair, pods ...*nodePod) {
-	until := time.Now().Add(survivorFree)
+func (np *nodePods) survivorsOfALoss(lost string, p pairing.Pair, free time.Duration, pods ...*nodePod) {
+	until := time.Now().Add(free)
 	for _, pod := range pods {
 		if np.lost(pod) != "" {
 			continue
 		}
-		pod.setBusyUntil(fmt.Errorf("pod %s on %s is busy until %s: its run for %s was cut when %s, and its process ends by its own timeouts by then",
+		pod.setBusyUntil(fmt.Errorf("pod %s on %s is busy until %s: its run for %s was cut when %s, and its process stops moving data by then (its transport's retries)",
 			pod.name, pod.node, until.UTC().Format("15:04:05Z"), p, lost), until)
 	}
 }

@@ -271,7 +271,7 @@ type pairCommands struct {
 // invocation; more, or framed: each run named and framed with its own exit
 // status, joined by --then) and fills in each run's sides: nodes, the
 // pair's own pod names and the commands a shell would run.
-func (r *Runner) pairCommands(v Variant, p pairing.Pair, runs []pairRun, framed bool) pairCommands {
+func (r *Runner) pairCommands(v Variant, p pairing.Pair, runs []pairRun, framed bool, port int) pairCommands {
 	pc := pairCommands{multi: len(runs) > 1 || framed, prefix: runs[0].feature.mem.prefix, mem: runs[0].feature.mem}
 	if len(runs) > 1 {
 		pc.prefix = "pair"
@@ -282,7 +282,7 @@ func (r *Runner) pairCommands(v Variant, p pairing.Pair, runs []pairRun, framed 
 	pc.srvArgs = []string{"bw", "server"}
 	for k, run := range runs {
 		m := run.feature.mem
-		sa := append(append([]string{"--port", strconv.Itoa(BWPort), "--timeout", strings.TrimSuffix(serverWaitForClient.String(), "0s"), "--counters-root", hostRootMount}, r.DeviceArgs(v)...), m.args()...)
+		sa := append(append([]string{"--port", strconv.Itoa(port), "--timeout", strings.TrimSuffix(serverWaitForClient.String(), "0s"), "--counters-root", hostRootMount}, r.DeviceArgs(v)...), m.args()...)
 		if pc.multi {
 			sa = append(sa, "--run-name", run.feature.spec.Name)
 			if k > 0 {
@@ -300,7 +300,7 @@ func (r *Runner) pairCommands(v Variant, p pairing.Pair, runs []pairRun, framed 
 		args := []string{"bw", "client"}
 		budget := r.Cfg.PodTimeout
 		for k, run := range runs {
-			ca := r.clientRunArgs(v, run)
+			ca := r.clientRunArgs(v, run, port)
 			if pc.multi {
 				ca = append(ca, "--run-name", run.feature.spec.Name)
 				if k > 0 {
@@ -333,7 +333,7 @@ var serverWaitAfter = func(clientFailed bool) time.Duration {
 // of runs in turn inside them, fills each run's input with its part of
 // both outputs, and deletes both pods before it returns.
 func (r *Runner) runPair(ctx context.Context, v Variant, p pairing.Pair, runs []pairRun) {
-	pc := r.pairCommands(v, p, runs, false)
+	pc := r.pairCommands(v, p, runs, false, BWPort)
 	srvSpec := pc.mem.spec(withHostSysfs(r.Spec(v, runs[0].in.Server.Pod, p.Server, pc.srvArgs, v.NeedsCaps)))
 	clientSpec := func(args []string) podrun.Spec {
 		return pc.mem.spec(withHostSysfs(r.Spec(v, runs[0].in.Client.Pod, p.Client, args, v.NeedsCaps)))
@@ -397,9 +397,9 @@ const serverWaitForClient = 2 * time.Minute
 
 // clientRunArgs are one feature's client flags (without the server's
 // address).
-func (r *Runner) clientRunArgs(v Variant, run pairRun) []string {
+func (r *Runner) clientRunArgs(v Variant, run pairRun, port int) []string {
 	m := run.feature.mem
-	a := append(append([]string{"--port", strconv.Itoa(BWPort), "--op", strings.Join(run.in.Ops, ","),
+	a := append(append([]string{"--port", strconv.Itoa(port), "--op", strings.Join(run.in.Ops, ","),
 		"--size", sizesArg(run.in.Sizes)}, r.DeviceArgs(v)...), m.args()...)
 	a = append(a, "--rails", r.Cfg.RailMode, "--timeout", "1m", "--qp-timeout", strconv.Itoa(bw.EffectiveQPTimeout(r.Cfg.QPTimeout)),
 		"--counters-root", hostRootMount)
