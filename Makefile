@@ -25,7 +25,7 @@ PUSH_FLAGS ?=
 GO_VERSION := $(shell awk '/^go /{print $$2}' go.mod)
 
 .PHONY: all build rdmaprobe rdmasuite runner-bins images push-images images-docker images-docker-nccl \
-	lint unit test e2e demo bed-up bed-down bed-status deps verbs-test bench-verbs gpu-check-bundle
+	lint unit test e2e demo faults bed-up bed-down bed-status deps verbs-test bench-verbs gpu-check-bundle
 
 all: build
 
@@ -148,3 +148,8 @@ test:
 # The main job: bed up, suite, bed down.
 demo:
 	hack/demo.sh
+
+# Faults in the middle of a run on the bed (a pod deleted, a drain, the API
+# server restarted, the runner's network blocked, SIGKILL): hack/README.md.
+faults:
+	hack/fault-test.sh
