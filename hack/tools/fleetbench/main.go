@@ -630,10 +630,10 @@ func printSummary(rows []summaryRow, conc int, probeSec float64, path string) {
 	}
 	fmt.Printf("\nsummary (%s; concurrency %d; simulated probe pair time %.1f s)\n", what, conc, probeSec)
 	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(w, "pairing\tnodes\trounds\tpairs\tpods\tmax pairs/round\twaves\tmeasured\tclient rate/burst\tAPI calls\tcalls/pair\twall s\twall/(waves×pair)\trunner CPU s\tCPU ms/pair\talloc KB/pair\tpeak heap MB\tthrottled s\tchecks pass/other\tlink pass/other\texec streams peak\texecs\texec errors\tpods left\t")
+	fmt.Fprintln(w, "pairing\tnodes\trounds\tpairs\tpods\tmax pairs/round\twaves\tmeasured\tclient rate/burst\tAPI calls\tcalls/pair\twall s\twall/(waves×pair)\trunner CPU s\tCPU ms/pair\talloc KB/pair\tpeak heap MB\tthrottled s\tchecks pass/other\tlink pass/other\trounds only/(waves×pair)\texec streams peak\texecs\texec errors\tpods left\t")
 	for _, r := range rows {
 		if r.analytic {
-			fmt.Fprintf(w, "%s\t%d\t%d\t%d\t%d\t%d\t%d\tschedule only\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\n", r.s.mode, r.s.n, r.rounds, r.pairs, r.pods, r.maxRound, r.waves)
+			fmt.Fprintf(w, "%s\t%d\t%d\t%d\t%d\t%d\t%d\tschedule only\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\n", r.s.mode, r.s.n, r.rounds, r.pairs, r.pods, r.maxRound, r.waves)
 			continue
 		}
 		m := r.m
@@ -657,16 +657,21 @@ func printSummary(rows []summaryRow, conc int, probeSec float64, path string) {
 				}
 			}
 		}
-		peak, execs, execErrs := "-", "-", "-"
+		peak, execs, execErrs, roundsOnly := "-", "-", "-", "-"
 		pods := r.pods
 		if x := m.exec; x != nil {
 			peak, execs, execErrs = strconv.Itoa(x.peak), strconv.Itoa(x.total), strconv.Itoa(x.errs+x.nonZero)
 			pods = m.rec.other.byKind["create pods"]
+			// The rounds alone (first stream to last): the wall without
+			// the node pods' start and teardown.
+			if n := len(x.epochs); n > 0 && probeSec > 0 {
+				roundsOnly = fmt.Sprintf("%.2f", x.epochs[n-1].last.Sub(x.epochs[0].first).Seconds()/(float64(r.waves)*probeSec))
+			}
 		}
-		fmt.Fprintf(w, "%s\t%d\t%d\t%d\t%d\t%d\t%d\tyes\t%.0f/%d\t%d\t%.1f\t%.1f\t%s\t%.2f\t%.1f\t%.0f\t%.1f\t%.0f\t%d/%d\t%d/%d\t%s\t%s\t%s\t%d\t\n", r.s.mode, r.s.n, r.rounds, r.pairs, pods, r.maxRound, r.waves,
+		fmt.Fprintf(w, "%s\t%d\t%d\t%d\t%d\t%d\t%d\tyes\t%.0f/%d\t%d\t%.1f\t%.1f\t%s\t%.2f\t%.1f\t%.0f\t%.1f\t%.0f\t%d/%d\t%d/%d\t%s\t%s\t%s\t%s\t%d\t\n", r.s.mode, r.s.n, r.rounds, r.pairs, pods, r.maxRound, r.waves,
 			m.qps, m.burst, calls, float64(calls)/float64(r.pairs), m.wall.Seconds(), ratio, m.cpu.Seconds(),
 			1000*m.cpu.Seconds()/float64(r.pairs), float64(m.alloc)/1024/float64(r.pairs), float64(m.peakHeap)/1e6, thr.Seconds(), pass, m.checks-pass,
-			linkPass, links-linkPass, peak, execs, execErrs, m.podsLeft)
+			linkPass, links-linkPass, roundsOnly, peak, execs, execErrs, m.podsLeft)
 	}
 	_ = w.Flush()
 	for _, r := range rows {
