@@ -3,6 +3,7 @@
 # bandwidth feature between the two Soft-RoCE guest nodes (shared-dev, node
 # pods, runs over pods/exec, a same-node pair per node), and while it
 # measures, one of:
+#   none               no fault: the time the others compare with
 #   pod-deleted        a probe pod deleted (kubectl delete) mid-measurement
 #   drain              a guest node cordoned and drained (kubectl drain,
 #                      the Eviction API) mid-run, uncordoned after
@@ -29,7 +30,7 @@ cd "$(dirname "$0")/.."
 . hack/versions.sh
 . hack/guest-suite-args.sh
 export BED_DIR BED_GUEST_NODES=${BED_GUEST_NODES-rxe-node-1 rxe-node-2}
-FAULTS=${FAULTS:-pod-deleted drain apiserver-restart network-block sigkill}
+FAULTS=${FAULTS:-none pod-deleted drain apiserver-restart network-block sigkill}
 out=${FAULT_DIR:-$PWD/fault-results}
 API_DOWN=${FAULT_API_DOWN:-15}
 BLOCK=${FAULT_BLOCK:-20}
@@ -101,9 +102,6 @@ finish() {
   says=$(jq -r --arg re "$want" '[.checks[] | select((.reason // "") | test($re)) | "\(.status): \(.reason)"] | .[0] // "none"' "$res" 2>/dev/null | cut -c1-300)
   sleep 2
   lefto=$(left "$id")
-  printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$name" "$when" "$wall" "$rc" "$statuses" "$says" "$lefto" >>"$out/faults.tsv"
-  echo "fault-test: $name: run $id exit $rc in ${wall}s; $statuses; $lefto"
-  echo "  affected: $says"
   local why=() allpass
   allpass=$(jq -r '[.checks[].status] | all(. == "pass" or . == "warn")' "$res" 2>/dev/null || echo false)
   [[ -f $res ]] || why+=("no results file")
@@ -114,6 +112,9 @@ finish() {
     [[ $says != none ]] || why+=("no row names the fault (/$want/)")
   fi
   [[ $allpass != true || $rc -eq 0 ]] || why+=("every row passed, exit $rc")
+  printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$name" "$when" "$wall" "$rc" "$statuses" "$says" "$lefto" >>"$out/faults.tsv"
+  echo "fault-test: $name: run $id exit $rc in ${wall}s; $statuses; $lefto"
+  echo "  affected: $says"
   [[ $lefto == "pods=0 namespace=0" ]] || why+=("left behind: $lefto")
   if ((${#why[@]})); then
     echo "fault-test: FAIL $name: ${why[*]}"
@@ -129,6 +130,16 @@ started='node pods \[shared-dev\]: [0-9]+ of [0-9]+ running'
 for fault in $FAULTS; do
   echo "=== fault: $fault"
   case $fault in
+  none)
+    # The same run without a fault: the time the others compare with.
+    start "$fault"
+    wait "$suite_pid" && rc=0 || rc=$?
+    res=$out/$fault/results.json
+    statuses=$(jq -r '[.checks[].status] | group_by(.) | map("\(.[0])=\(length)") | join(" ")' "$res" 2>/dev/null || echo "no results")
+    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$fault" "-" "$((SECONDS - t_start))" "$rc" "$statuses" "-" "$(left "$(run_id "$fault")")" >>"$out/faults.tsv"
+    echo "fault-test: none: exit $rc in $((SECONDS - t_start))s; $statuses"
+    [[ $rc -eq 0 ]] || { echo "fault-test: FAIL none: the run without a fault did not pass"; bad=$((bad + 1)); }
+    ;;
   pod-deleted)
     start "$fault"
     await "$fault" "$started" 300
