@@ -77,6 +77,12 @@ func PlanConfirmation(checks []Check, nodes []string) ConfirmPlan {
 		if len(c.Nodes) != 2 || c.Nodes[0] == c.Nodes[1] || c.Is().Loopback {
 			continue
 		}
+		if c.Lost != nil {
+			// Its node was lost (evicted, drained, NotReady): nothing to
+			// measure there again, and no evidence against its partner.
+			faulted[c.Lost.Node], dirty[c.Lost.Node] = true, true
+			continue
+		}
 		if !locFailing(c.Status) {
 			// A not-run check (no GPU, no counters to read) is evidence
 			// neither way: a clean node is one that failed nothing and

@@ -333,3 +333,34 @@ func TestConfirmationThatErroredRepeats(t *testing.T) {
 		}
 	}
 }
+
+// A pod or node the run lost (n2's pod evicted: its pairs cut or never
+// started) is no evidence against its partners: nobody is measured again,
+// nothing is localised, and n2 is no clean partner either.
+func TestALostNodeIsNoEvidenceForConfirmationOrLocalisation(t *testing.T) {
+	cs := locPairChecks("shared-dev", confRing6, locRails, func(c, s, port string) Status {
+		if c == "n2" || s == "n2" {
+			return Error
+		}
+		return Pass
+	})
+	for i := range cs {
+		if cs[i].Nodes[0] == "n2" || cs[i].Nodes[1] == "n2" {
+			cs[i].Lost = &Loss{Node: "n2", What: "pod p on n2 was evicted through the Eviction API"}
+		}
+	}
+	p := PlanConfirmation(cs, confNodes())
+	if len(p.Suspects) != 0 || slices.Contains(p.Clean, "n2") {
+		t.Errorf("suspects %v, clean %v: a lost node's pairs are evidence of nothing", p.Suspects, p.Clean)
+	}
+	for _, f := range Localize(Run{Checks: cs}) {
+		t.Errorf("a finding from a lost node's pairs: %+v", f)
+	}
+	// The control: the same errors without the loss make suspects.
+	for i := range cs {
+		cs[i].Lost = nil
+	}
+	if p := PlanConfirmation(cs, confNodes()); len(p.Suspects) == 0 {
+		t.Error("errored pairs without a loss made no suspect: the test proves nothing")
+	}
+}

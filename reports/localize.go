@@ -188,7 +188,7 @@ func Localize(run Run) []Finding {
 	for _, c := range run.Checks {
 		// A warn met its bar (a peer outlier, a failure that did not
 		// repeat): it is evidence the pair works.
-		if !c.Is().Localize || (!c.Status.Passing() && !locFailing(c.Status)) {
+		if !c.Is().Localize || (!c.Status.Passing() && !locFailing(c.Status)) || c.Lost != nil {
 			continue
 		}
 		// A failure its own probe traced to a host (a port DOWN, no

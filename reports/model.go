@@ -130,6 +130,19 @@ type Check struct {
 	// (ApplyConfirmation). A warn check with a figure below its bound is
 	// a failure that did not repeat, and must carry it.
 	Confirmation *Confirmation `json:"confirmation,omitempty"`
+	// Lost names the pod or node the run lost before or during this
+	// measurement (deleted, evicted, drained, NotReady): the row is an
+	// error (cut) or not-run (never started) for that reason, and no
+	// evidence for or against either end, so localisation and the
+	// confirmation round pass it by.
+	Lost *Loss `json:"lost,omitempty"`
+}
+
+// Loss is what the run lost under a check: the node whose pod or self
+// was lost, and what happened.
+type Loss struct {
+	Node string `json:"node"`
+	What string `json:"what"`
 }
 
 // HostFault is one fault a probe saw on its own host.

@@ -113,6 +113,11 @@ func TestAProbePodDeletedMidMeasurementIsNamedAndNotMeasuredAgain(t *testing.T) 
 	if len(asServer) == 0 || len(asClient) == 0 {
 		t.Fatalf("b's rows: client %d, server %d", len(asClient), len(asServer))
 	}
+	for _, c := range append(asServer, asClient...) {
+		if c.Lost == nil || c.Lost.Node != "b" || !strings.Contains(c.Lost.What, "was deleted") {
+			t.Errorf("%v: lost %+v, want b's pod (no evidence against its partner)", c.Nodes, c.Lost)
+		}
+	}
 	for _, c := range asServer {
 		if c.Status != reports.Error || !strings.Contains(c.Reason, "its run was cut: pod ") || !strings.Contains(c.Reason, "was deleted") {
 			t.Errorf("the cut pair %v: %s %q", c.Nodes, c.Status, c.Reason)

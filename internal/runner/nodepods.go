@@ -14,6 +14,7 @@ import (
 	"github.com/rdmasuite/rdmasuite/internal/pairing"
 	"github.com/rdmasuite/rdmasuite/internal/podrun"
 	"github.com/rdmasuite/rdmasuite/internal/verdict"
+	"github.com/rdmasuite/rdmasuite/reports"
 	"github.com/rdmasuite/rdmasuite/workloads/bw"
 	"github.com/rdmasuite/rdmasuite/workloads/probeout"
 )
@@ -374,14 +375,16 @@ func (r *Runner) runPairInNodePods(ctx context.Context, v Variant, sp sharedPair
 	// the loss cut): nothing is measured
 	// there, and its partner is not blamed.
 	if why := np.lost(srvPod); why != "" {
-		for _, run := range runs {
+		for i, run := range runs {
 			run.in.Server.PodErr = &verdict.NotAttempted{Why: why}
+			runs[i].lost = &reports.Loss{Node: srvPod.node, What: why}
 		}
 		return
 	}
 	if why := np.lost(cliPod); why != "" {
-		for _, run := range runs {
+		for i, run := range runs {
 			run.in.Client.PodErr = &verdict.NotAttempted{Why: why}
+			runs[i].lost = &reports.Loss{Node: cliPod.node, What: why}
 		}
 		return
 	}
@@ -473,12 +476,19 @@ func (r *Runner) runPairInNodePods(ctx context.Context, v Variant, sp sharedPair
 	// A run cut by a loss is that loss's, even where its probe wrote an
 	// end frame (a client whose server vanished exits 1 with "connection
 	// refused"): the fabric is not blamed for it.
-	for _, run := range runs {
+	lostNode := cliPod.node
+	if np.lost(srvPod) != "" {
+		lostNode = srvPod.node
+	}
+	for i, run := range runs {
 		if cerr != nil {
 			run.in.Client.PodErr = cerr
 		}
 		if werr != nil {
 			run.in.Server.WaitErr = werr
+		}
+		if cerr != nil || werr != nil {
+			runs[i].lost = &reports.Loss{Node: lostNode, What: lostCut}
 		}
 	}
 }

@@ -235,6 +235,9 @@ func (r *Runner) runGroup(ctx context.Context, v Variant, sch pairedSchedule, g 
 				}
 				cs[k].Duration = time.Since(start).Seconds()
 				cs[k].Round = sp.round
+				if run.lost != nil && !cs[k].Status.Passing() {
+					cs[k].Lost = run.lost
+				}
 			}
 			per[i][run.feature.spec.Name] = cs
 			all = append(all, cs...)
@@ -253,6 +256,9 @@ func (r *Runner) runGroup(ctx context.Context, v Variant, sch pairedSchedule, g 
 type pairRun struct {
 	feature pairedFeature
 	in      *verdict.BWInput
+	// lost: the pod or node lost before or during the pair (node pods'
+	// watch), put on its checks (reports.Check.Lost).
+	lost *reports.Loss
 }
 
 // pairCommands is what a pair's two sides run: the server's probe
