@@ -70,6 +70,22 @@ func noAwait(t *testing.T) {
 	t.Cleanup(func() { awaitLimit = old })
 }
 
+// loseOnce is a faultRun hook that takes node's pod or node away (lose)
+// as its first server run starts, and only then.
+func loseOnce(node string, lose func(kube *fake.Clientset, pod, node string)) func(*fake.Clientset, string, string) bool {
+	var once sync.Once
+	return func(kube *fake.Clientset, pod, n string) bool {
+		lost := false
+		if n == node {
+			once.Do(func() {
+				lost = true
+				lose(kube, pod, n)
+			})
+		}
+		return lost
+	}
+}
+
 // opRows are node n's bandwidth/write rows as client (Nodes[0]) and as
 // server (Nodes[1]). In the ring of six, b, d and f serve in round 1 and
 // are clients in round 2.
@@ -89,23 +105,15 @@ func opRows(cs []reports.Check, n string) (asClient, asServer []reports.Check) {
 }
 
 // A probe pod deleted in the middle of its measurement: that pair's rows
-// are errors naming the deletion, the nodf's later pair is not run with
+// are errors naming the deletion, the node's later pair is not run with
 // the same reason (nothing measured, nothing blamed), and every other
 // pair is measured and passes.
 func TestAProbePodDeletedMidMeasurementIsNamedAndNotMeasuredAgain(t *testing.T) {
-	var once sync.Once
-	cs, _, took := faultRun(t, func(kube *fake.Clientset, pod, node string) bool {
-		lost := false
-		if node == "b" {
-			once.Do(func() {
-				lost = true
-				if err := kube.CoreV1().Pods("rdmasuite-t-fault").Delete(context.Background(), pod, metav1.DeleteOptions{}); err != nil {
-					t.Error(err)
-				}
-			})
+	cs, _, took := faultRun(t, loseOnce("b", func(kube *fake.Clientset, pod, node string) {
+		if err := kube.CoreV1().Pods("rdmasuite-t-fault").Delete(context.Background(), pod, metav1.DeleteOptions{}); err != nil {
+			t.Error(err)
 		}
-		return lost
-	})
+	}))
 	if took > 20*time.Second {
 		t.Errorf("the run took %s: a lost pod held it", took)
 	}
@@ -153,30 +161,22 @@ func TestAProbePodDeletedMidMeasurementIsNamedAndNotMeasuredAgain(t *testing.T) 
 // through the Eviction API (the DisruptionTarget condition the API server
 // sets). The cut pair says evicted and cordoned; its later pair is not run.
 func TestADrainedNodeIsNamedAsADrain(t *testing.T) {
-	var once sync.Once
-	cs, _, _ := faultRun(t, func(kube *fake.Clientset, pod, node string) bool {
-		lost := false
-		if node == "d" {
-			once.Do(func() {
-				lost = true
-				ctx := context.Background()
-				n, _ := kube.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
-				n.Spec.Unschedulable = true
-				if _, err := kube.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{}); err != nil {
-					t.Error(err)
-				}
-				p, _ := kube.CoreV1().Pods("rdmasuite-t-fault").Get(ctx, pod, metav1.GetOptions{})
-				now := metav1.Now()
-				p.DeletionTimestamp = &now
-				p.Status.Conditions = append(p.Status.Conditions, corev1.PodCondition{Type: corev1.DisruptionTarget,
-					Status: corev1.ConditionTrue, Reason: "EvictionByEvictionAPI", Message: "Eviction API: evicting"})
-				if _, err := kube.CoreV1().Pods("rdmasuite-t-fault").Update(ctx, p, metav1.UpdateOptions{}); err != nil {
-					t.Error(err)
-				}
-			})
+	cs, _, _ := faultRun(t, loseOnce("d", func(kube *fake.Clientset, pod, node string) {
+		ctx := context.Background()
+		n, _ := kube.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
+		n.Spec.Unschedulable = true
+		if _, err := kube.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{}); err != nil {
+			t.Error(err)
 		}
-		return lost
-	})
+		p, _ := kube.CoreV1().Pods("rdmasuite-t-fault").Get(ctx, pod, metav1.GetOptions{})
+		now := metav1.Now()
+		p.DeletionTimestamp = &now
+		p.Status.Conditions = append(p.Status.Conditions, corev1.PodCondition{Type: corev1.DisruptionTarget,
+			Status: corev1.ConditionTrue, Reason: "EvictionByEvictionAPI", Message: "Eviction API: evicting"})
+		if _, err := kube.CoreV1().Pods("rdmasuite-t-fault").Update(ctx, p, metav1.UpdateOptions{}); err != nil {
+			t.Error(err)
+		}
+	}))
 	asClient, asServer := opRows(cs, "d")
 	for _, c := range append(asServer, asClient...) {
 		if !strings.Contains(c.Reason, "evicted through the Eviction API") || !strings.Contains(c.Reason, "node d is cordoned") {
@@ -193,23 +193,15 @@ func TestADrainedNodeIsNamedAsADrain(t *testing.T) {
 // A node that turns NotReady: the run in flight there is cut at once
 // (not held for its budget), and its later pair is not run.
 func TestANodeTurningNotReadyCutsItsRunAndIsNotMeasuredAgain(t *testing.T) {
-	var once sync.Once
-	cs, _, took := faultRun(t, func(kube *fake.Clientset, pod, node string) bool {
-		lost := false
-		if node == "f" {
-			once.Do(func() {
-				lost = true
-				ctx := context.Background()
-				n, _ := kube.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
-				n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionUnknown,
-					Reason: "NodeStatusUnknown", Message: "Kubelet stopped posting node status."}}
-				if _, err := kube.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{}); err != nil {
-					t.Error(err)
-				}
-			})
+	cs, _, took := faultRun(t, loseOnce("f", func(kube *fake.Clientset, pod, node string) {
+		ctx := context.Background()
+		n, _ := kube.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
+		n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionUnknown,
+			Reason: "NodeStatusUnknown", Message: "Kubelet stopped posting node status."}}
+		if _, err := kube.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{}); err != nil {
+			t.Error(err)
 		}
-		return lost
-	})
+	}))
 	if took > 20*time.Second {
 		t.Errorf("the run took %s", took)
 	}
@@ -339,19 +331,11 @@ func TestThePartnerOfALostPodIsMeasuredAfterItsCutRunEnds(t *testing.T) {
 	oldFree, oldLimit := survivorFree, awaitLimit
 	survivorFree, awaitLimit = func(int) time.Duration { return time.Second }, time.Minute
 	defer func() { survivorFree, awaitLimit = oldFree, oldLimit }()
-	var once sync.Once
-	cs, _, _ := faultRun2(t, func(kube *fake.Clientset, pod, node string) bool {
-		lost := false
-		if node == "b" {
-			once.Do(func() {
-				lost = true
-				if err := kube.CoreV1().Pods("rdmasuite-t-fault").Delete(context.Background(), pod, metav1.DeleteOptions{}); err != nil {
-					t.Error(err)
-				}
-			})
+	cs, _, _ := faultRun2(t, loseOnce("b", func(kube *fake.Clientset, pod, node string) {
+		if err := kube.CoreV1().Pods("rdmasuite-t-fault").Delete(context.Background(), pod, metav1.DeleteOptions{}); err != nil {
+			t.Error(err)
 		}
-		return lost
-	})
+	}))
 	// b served a (a→b is [a b]); a is client again in no later round, but
 	// serves f in round 2 ([f a]): measured after waiting.
 	for _, c := range cs {
