@@ -7,11 +7,13 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
@@ -160,4 +162,28 @@ func (s *lineStream) flush() {
 	s.m.buf.Write(s.pending)
 	s.m.buf.WriteByte('\n')
 	s.pending = nil
+}
+
+// A stream the runner ends itself (a pair cut by a lost pod, a run past
+// its budget, the server stopped after its client) makes client-go's exec
+// copy goroutines hand "use of closed network connection" to
+// utilruntime.HandleError, which logs one error line per stream and side:
+// at fleet scale, hundreds of lines of client-go internals for what the
+// pair's row already says. Those are dropped; every other error is
+// handled as before.
+func init() {
+	handlers := utilruntime.ErrorHandlers
+	utilruntime.ErrorHandlers = []utilruntime.ErrorHandler{func(ctx context.Context, err error, msg string, kv ...interface{}) {
+		if closedStream(err) {
+			return
+		}
+		for _, h := range handlers {
+			h(ctx, err, msg, kv...)
+		}
+	}}
+}
+
+// closedStream says err is a read on a connection this process closed.
+func closedStream(err error) bool {
+	return err != nil && (errors.Is(err, net.ErrClosed) || strings.Contains(err.Error(), "use of closed network connection"))
 }

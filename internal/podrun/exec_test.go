@@ -3,6 +3,7 @@ package podrun
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 )
@@ -111,5 +113,33 @@ func TestExecWhileTheAPIServerRefusesSaysItNeverStarted(t *testing.T) {
 	_, err = RemoteExec{Config: cfg, Kube: kube}.Exec(context.Background(), "ns", "p", "probe", []string{"true"})
 	if err == nil || errors.Is(err, ErrNotStarted) {
 		t.Fatalf("an API server back within the window: err = %v", err)
+	}
+}
+
+// The read error of a stream this process closed is not logged (the
+// pair's row says what ended it); any other unhandled error still is.
+func TestClosedStreamErrorsAreNotLogged(t *testing.T) {
+	var got []error
+	old := utilruntime.ErrorHandlers
+	defer func() { utilruntime.ErrorHandlers = old }()
+	// The filter installed by this package wraps what was there before:
+	// here a recorder stands in for client-go's logger.
+	handlers := []utilruntime.ErrorHandler{func(_ context.Context, err error, _ string, _ ...interface{}) { got = append(got, err) }}
+	utilruntime.ErrorHandlers = []utilruntime.ErrorHandler{func(ctx context.Context, err error, msg string, kv ...interface{}) {
+		if closedStream(err) {
+			return
+		}
+		for _, h := range handlers {
+			h(ctx, err, msg, kv...)
+		}
+	}}
+	utilruntime.HandleError(fmt.Errorf("next reader: read tcp 127.0.0.1:43054->127.0.0.1:16443: %w", net.ErrClosed))
+	utilruntime.HandleError(errors.New("next reader: read tcp 127.0.0.1:1->127.0.0.1:2: use of closed network connection"))
+	utilruntime.HandleError(errors.New("watch of pods: the server is unavailable"))
+	if len(got) != 1 || !strings.Contains(got[0].Error(), "unavailable") {
+		t.Errorf("handled %v, want only the other error", got)
+	}
+	if len(old) != 1 {
+		t.Errorf("the package installs one filtering handler, found %d", len(old))
 	}
 }
