@@ -14,6 +14,9 @@
 #                      group only: the kubelets keep their connections)
 #   sigkill            the runner killed with SIGKILL mid-run; then
 #                      `rdmasuite cleanup --run ID` on what it left
+#   incluster-evicted  the in-cluster runner pod (rdmasuite run --wait=false)
+#                      evicted through the Eviction API mid-run; then
+#                      `rdmasuite results --delete`
 # Each fault's run must: end within its deadline, exit with its results'
 # verdict (never 0 when something was not measured), name the fault in the
 # rows it affected, and leave nothing (or, after SIGKILL, a results file
@@ -30,7 +33,7 @@ cd "$(dirname "$0")/.."
 . hack/versions.sh
 . hack/guest-suite-args.sh
 export BED_DIR BED_GUEST_NODES=${BED_GUEST_NODES-rxe-node-1 rxe-node-2}
-FAULTS=${FAULTS:-none pod-deleted drain apiserver-restart network-block sigkill}
+FAULTS=${FAULTS:-none pod-deleted drain apiserver-restart network-block sigkill incluster-evicted}
 out=${FAULT_DIR:-$PWD/fault-results}
 API_DOWN=${FAULT_API_DOWN:-15}
 BLOCK=${FAULT_BLOCK:-20}
@@ -198,6 +201,38 @@ for fault in $FAULTS; do
       bad=$((bad + 1))
     else
       echo "fault-test: PASS sigkill"
+    fi
+    ;;
+  incluster-evicted)
+    # The in-cluster runner (rdmasuite run --wait=false: the acceptance
+    # Job) evicted through the Eviction API while its doctor probe pods
+    # sample for 60 s; then rdmasuite results, as an operator fetches it.
+    t_start=$SECONDS
+    runjob=("$out/rdmasuite" run --kubeconfig "$BED_DIR/kubeconfig" --image docker.io/rdmasuite/rdmasuite-runner:dev --timeout 30m
+      --runner-node-selector kubernetes.io/hostname=node-1 --runner-env KUBERNETES_SERVICE_HOST=10.250.0.1,KUBERNETES_SERVICE_PORT=6443)
+    "${runjob[@]}" --wait=false -- --labels suite=doctor --node-probe-window 60s >"$out/$fault-run.log" 2>&1
+    job=$(sed -n 's/.*rdmasuite results --namespace rdmasuite --job \([^ ]*\) --delete.*/\1/p' "$out/$fault-run.log")
+    for _ in $(seq 1 240); do
+      [[ -n $(kc get pods -n rdmasuite -l app.kubernetes.io/managed-by=rdmasuite -o name 2>/dev/null || true) ]] && break
+      sleep 0.5
+    done
+    runner=$(kc get pods -n rdmasuite -l "job-name=$job" -o jsonpath='{.items[0].metadata.name}')
+    printf '{"apiVersion":"policy/v1","kind":"Eviction","metadata":{"name":"%s","namespace":"rdmasuite"}}' "$runner" >"$out/eviction.json"
+    kc create --raw "/api/v1/namespaces/rdmasuite/pods/$runner/eviction" -f "$out/eviction.json" >/dev/null
+    rc=0
+    "$out/rdmasuite" results --kubeconfig "$BED_DIR/kubeconfig" --namespace rdmasuite --job "$job" --delete --report-dir "$out/$fault" >"$out/$fault.log" 2>&1 || rc=$?
+    wall=$((SECONDS - t_start))
+    says=$(grep -o 'the runner was stopped from outside: its pod [^;]*\|the runner did not finish: its pod [^;]*' "$out/$fault.log" | head -1 | cut -c1-250 || true)
+    incomplete=$(jq -r '[.checks[] | select(.id == "run/incomplete") | .reason] | .[0] // "none"' "$out/$fault/results.json" 2>/dev/null | cut -c1-120 || echo none)
+    lefto=$(kc get ns,pods,jobs -A -l app.kubernetes.io/part-of=rdmasuite -o name 2>/dev/null | wc -l || true)
+    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$fault" "Eviction API on runner pod $runner" "$wall" "$rc" "run/incomplete: $incomplete" "${says:-none}" "objects=$lefto" >>"$out/faults.tsv"
+    echo "fault-test: incluster-evicted: rdmasuite results exit $rc in ${wall}s; ${says:-no eviction named}; incomplete: $incomplete; left $lefto"
+    if [[ $rc -eq 0 || -z $says || $incomplete == none || $lefto -ne 0 ]]; then
+      echo "fault-test: FAIL incluster-evicted"
+      tail -20 "$out/$fault.log"
+      bad=$((bad + 1))
+    else
+      echo "fault-test: PASS incluster-evicted"
     fi
     ;;
   *)

@@ -411,4 +411,14 @@ func TestFetchOfAnEvictedRunnerSaysSo(t *testing.T) {
 		!strings.Contains(oc.Why, "evicted through the Eviction API") {
 		t.Fatalf("evicted runner: code %d, %q", oc.Code, oc.Why)
 	}
+	// Evicted within its grace: the runner ended the run as interrupted
+	// (exit 130, its ConfigMap says so); the outcome names the eviction.
+	code := 130
+	oc, err, _, _, _ = (&cluster{cs: fake.NewClientset(), code: 130, cmCode: &code, check: reports.Error, evicted: true}).run(t)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if oc.Code == reports.ExitPassed || !strings.Contains(oc.Why, "the runner was stopped from outside: its pod") {
+		t.Fatalf("evicted within its grace: code %d, %q", oc.Code, oc.Why)
+	}
 }

@@ -349,6 +349,11 @@ func (r *Runner) Fetch(ctx context.Context, ns string, j *batchv1.Job) (Outcome,
 		out.Why = fmt.Sprintf("the runner exited %d, its results ConfigMap says %d: the run's end (cleanup, publishing) changed the verdict after the results were written; see the log above", runnerCode, out.Code)
 		out.Code = max(runnerCode, out.Code)
 	}
+	if lost != "" {
+		// Stopped from outside within its grace (SIGTERM): the run ended
+		// as interrupted, and this says who stopped it.
+		out.Why = strings.TrimPrefix(out.Why+"; the runner was stopped from outside: its "+lost, "; ")
+	}
 	return out, nil
 }
 
