@@ -86,7 +86,7 @@ func TestNodeLostOnNotReadyAndDeletionNotOnCordon(t *testing.T) {
 func TestWatchCutsARunWhosePodOrNodeIsLost(t *testing.T) {
 	kube := fake.NewClientset(pod("a", "n1"), pod("b", "n2"), pod("c", "n3"), node("n1"), node("n2"), node("n3"), node("other"))
 	ctx := context.Background()
-	w := Start(ctx, kube, "ns", "run=x", []string{"n1", "n2", "n3"})
+	w := Start(ctx, kube, "ns", "run=x", "", []string{"n1", "n2", "n3"})
 	defer w.Stop()
 	if !w.WaitSynced(ctx, 10*time.Second) {
 		t.Fatal("the watch did not sync")

@@ -32,10 +32,11 @@ type Watch struct {
 }
 
 // Start follows the pods of namespace that match podSelector and the
-// nodes named, until Stop (or ctx) ends it. A watch that cannot list (no
-// right to, the API unreachable) knows nothing: Lost says "" and the
-// runner's failures speak for themselves.
-func Start(ctx context.Context, kube kubernetes.Interface, namespace, podSelector string, nodes []string) *Watch {
+// nodes named (listed and watched by nodeSelector, a label selector that
+// matches them all, "" for every node), until Stop (or ctx) ends it. A
+// watch that cannot list (no right to, the API unreachable) knows
+// nothing: Lost says "" and the runner's failures speak for themselves.
+func Start(ctx context.Context, kube kubernetes.Interface, namespace, podSelector, nodeSelector string, nodes []string) *Watch {
 	ctx, stop := context.WithCancel(ctx)
 	w := newWatch(nodes)
 	w.stop = stop
@@ -62,9 +63,11 @@ func Start(ctx context.Context, kube kubernetes.Interface, namespace, podSelecto
 	_, nc := cache.NewInformerWithOptions(cache.InformerOptions{
 		ListerWatcher: cache.ToListWatcherWithWatchListSemantics(&cache.ListWatch{
 			ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+				o.LabelSelector = nodeSelector
 				return nodeAPI.List(ctx, o)
 			},
 			WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+				o.LabelSelector = nodeSelector
 				return nodeAPI.Watch(ctx, o)
 			},
 		}, kube),

@@ -224,7 +224,9 @@ func (r *Runner) watchFates(ctx context.Context, v Variant, nodes []string) *fat
 		return without(why + " (suites/deploy's ClusterRole grants it)")
 	}
 	slices.Sort(nodes)
-	w := fate.Start(ctx, r.Kube, r.Namespace(), cluster.RunSelector(r.RunID), slices.Compact(nodes))
+	// --node-selector bounds the node watch to the run's nodes; without
+	// it (nodes chosen by their resources) every node is followed.
+	w := fate.Start(ctx, r.Kube, r.Namespace(), cluster.RunSelector(r.RunID), r.Cfg.NodeSelector, slices.Compact(nodes))
 	if !w.WaitSynced(ctx, 30*time.Second) {
 		w.Stop()
 		return without("the watch of the run's pods and nodes did not list them within 30s")
