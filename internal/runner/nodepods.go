@@ -469,19 +469,14 @@ func (r *Runner) runPairInNodePods(ctx context.Context, v Variant, sp sharedPair
 			srvPod.name, srvPod.node, sp.p, why))
 	}
 	r.AddPhase(PhaseCollection, time.Since(collectStart))
-	lostCut := cut()
-	cerr, werr = r.nameTheLoss(ctx, np, lostCut, srvPod, cliPod, cerr, werr, cres.Exit != 0)
+	cerr, werr, loss := r.nameTheLoss(ctx, np, cut(), srvPod, cliPod, cerr, werr, cres.Exit != 0)
 	r.assignSides(runs, pc, runSide{cres.Output, int32(cres.Exit), cerr}, runSide{srv.res.Output, int32(srv.res.Exit), werr})
-	if lostCut == "" {
+	if loss == nil {
 		return
 	}
-	// A run cut by a loss is that loss's, even where its probe wrote an
-	// end frame (a client whose server vanished exits 1 with "connection
-	// refused"): the fabric is not blamed for it.
-	lostNode := cliPod.node
-	if np.lost(srvPod) != "" {
-		lostNode = srvPod.node
-	}
+	// A run a loss cut or explains is that loss's, even where its probe
+	// wrote an end frame (a client whose server vanished exits 1 with
+	// "connection refused"): the fabric is not blamed for it.
 	for i, run := range runs {
 		if cerr != nil {
 			run.in.Client.PodErr = cerr
@@ -489,9 +484,7 @@ func (r *Runner) runPairInNodePods(ctx context.Context, v Variant, sp sharedPair
 		if werr != nil {
 			run.in.Server.WaitErr = werr
 		}
-		if cerr != nil || werr != nil {
-			runs[i].lost = &reports.Loss{Node: lostNode, What: lostCut}
-		}
+		runs[i].lost = loss
 	}
 }
 
@@ -543,12 +536,19 @@ func (np *nodePods) awaitFree(ctx context.Context, pods ...*nodePod) {
 }
 
 // nameTheLoss puts what happened to the pods or their nodes into a failed
-// run's errors: the loss that cut the run (cut), else what the watch or
-// one read of the API says now. A run that ended with its measurement is
-// left as it is, whatever happened after.
-func (r *Runner) nameTheLoss(ctx context.Context, np *nodePods, cut string, srvPod, cliPod *nodePod, cerr, werr error, clientFailed bool) (error, error) {
+// run's errors, and returns that loss (nil when none): the loss that cut
+// the run (cut), else what the watch or one read of the API says now (the
+// watch may not have seen it yet). A run that ended with its measurement
+// is left as it is, whatever happened after.
+func (r *Runner) nameTheLoss(ctx context.Context, np *nodePods, cut string, srvPod, cliPod *nodePod, cerr, werr error, clientFailed bool) (error, error, *reports.Loss) {
 	if np.watch == nil || (cerr == nil && werr == nil && !clientFailed) || ctx.Err() != nil {
-		return cerr, werr
+		return cerr, werr, nil
+	}
+	lostNode := func() string {
+		if np.lost(srvPod) != "" {
+			return srvPod.node
+		}
+		return cliPod.node
 	}
 	if cut != "" {
 		if cerr != nil || clientFailed {
@@ -557,29 +557,36 @@ func (r *Runner) nameTheLoss(ctx context.Context, np *nodePods, cut string, srvP
 		if werr != nil {
 			werr = fmt.Errorf("its run was cut: %s", cut)
 		}
-		return cerr, werr
+		return cerr, werr, &reports.Loss{Node: lostNode(), What: cut}
 	}
-	explain := func(p *nodePod, err error) error {
-		if why := np.watch.Explain(ctx, r.Kube, r.Namespace(), p.name, p.node); why != "" {
-			return fmt.Errorf("%w; %s", err, why)
+	var loss *reports.Loss
+	explain := func(p *nodePod) string {
+		why := np.watch.Explain(ctx, r.Kube, r.Namespace(), p.name, p.node)
+		if why != "" && loss == nil {
+			loss = &reports.Loss{Node: p.node, What: why}
 		}
-		return err
+		return why
 	}
-	if cerr != nil {
-		cerr = explain(cliPod, cerr)
-	} else if clientFailed {
-		// The client's own failure (exit status, its output) stands;
-		// a loss found now is added to it.
-		if why := np.watch.Explain(ctx, r.Kube, r.Namespace(), cliPod.name, cliPod.node); why != "" {
+	switch {
+	case cerr != nil:
+		if why := explain(cliPod); why != "" {
+			cerr = fmt.Errorf("%w; %s", cerr, why)
+		}
+	case clientFailed:
+		// The client's own failure (exit status, its output) stands
+		// unless a loss explains it.
+		if why := explain(cliPod); why != "" {
 			cerr = fmt.Errorf("its run failed and %s", why)
-		} else if why := np.watch.Explain(ctx, r.Kube, r.Namespace(), srvPod.name, srvPod.node); why != "" {
+		} else if why := explain(srvPod); why != "" {
 			cerr = fmt.Errorf("its run failed and its server's %s", why)
 		}
 	}
 	if werr != nil {
-		werr = explain(srvPod, werr)
+		if why := explain(srvPod); why != "" {
+			werr = fmt.Errorf("%w; %s", werr, why)
+		}
 	}
-	return cerr, werr
+	return cerr, werr, loss
 }
 
 // unended says why an exec'd framed run's end is not proven, "" when it

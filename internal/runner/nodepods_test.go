@@ -195,6 +195,9 @@ func (f *fakeExec) Exec(ctx context.Context, ns, pod, container string, cmd []st
 				done := f.listening[p.Name]
 				delete(f.listening, p.Name)
 				f.mu.Unlock()
+				if ctx.Err() != nil {
+					return podrun.ExecResult{}, ctx.Err() // cut: the stream ends
+				}
 				if done != nil {
 					close(done)
 					out := f.out
