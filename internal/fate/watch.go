@@ -40,48 +40,42 @@ func Start(ctx context.Context, kube kubernetes.Interface, namespace, podSelecto
 	ctx, stop := context.WithCancel(ctx)
 	w := newWatch(nodes)
 	w.stop = stop
-	pods := kube.CoreV1().Pods(namespace)
-	_, pc := cache.NewInformerWithOptions(cache.InformerOptions{
-		ListerWatcher: cache.ToListWatcherWithWatchListSemantics(&cache.ListWatch{
-			ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-				o.LabelSelector = podSelector
-				return pods.List(ctx, o)
-			},
-			WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-				o.LabelSelector = podSelector
-				return pods.Watch(ctx, o)
-			},
-		}, kube),
-		ObjectType: &corev1.Pod{},
-		Handler: cache.ResourceEventHandlerFuncs{
-			AddFunc:    func(o any) { w.pod(o, false) },
-			UpdateFunc: func(_, o any) { w.pod(o, false) },
-			DeleteFunc: func(o any) { w.pod(o, true) },
-		},
-	})
-	nodeAPI := kube.CoreV1().Nodes()
-	_, nc := cache.NewInformerWithOptions(cache.InformerOptions{
-		ListerWatcher: cache.ToListWatcherWithWatchListSemantics(&cache.ListWatch{
-			ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-				o.LabelSelector = nodeSelector
-				return nodeAPI.List(ctx, o)
-			},
-			WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-				o.LabelSelector = nodeSelector
-				return nodeAPI.Watch(ctx, o)
-			},
-		}, kube),
-		ObjectType: &corev1.Node{},
-		Handler: cache.ResourceEventHandlerFuncs{
-			AddFunc:    func(o any) { w.node(o, false) },
-			UpdateFunc: func(_, o any) { w.node(o, false) },
-			DeleteFunc: func(o any) { w.node(o, true) },
-		},
-	})
+	pc := follow[*corev1.PodList](kube, kube.CoreV1().Pods(namespace), podSelector, &corev1.Pod{}, w.pod)
+	nc := follow[*corev1.NodeList](kube, kube.CoreV1().Nodes(), nodeSelector, &corev1.Node{}, w.node)
 	w.synced = []cache.InformerSynced{pc.HasSynced, nc.HasSynced}
 	go pc.RunWithContext(ctx)
 	go nc.RunWithContext(ctx)
 	return w
+}
+
+// listWatcher is what the typed clients of pods and nodes both offer.
+type listWatcher[L runtime.Object] interface {
+	List(ctx context.Context, o metav1.ListOptions) (L, error)
+	Watch(ctx context.Context, o metav1.ListOptions) (watch.Interface, error)
+}
+
+// follow makes an informer over api's objects of selector that hands each
+// object seen (and whether it was deleted) to on.
+func follow[L runtime.Object](kube kubernetes.Interface, api listWatcher[L], selector string, obj runtime.Object, on func(o any, deleted bool)) cache.Controller {
+	_, c := cache.NewInformerWithOptions(cache.InformerOptions{
+		ListerWatcher: cache.ToListWatcherWithWatchListSemantics(&cache.ListWatch{
+			ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+				o.LabelSelector = selector
+				return api.List(ctx, o)
+			},
+			WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+				o.LabelSelector = selector
+				return api.Watch(ctx, o)
+			},
+		}, kube),
+		ObjectType: obj,
+		Handler: cache.ResourceEventHandlerFuncs{
+			AddFunc:    func(o any) { on(o, false) },
+			UpdateFunc: func(_, o any) { on(o, false) },
+			DeleteFunc: func(o any) { on(o, true) },
+		},
+	})
+	return c
 }
 
 func newWatch(nodes []string) *Watch {
