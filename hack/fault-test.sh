@@ -222,8 +222,12 @@ for fault in $FAULTS; do
     rc=0
     "$out/rdmasuite" results --kubeconfig "$BED_DIR/kubeconfig" --namespace rdmasuite --job "$job" --delete --report-dir "$out/$fault" >"$out/$fault.log" 2>&1 || rc=$?
     wall=$((SECONDS - t_start))
-    says=$(grep -o 'the runner was stopped from outside: its pod [^;]*\|the runner did not finish: its pod [^;]*' "$out/$fault.log" | head -1 | cut -c1-250 || true)
-    incomplete=$(jq -r '[.checks[] | select(.id == "run/incomplete") | .reason] | .[0] // "none"' "$out/$fault/results.json" 2>/dev/null | cut -c1-120 || echo none)
+    # The eviction named: by the runner itself (its pod's record, in the
+    # unfinished feature's row) or by rdmasuite results (the pod's record
+    # when it is still there).
+    says=$(jq -r '[.checks[] | select((.reason // "") | test("evicted through the Eviction API")) | .reason] | .[0] // ""' "$out/$fault/results.json" 2>/dev/null | cut -c1-300 || true)
+    [[ -n $says ]] || says=$(grep -o 'the runner was stopped from outside: its pod [^;]*\|the runner did not finish: its pod [^;]*' "$out/$fault.log" | head -1 | cut -c1-250 || true)
+    incomplete=$(jq -r '[.checks[] | select(.id == "run/incomplete" or ((.reason // "") | test("when the run stopped"))) | .reason] | .[0] // "none"' "$out/$fault/results.json" 2>/dev/null | cut -c1-120 || echo none)
     lefto=$(kc get ns,pods,jobs -A -l app.kubernetes.io/part-of=rdmasuite -o name 2>/dev/null | wc -l || true)
     printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$fault" "Eviction API on runner pod $runner" "$wall" "$rc" "run/incomplete: $incomplete" "${says:-none}" "objects=$lefto" >>"$out/faults.tsv"
     echo "fault-test: incluster-evicted: rdmasuite results exit $rc in ${wall}s; ${says:-no eviction named}; incomplete: $incomplete; left $lefto"

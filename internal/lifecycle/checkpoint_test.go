@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/rdmasuite/rdmasuite/internal/cluster"
 	"github.com/rdmasuite/rdmasuite/internal/latest"
@@ -103,5 +104,22 @@ func TestTheNextRunSaysWhatAKilledRunLeft(t *testing.T) {
 	}
 	if strings.Contains(w, "0badcafe") {
 		t.Errorf("the run names itself: %q", w)
+	}
+}
+
+// The runner's own pod evicted: its SIGTERM is named by the pod's record.
+func TestAnEvictedRunnerPodSaysWhoStoppedIt(t *testing.T) {
+	now := metav1.Now()
+	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "rdmasuite-run-x-abcde", Namespace: "rdmasuite", DeletionTimestamp: &now},
+		Spec: corev1.PodSpec{NodeName: "node-1"},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{{Type: corev1.DisruptionTarget,
+			Status: corev1.ConditionTrue, Reason: "EvictionByEvictionAPI", Message: "Eviction API: evicting"}}}}
+	kube := fake.NewClientset(p)
+	got := ownPodLoss(kube, "rdmasuite", "rdmasuite-run-x-abcde")
+	if !strings.Contains(got, ": the runner's pod rdmasuite-run-x-abcde on node-1 was evicted through the Eviction API") {
+		t.Errorf("ownPodLoss = %q", got)
+	}
+	if got := ownPodLoss(kube, "rdmasuite", "not-there"); got != "" {
+		t.Errorf("a pod that cannot be read: %q", got)
 	}
 }

@@ -379,6 +379,9 @@ func (s *Session) end(code int, why string) {
 			code = 0 // the setup row decides, as the results say
 		}
 		if why != "" {
+			if code == 130 {
+				why += s.stoppedBy()
+			}
 			fmt.Fprintf(s.out.stderr, "rdmasuite: %s: %s\n", why, s.deleting)
 			s.Run.RecordUnfinished(why)
 		}
