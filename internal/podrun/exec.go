@@ -171,9 +171,12 @@ func (s *lineStream) flush() {
 // at fleet scale, hundreds of lines of client-go internals for what the
 // pair's row already says. Those are dropped; every other error is
 // handled as before.
-func init() {
-	handlers := utilruntime.ErrorHandlers
-	utilruntime.ErrorHandlers = []utilruntime.ErrorHandler{func(ctx context.Context, err error, msg string, kv ...interface{}) {
+func init() { utilruntime.ErrorHandlers = withoutClosedStreams(utilruntime.ErrorHandlers) }
+
+// withoutClosedStreams is one handler that passes every error but a closed
+// stream's on to handlers.
+func withoutClosedStreams(handlers []utilruntime.ErrorHandler) []utilruntime.ErrorHandler {
+	return []utilruntime.ErrorHandler{func(ctx context.Context, err error, msg string, kv ...interface{}) {
 		if closedStream(err) {
 			return
 		}

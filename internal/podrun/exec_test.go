@@ -122,17 +122,10 @@ func TestClosedStreamErrorsAreNotLogged(t *testing.T) {
 	var got []error
 	old := utilruntime.ErrorHandlers
 	defer func() { utilruntime.ErrorHandlers = old }()
-	// The filter installed by this package wraps what was there before:
-	// here a recorder stands in for client-go's logger.
-	handlers := []utilruntime.ErrorHandler{func(_ context.Context, err error, _ string, _ ...interface{}) { got = append(got, err) }}
-	utilruntime.ErrorHandlers = []utilruntime.ErrorHandler{func(ctx context.Context, err error, msg string, kv ...interface{}) {
-		if closedStream(err) {
-			return
-		}
-		for _, h := range handlers {
-			h(ctx, err, msg, kv...)
-		}
-	}}
+	// The filter this package installs, over a recorder standing in for
+	// client-go's logger.
+	utilruntime.ErrorHandlers = withoutClosedStreams([]utilruntime.ErrorHandler{
+		func(_ context.Context, err error, _ string, _ ...interface{}) { got = append(got, err) }})
 	utilruntime.HandleError(fmt.Errorf("next reader: read tcp 127.0.0.1:43054->127.0.0.1:16443: %w", net.ErrClosed))
 	utilruntime.HandleError(errors.New("next reader: read tcp 127.0.0.1:1->127.0.0.1:2: use of closed network connection"))
 	utilruntime.HandleError(errors.New("watch of pods: the server is unavailable"))

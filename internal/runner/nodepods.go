@@ -373,9 +373,9 @@ func (r *Runner) runPairInNodePods(ctx context.Context, v Variant, sp sharedPair
 		}
 		return
 	}
-	// A pod or node lost before the pair starts (also one left busy by the run
-	// the loss cut): nothing is measured
-	// there, and its partner is not blamed.
+	// A pod or node lost before the pair starts (also one left busy by
+	// the run the loss cut): nothing is measured there, and its partner
+	// is not blamed.
 	if why := np.lost(srvPod); why != "" {
 		for i, run := range runs {
 			run.in.Server.PodErr = &verdict.NotAttempted{Why: why}
@@ -501,9 +501,9 @@ var survivorFree = func(qpTimeout int) time.Duration {
 var awaitLimit = 2 * time.Minute
 
 // survivorsOfALoss marks the pods of a cut pair that were not lost busy
-// until their run has ended by its own bounds: the next pair there waits
-// for that (awaitFree) instead of meeting the old process on the probe's
-// port or on the rails.
+// until their run has stopped moving data: the next pair there waits for
+// that (awaitFree) instead of sharing the rails with the old process (its
+// port is no longer in the way: nextPort).
 func (np *nodePods) survivorsOfALoss(lost string, p pairing.Pair, free time.Duration, pods ...*nodePod) {
 	until := time.Now().Add(free)
 	for _, pod := range pods {

@@ -149,18 +149,28 @@ func (r *Runner) Begin(check, variant string) (end func()) {
 func (r *Runner) RecordUnfinished(why string) int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	running := r.runningInOrder()
+	for _, f := range running {
+		r.checks = append(r.checks, reports.Check{ID: f.check, Variant: f.variant, Status: reports.Error,
+			Reason: fmt.Sprintf("the %s feature was still running after %s when the run stopped (%s): its checks were never judged",
+				f.check, time.Since(f.started).Round(time.Second), why)})
+	}
+	return len(running)
+}
+
+// runningInOrder is the features still running, in the order they
+// began; the caller holds r.mu.
+func (r *Runner) runningInOrder() []runningFeature {
 	ids := make([]int, 0, len(r.running))
 	for id := range r.running {
 		ids = append(ids, id)
 	}
 	slices.Sort(ids)
-	for _, id := range ids {
-		f := r.running[id]
-		r.checks = append(r.checks, reports.Check{ID: f.check, Variant: f.variant, Status: reports.Error,
-			Reason: fmt.Sprintf("the %s feature was still running after %s when the run stopped (%s): its checks were never judged",
-				f.check, time.Since(f.started).Round(time.Second), why)})
+	out := make([]runningFeature, len(ids))
+	for i, id := range ids {
+		out[i] = r.running[id]
 	}
-	return len(ids)
+	return out
 }
 
 // Running says which features are still running and for how long
@@ -168,14 +178,8 @@ func (r *Runner) RecordUnfinished(why string) int {
 func (r *Runner) Running() []string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	ids := make([]int, 0, len(r.running))
-	for id := range r.running {
-		ids = append(ids, id)
-	}
-	slices.Sort(ids)
 	var out []string
-	for _, id := range ids {
-		f := r.running[id]
+	for _, f := range r.runningInOrder() {
 		out = append(out, fmt.Sprintf("%s [%s] for %s", f.check, f.variant, time.Since(f.started).Round(time.Second)))
 	}
 	return out
