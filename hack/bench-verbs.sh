@@ -10,16 +10,42 @@
 # PERFTEST_FLAGS (extra perftest flags, e.g. --use_old_post_send). An empty
 # OPS, SIZES, MR_SIZES or LAT_OPS skips that group (LAT_OPS= MR_SIZES= runs
 # bandwidth only).
+#
+# A/B: AB_PATCH=FILE also builds rdmaprobe from this tree with FILE applied
+# (`patch -p1`; hack/ab/ holds the ones behind the figures in hack/README)
+# and runs that build beside the tree's in every repetition, in rotation
+# with perftest; it then prints A/perftest, B/perftest and B/A, each with
+# every repetition's pair, so one run shows what that one difference does.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=$(mktemp -d "${TMPDIR:-/tmp}/rdmasuite-bench.XXXXXX")
 trap 'rm -rf "$out"' EXIT
 make -s rdmaprobe BIN_DIR="$out"
+files=(-f "$out/rdmaprobe")
+if [ -n "${AB_PATCH:-}" ]; then
+  patch_file=$(realpath "$AB_PATCH")
+  mkdir "$out/b-src" "$out/b"
+  # The tree as it is (tracked and new files), not the last commit.
+  git ls-files -co --exclude-standard -z | tar --null -T - -cf - | tar -C "$out/b-src" -xf -
+  (cd "$out/b-src" && patch -s -p1 <"$patch_file" && make -s rdmaprobe BIN_DIR="$out/b")
+  cp "$out/b/rdmaprobe" "$out/rdmaprobe-b"
+  files+=(-f "$out/rdmaprobe-b")
+  echo "A/B: B is this tree with $AB_PATCH applied"
+fi
 cp hack/guest-bench.sh "$out/"
 # About 2.5 min of guest time per repetition of the default cells.
-hack/guest/run.sh -t $((${REPS:-6} * 150 + 300)) -f "$out/rdmaprobe" -f "$out/guest-bench.sh" -- \
+hack/guest/run.sh -t $((${REPS:-6} * ${AB_PATCH:+3 / 2 *} 150 + 300)) "${files[@]}" -f "$out/guest-bench.sh" -- \
   "REPS=${REPS:-6} QPS_LIST='${QPS_LIST:-1}' CQMODS='${CQMODS:-1 100}' OPS='${OPS-write read}' SIZES='${SIZES-65536 1048576}' \
    MR_SIZES='${MR_SIZES-2 4096}' MR_QPS='${MR_QPS:-4}' MR_ITERS='${MR_ITERS:-5000}' LAT_OPS='${LAT_OPS-write read send}' \
    LAT_SIZES='${LAT_SIZES:-2}' LAT_ITERS='${LAT_ITERS:-1000}' ATTEMPTS='${ATTEMPTS:-3}' \
    OURS_FLAGS='${OURS_FLAGS:-}' PERFTEST_FLAGS='${PERFTEST_FLAGS:-}' sh guest-bench.sh" | tee "$out/raw.txt"
-hack/tool.sh benchtable <"$out/raw.txt"
+if [ -z "${AB_PATCH:-}" ]; then
+  hack/tool.sh benchtable -reps <"$out/raw.txt"
+  exit
+fi
+echo; echo "== A (this tree) against perftest"
+hack/tool.sh benchtable -reps <"$out/raw.txt"
+echo; echo "== B (with $AB_PATCH) against perftest"
+hack/tool.sh benchtable -reps -ours rdmaprobe-b <"$out/raw.txt"
+echo; echo "== B against A"
+hack/tool.sh benchtable -reps -ref rdmaprobe -ours rdmaprobe-b <"$out/raw.txt"

@@ -36,8 +36,9 @@ run_perftest() {
   ib_${op}_bw $PERFTEST_FLAGS -d rxe0 -x 1 -F -s "$size" -n "$iters" -q "$qps" -Q "$cqmod" >pt-srv.txt 2>&1 &
   srv=$!
   sleep 1
-  ib_${op}_bw $PERFTEST_FLAGS -d rxe1 -x 1 -F -s "$size" -n "$iters" -q "$qps" -Q "$cqmod" "$RXE0_IP" >pt-cli.txt 2>&1
+  rus pt-cli.rus ib_${op}_bw $PERFTEST_FLAGS -d rxe1 -x 1 -F -s "$size" -n "$iters" -q "$qps" -Q "$cqmod" "$RXE0_IP" >pt-cli.txt 2>&1
   wait $srv
+  rusline perftest client pt-cli.rus
   avg=$(awk -v s="$size" '$1 == s && NF >= 5 {print $4}' pt-cli.txt | tail -1)
   echo "RESULT perftest $op $size $qps $cqmod $rep ${avg:-NaN}"
   echo "RETRIES perftest $op $size $qps $cqmod $rep $(($(retries) - r0))"
@@ -46,18 +47,22 @@ run_perftest() {
 }
 
 # ours, same devices, sizes, iterations, QPs; the server gets the same 1 s
-# head start perftest's server gets.
+# head start perftest's server gets. $bin and $tool name the build (an A/B
+# run's second build is ./rdmaprobe-b, reported as tool rdmaprobe-b).
+bin=./rdmaprobe tool=rdmaprobe
 run_ours() {
   r0=$(retries)
-  ./rdmaprobe bw server --device rxe0 --port 18516 --timeout 60s >rp-srv.json 2>&1 &
+  $bin bw server --device rxe0 --port 18516 --timeout 60s >rp-srv.json 2>&1 &
   srv=$!
   sleep 1
-  ./rdmaprobe bw client $OURS_FLAGS --device rxe1 --port 18516 --op "$op" --size "$size" --iters "$iters" --qps "$qps" \
+  rus rp-cli.rus $bin bw client $OURS_FLAGS --device rxe1 --port 18516 --op "$op" --size "$size" --iters "$iters" --qps "$qps" \
     --cq-mod "$cqmod" "$RXE0_IP" >rp-cli.json 2>rp-cli.err
   wait $srv
+  rusline $tool client rp-cli.rus
+  echo "DISTURB $tool $op $size $rep $(sed -n 's/.*"disturbance":{\([^}]*\)}.*/\1/p' rp-cli.json | tail -1)"
   avg=$(sed -n 's/.*"total":{[^}]*"bwAvgMBps":\([0-9.e+-]*\).*/\1/p' rp-cli.json | tail -1)
-  echo "RESULT rdmaprobe $op $size $qps $cqmod $rep ${avg:-NaN}"
-  echo "RETRIES rdmaprobe $op $size $qps $cqmod $rep $(($(retries) - r0))"
+  echo "RESULT $tool $op $size $qps $cqmod $rep ${avg:-NaN}"
+  echo "RETRIES $tool $op $size $qps $cqmod $rep $(($(retries) - r0))"
   [ -n "$avg" ] || tail -5 rp-cli.json rp-cli.err
 }
 # Message rate (perftest's MsgRate column: small messages, several QPs):
@@ -102,24 +107,24 @@ run_perftest_lat() {
 }
 
 run_ours_lat() {
-  rus rl-srv.rus ./rdmaprobe bw server --device rxe0 --port 18516 --timeout 60s >rl-srv.json 2>&1 &
+  rus rl-srv.rus $bin bw server --device rxe0 --port 18516 --timeout 60s >rl-srv.json 2>&1 &
   srv=$!
   sleep 1
-  rus rl-cli.rus ./rdmaprobe bw client $OURS_FLAGS --latency --device rxe1 --port 18516 --op "$op" --size "$size" --iters "$LAT_ITERS" \
+  rus rl-cli.rus $bin bw client $OURS_FLAGS --latency --device rxe1 --port 18516 --op "$op" --size "$size" --iters "$LAT_ITERS" \
     "$RXE0_IP" >rl-cli.json 2>rl-cli.err
   wait $srv
-  rusline rdmaprobe server rl-srv.rus
-  rusline rdmaprobe client rl-cli.rus
+  rusline $tool server rl-srv.rus
+  rusline $tool client rl-cli.rus
   l=$(sed -n 's/.*"latency":{\([^}]*\)}.*/\1/p' rl-cli.json | tail -1)
   typ=$(echo "$l" | sed -n 's/.*"tTypicalUs":\([0-9.e+-]*\).*/\1/p')
   p99=$(echo "$l" | sed -n 's/.*"p99Us":\([0-9.e+-]*\).*/\1/p')
   mx=$(echo "$l" | sed -n 's/.*"tMaxUs":\([0-9.e+-]*\).*/\1/p')
-  echo "LAT rdmaprobe $op $size $rep ${typ:-NaN} ${p99:-NaN} ${mx:-NaN}"
+  echo "LAT $tool $op $size $rep ${typ:-NaN} ${p99:-NaN} ${mx:-NaN}"
   # What competed with the client's measuring thread over the timed loop
   # (bw.Disturbance: wall ms, its CPU share, preemptions, blocks, the other
   # threads' CPU ms).
-  echo "DISTURB rdmaprobe $op $size $rep $(sed -n 's/.*"disturbance":{\([^}]*\)}.*/\1/p' rl-cli.json | tail -1)"
-  echo "DISTURB-SERVER rdmaprobe $op $size $rep $(grep -o 'answering thread: .*' rl-srv.json | tail -1)"
+  echo "DISTURB $tool $op $size $rep $(sed -n 's/.*"disturbance":{\([^}]*\)}.*/\1/p' rl-cli.json | tail -1)"
+  echo "DISTURB-SERVER $tool $op $size $rep $(grep -o 'answering thread: .*' rl-srv.json | tail -1)"
   [ -n "$typ" ] || tail -5 rl-cli.json rl-cli.err
   avg=$typ
 }
@@ -138,9 +143,25 @@ retrying() {
     a=$((a + 1))
   done
 }
+# The B build of an A/B run: the same runs with ./rdmaprobe-b.
+b_ours() { bin=./rdmaprobe-b tool=rdmaprobe-b; "$1"; bin=./rdmaprobe tool=rdmaprobe; }
+run_ours_b() { b_ours run_ours; }
+run_ours_lat_b() { b_ours run_ours_lat; }
 # alternated PERFTEST_FN OURS_FN: odd repetitions run perftest first, even
-# ones ours first, so order effects cancel out of the paired ratios.
+# ones ours first, so order effects cancel out of the paired ratios. With a
+# B build the three rotate (perftest A B, A B perftest, B perftest A), so
+# each comes first, second and third equally often.
 alternated() {
+  if [ -x ./rdmaprobe-b ]; then
+    set -- "perftest $1" "rdmaprobe $2" "rdmaprobe-b ${2}_b"
+    case $((rep % 3)) in
+    1) ;;
+    2) set -- "$2" "$3" "$1" ;;
+    0) set -- "$3" "$1" "$2" ;;
+    esac
+    for t in "$1" "$2" "$3"; do retrying $t; done
+    return
+  fi
   if [ $((rep % 2)) = 1 ]; then
     retrying perftest "$1"; retrying rdmaprobe "$2"
   else

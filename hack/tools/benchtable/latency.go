@@ -60,7 +60,7 @@ func parseLat(r io.Reader) (map[latKey]*latCell, int) {
 	sc := bufio.NewScanner(r)
 	for sc.Scan() {
 		f := strings.Fields(sc.Text())
-		if len(f) != 8 || f[0] != "LAT" {
+		if len(f) != 8 || f[0] != "LAT" || (f[1] != refTool && f[1] != oursTool) {
 			continue
 		}
 		b, _ := strconv.Atoi(f[3])
@@ -81,20 +81,11 @@ func parseLat(r io.Reader) (map[latKey]*latCell, int) {
 		}
 		if bad {
 			failed++
-			if f[1] == "perftest" {
-				c.failedRef++
-			} else {
-				c.failedOurs++
-			}
+			*side(f[1], &c.failedRef, &c.failedOurs)++
 			continue
 		}
 		p := c.at(rep)
-		run := latRun{typical: v[0], p99: v[1], max: v[2], ok: true}
-		if f[1] == "perftest" {
-			p.ref = run
-		} else {
-			p.ours = run
-		}
+		*side(f[1], &p.ref, &p.ours) = latRun{typical: v[0], p99: v[1], max: v[2], ok: true}
 	}
 	return cells, failed
 }
@@ -151,10 +142,7 @@ func summarizeLat(c *latCell, target float64) latSummary {
 	return s
 }
 
-func renderLat(w io.Writer, cells map[latKey]*latCell, target float64) error {
-	if len(cells) == 0 {
-		return nil
-	}
+func sortedLatKeys(cells map[latKey]*latCell) []latKey {
 	keys := make([]latKey, 0, len(cells))
 	for k := range cells {
 		keys = append(keys, k)
@@ -165,6 +153,14 @@ func renderLat(w io.Writer, cells map[latKey]*latCell, target float64) error {
 		}
 		return keys[i].bytes < keys[j].bytes
 	})
+	return keys
+}
+
+func renderLat(w io.Writer, cells map[latKey]*latCell, target float64) error {
+	if len(cells) == 0 {
+		return nil
+	}
+	keys := sortedLatKeys(cells)
 	fmt.Fprintln(w, "\nlatency (µs; write and send are half the round trip, read the whole READ, as perftest reports them):")
 	table := tablewriter.NewTable(w, tablewriter.WithConfig(tablewriter.NewConfigBuilder().WithHeaderAutoFormat(tw.Off).Build()))
 	table.Header("op", "bytes", "pairs", "failed runs perftest / ours", "perftest typical / p99 / max", "ours typical / p99 / max",

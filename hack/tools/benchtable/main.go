@@ -20,12 +20,18 @@
 //   - a run that printed no figure is counted (guest-bench.sh retries it)
 //     and never stops the table.
 //
+// Flags pick the two tools compared (-ref, -ours: perftest and rdmaprobe by
+// default, so an A/B of two rdmaprobe builds in one guest run is the same
+// table with -ref rdmaprobe -ours rdmaprobe-b) and -reps prints every
+// repetition's pair, the evidence behind each interval.
+//
 // It exits 1 only when no pair at all was measured.
 package main
 
 import (
 	"bufio"
 	"bytes"
+	"flag"
 	"fmt"
 	"io"
 	"math"
@@ -55,6 +61,20 @@ const (
 	verdictWide   = "interval too wide to claim parity"
 	verdictFew    = "too few clean pairs"
 )
+
+// The tools compared: lines of any other tool are not read.
+var refTool, oursTool = "perftest", "rdmaprobe"
+
+// side is the run of p that a line of tool fills, nil for another tool.
+func side[R any](tool string, ref, ours *R) *R {
+	switch tool {
+	case refTool:
+		return ref
+	case oursTool:
+		return ours
+	}
+	return nil
+}
 
 type key struct {
 	op                string
@@ -126,6 +146,9 @@ func parse(r io.Reader) (map[key]*cell, int) {
 		if len(f) < 8 || (f[0] != "RESULT" && f[0] != "RETRIES") {
 			continue
 		}
+		if f[1] != refTool && f[1] != oursTool {
+			continue
+		}
 		b, _ := strconv.Atoi(f[3])
 		q, _ := strconv.Atoi(f[4])
 		m, _ := strconv.Atoi(f[5])
@@ -137,25 +160,18 @@ func parse(r io.Reader) (map[key]*cell, int) {
 		}
 		c := cells[k]
 		p := c.pairAt(rep)
-		side := &p.ours
-		if f[1] == "perftest" {
-			side = &p.ref
-		}
+		r := side(f[1], &p.ref, &p.ours)
 		switch {
 		case f[0] == "RETRIES":
 			if err == nil {
-				side.retries, side.hasRetries = v, true
+				r.retries, r.hasRetries = v, true
 			}
 		case err != nil || v <= 0 || math.IsNaN(v):
 			failed++
-			if f[1] == "perftest" {
-				c.failedRef++
-			} else {
-				c.failedOurs++
-			}
+			*side(f[1], &c.failedRef, &c.failedOurs)++
 		default:
 			// A retry that succeeded replaces the failed attempt.
-			*side = run{mbps: v, ok: true}
+			*r = run{mbps: v, ok: true}
 		}
 	}
 	return cells, failed
@@ -348,7 +364,47 @@ func render(w io.Writer, cells map[key]*cell, target float64) error {
 	return nil
 }
 
+// renderReps prints every repetition of every cell: the reference's and
+// ours' figures, their ratio, and a mark on a pair left out of the interval
+// (a failed or retransmitting run).
+func renderReps(w io.Writer, cells map[key]*cell, lats map[latKey]*latCell) {
+	fmt.Fprintf(w, "\nper repetition, %s / %s = ratio (x: not a clean pair):\n", oursTool, refTool)
+	for _, k := range sortedKeys(cells) {
+		ps := append([]pair(nil), cells[k].pairs...)
+		sort.Slice(ps, func(i, j int) bool { return ps[i].rep < ps[j].rep })
+		var b strings.Builder
+		for _, p := range ps {
+			mark := ""
+			if !p.complete() || !p.isClean() {
+				mark = "x"
+			}
+			fmt.Fprintf(&b, " r%d %s/%s=%s%s", p.rep, fmtNum(p.ours.mbps, 1), fmtNum(p.ref.mbps, 1), fmtNum(p.ratio(), 3), mark)
+		}
+		fmt.Fprintf(w, "%s %d B qps %d cq-mod %d MB/s:%s\n", k.op, k.bytes, k.qps, k.cqMod, b.String())
+	}
+	for _, k := range sortedLatKeys(lats) {
+		ps := append([]latPair(nil), lats[k].pairs...)
+		sort.Slice(ps, func(i, j int) bool { return ps[i].rep < ps[j].rep })
+		var b strings.Builder
+		for _, p := range ps {
+			mark := ""
+			if !p.ref.ok || !p.ours.ok {
+				mark = "x"
+			}
+			fmt.Fprintf(&b, " r%d %s/%s=%s%s", p.rep, fmtNum(p.ours.typical, 1), fmtNum(p.ref.typical, 1), fmtNum(p.ours.typical/p.ref.typical, 3), mark)
+		}
+		fmt.Fprintf(w, "%s latency %d B typical µs:%s\n", k.op, k.bytes, b.String())
+	}
+}
+
 func main() {
+	flag.StringVar(&refTool, "ref", refTool, "the reference tool's name in the lines")
+	flag.StringVar(&oursTool, "ours", oursTool, "the measured tool's name in the lines")
+	reps := flag.Bool("reps", false, "also print every repetition's pair")
+	flag.Parse()
+	if refTool != "perftest" || oursTool != "rdmaprobe" {
+		fmt.Printf("compared: ours = %s, reference (\"perftest\" columns) = %s\n", oursTool, refTool)
+	}
 	raw, err := io.ReadAll(os.Stdin)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -364,6 +420,9 @@ func main() {
 	if err := renderLat(os.Stdout, lats, 0.99); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
+	}
+	if *reps {
+		renderReps(os.Stdout, cells, lats)
 	}
 	measured := 0
 	for _, c := range cells {

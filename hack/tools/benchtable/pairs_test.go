@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -183,5 +184,52 @@ LAT rdmaprobe read 2 3 129 149 309
 	var b strings.Builder
 	if err := renderLat(&b, cells, 0.99); err != nil || !strings.Contains(b.String(), "40.1") {
 		t.Fatalf("%v\n%s", err, b.String())
+	}
+}
+
+// An A/B run holds three tools' lines: each comparison reads only its two,
+// and the per-repetition lines show every pair, unclean ones marked.
+func TestToolsCompared(t *testing.T) {
+	in := `RESULT perftest read 65536 1 1 1 100
+RETRIES perftest read 65536 1 1 1 0
+RESULT rdmaprobe read 65536 1 1 1 90
+RETRIES rdmaprobe read 65536 1 1 1 0
+RESULT rdmaprobe-b read 65536 1 1 1 99
+RETRIES rdmaprobe-b read 65536 1 1 1 50
+LAT perftest read 2 1 50 60 70
+LAT rdmaprobe read 2 1 60 70 80
+LAT rdmaprobe-b read 2 1 51 61 71
+`
+	defer func(r, o string) { refTool, oursTool = r, o }(refTool, oursTool)
+	for _, tc := range []struct {
+		ref, ours       string
+		mbps, refMBps   float64
+		latOurs, latRef float64
+		clean           bool
+	}{
+		{"perftest", "rdmaprobe", 90, 100, 60, 50, true},
+		{"perftest", "rdmaprobe-b", 99, 100, 51, 50, false},
+		{"rdmaprobe", "rdmaprobe-b", 99, 90, 51, 60, false},
+	} {
+		refTool, oursTool = tc.ref, tc.ours
+		cells, failed := parse(strings.NewReader(in))
+		lats, latFailed := parseLat(strings.NewReader(in))
+		c, l := cells[key{"read", 65536, 1, 1}], lats[latKey{"read", 2}]
+		if failed+latFailed != 0 || c == nil || len(c.pairs) != 1 || l == nil || len(l.pairs) != 1 {
+			t.Fatalf("%s/%s: failed %d+%d, cells %+v, lats %+v", tc.ours, tc.ref, failed, latFailed, c, l)
+		}
+		p, lp := c.pairs[0], l.pairs[0]
+		if p.ours.mbps != tc.mbps || p.ref.mbps != tc.refMBps || lp.ours.typical != tc.latOurs || lp.ref.typical != tc.latRef || p.isClean() != tc.clean {
+			t.Errorf("%s/%s: pair %+v, latency pair %+v", tc.ours, tc.ref, p, lp)
+		}
+		var b strings.Builder
+		renderReps(&b, cells, lats)
+		want := fmt.Sprintf("r1 %.1f/%.1f=%.3f", tc.mbps, tc.refMBps, tc.mbps/tc.refMBps)
+		if !tc.clean {
+			want += "x"
+		}
+		if !strings.Contains(b.String(), want) || !strings.Contains(b.String(), fmt.Sprintf("r1 %.1f/%.1f=", tc.latOurs, tc.latRef)) {
+			t.Errorf("%s/%s: want %q in\n%s", tc.ours, tc.ref, want, b.String())
+		}
 	}
 }
