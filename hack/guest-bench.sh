@@ -15,6 +15,10 @@ CQMODS=${CQMODS:-"1 100"}
 OPS=${OPS-"write read"}
 SIZES=${SIZES-"65536 1048576"}
 echo "perftest: $(ib_write_bw --version 2>&1 | head -1)"
+# CLIENT_CPUS, SERVER_CPUS: pin every tool's client or server to these
+# guest CPUs (taskset -c), the same for perftest and ours.
+clip=${CLIENT_CPUS:+taskset -c $CLIENT_CPUS}
+srvp=${SERVER_CPUS:+taskset -c $SERVER_CPUS}
 
 # Retransmission-related rxe counters of both devices, summed: a run that hit
 # rxe's retransmit timer (67 ms at timeout 14) loses that time, so a ratio
@@ -33,10 +37,10 @@ retries() {
 # perftest reference (RoCE v2 IPv4 GID is index 1 on this guest)
 run_perftest() {
   r0=$(retries)
-  ib_${op}_bw $PERFTEST_FLAGS -d rxe0 -x 1 -F -s "$size" -n "$iters" -q "$qps" -Q "$cqmod" >pt-srv.txt 2>&1 &
+  $srvp ib_${op}_bw $PERFTEST_FLAGS -d rxe0 -x 1 -F -s "$size" -n "$iters" -q "$qps" -Q "$cqmod" >pt-srv.txt 2>&1 &
   srv=$!
   sleep 1
-  rus pt-cli.rus ib_${op}_bw $PERFTEST_FLAGS -d rxe1 -x 1 -F -s "$size" -n "$iters" -q "$qps" -Q "$cqmod" "$RXE0_IP" >pt-cli.txt 2>&1
+  rus pt-cli.rus $clip ib_${op}_bw $PERFTEST_FLAGS -d rxe1 -x 1 -F -s "$size" -n "$iters" -q "$qps" -Q "$cqmod" "$RXE0_IP" >pt-cli.txt 2>&1
   wait $srv
   rusline perftest client pt-cli.rus
   avg=$(awk -v s="$size" '$1 == s && NF >= 5 {print $4}' pt-cli.txt | tail -1)
@@ -52,10 +56,10 @@ run_perftest() {
 bin=./rdmaprobe tool=rdmaprobe
 run_ours() {
   r0=$(retries)
-  $bin bw server --device rxe0 --port 18516 --timeout 60s >rp-srv.json 2>&1 &
+  $srvp $bin bw server --device rxe0 --port 18516 --timeout 60s >rp-srv.json 2>&1 &
   srv=$!
   sleep 1
-  rus rp-cli.rus $bin bw client $OURS_FLAGS --device rxe1 --port 18516 --op "$op" --size "$size" --iters "$iters" --qps "$qps" \
+  rus rp-cli.rus $clip $bin bw client $OURS_FLAGS --device rxe1 --port 18516 --op "$op" --size "$size" --iters "$iters" --qps "$qps" \
     --cq-mod "$cqmod" "$RXE0_IP" >rp-cli.json 2>rp-cli.err
   wait $srv
   rusline $tool client rp-cli.rus
@@ -91,10 +95,10 @@ rusline() { # TOOL SIDE FILE
 }
 
 run_perftest_lat() {
-  rus pl-srv.rus ib_${op}_lat $PERFTEST_FLAGS -d rxe0 -x 1 -F -s "$size" -n "$LAT_ITERS" >pl-srv.txt 2>&1 &
+  rus pl-srv.rus $srvp ib_${op}_lat $PERFTEST_FLAGS -d rxe0 -x 1 -F -s "$size" -n "$LAT_ITERS" >pl-srv.txt 2>&1 &
   srv=$!
   sleep 1
-  rus pl-cli.rus ib_${op}_lat $PERFTEST_FLAGS -d rxe1 -x 1 -F -s "$size" -n "$LAT_ITERS" "$RXE0_IP" >pl-cli.txt 2>&1
+  rus pl-cli.rus $clip ib_${op}_lat $PERFTEST_FLAGS -d rxe1 -x 1 -F -s "$size" -n "$LAT_ITERS" "$RXE0_IP" >pl-cli.txt 2>&1
   wait $srv
   rusline perftest server pl-srv.rus
   rusline perftest client pl-cli.rus
@@ -107,10 +111,10 @@ run_perftest_lat() {
 }
 
 run_ours_lat() {
-  rus rl-srv.rus $bin bw server --device rxe0 --port 18516 --timeout 60s >rl-srv.json 2>&1 &
+  rus rl-srv.rus $srvp $bin bw server --device rxe0 --port 18516 --timeout 60s >rl-srv.json 2>&1 &
   srv=$!
   sleep 1
-  rus rl-cli.rus $bin bw client $OURS_FLAGS --latency --device rxe1 --port 18516 --op "$op" --size "$size" --iters "$LAT_ITERS" \
+  rus rl-cli.rus $clip $bin bw client $OURS_FLAGS --latency --device rxe1 --port 18516 --op "$op" --size "$size" --iters "$LAT_ITERS" \
     "$RXE0_IP" >rl-cli.json 2>rl-cli.err
   wait $srv
   rusline $tool server rl-srv.rus

@@ -7,6 +7,7 @@
 # `sh -c "CMD ARGS..."` (words joined with spaces, as ssh does) as root in
 # /opt/test, where each -f file is copied (mode kept). /bin/asuser
 # UID MEMLOCK_KB CMD... runs a command unprivileged with a memlock limit.
+# GUEST_SMP sets the guest's vCPUs (default 2).
 #
 # The command's stdout and stderr stream to this script's stdout; the kernel
 # console goes to a log that is shown on failure (and always with -v).
@@ -83,7 +84,7 @@ boot() {
   local start=${EPOCHREALTIME/./}
   timeout -k 5 "$timeout_s" qemu-system-x86_64 \
     -nodefaults -no-user-config -nographic -no-reboot \
-    -accel tcg -cpu max -smp 2 -m "$mem_mb" \
+    -accel tcg -cpu max -smp "${GUEST_SMP:-2}" -m "$mem_mb" \
     -kernel "$dir/vmlinuz" -initrd "$tmp/initrd" \
     -append "console=ttyS0 quiet panic=-1 tsc=reliable" \
     -serial "file:$tmp/console.log" \
