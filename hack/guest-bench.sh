@@ -19,6 +19,13 @@ echo "perftest: $(ib_write_bw --version 2>&1 | head -1)"
 # guest CPUs (taskset -c), the same for perftest and ours.
 clip=${CLIENT_CPUS:+taskset -c $CLIENT_CPUS}
 srvp=${SERVER_CPUS:+taskset -c $SERVER_CPUS}
+# WQ_CPUMASK (hex): the CPUs every unbound workqueue's kworkers may run on,
+# Soft-RoCE's rxe_wq among them (its responder and completer), so the
+# kernel's share of each operation stays off a pinned client's CPU.
+if [ -n "${WQ_CPUMASK:-}" ]; then
+  echo "$WQ_CPUMASK" >/sys/devices/virtual/workqueue/cpumask
+  echo "unbound workqueues on CPU mask $(cat /sys/devices/virtual/workqueue/cpumask)"
+fi
 
 # Retransmission-related rxe counters of both devices, summed: a run that hit
 # rxe's retransmit timer (67 ms at timeout 14) loses that time, so a ratio
