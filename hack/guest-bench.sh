@@ -71,6 +71,7 @@ run_ours() {
   wait $srv
   rusline $tool client rp-cli.rus
   echo "DISTURB $tool $op $size $rep $(sed -n 's/.*"disturbance":{\([^}]*\)}.*/\1/p' rp-cli.json | tail -1)"
+  echo "SERVER-PROCESS $tool $op $size $rep $(grep -o 'server process while the client measured: [^"]*' rp-srv.json | tail -1)"
   avg=$(sed -n 's/.*"total":{[^}]*"bwAvgMBps":\([0-9.e+-]*\).*/\1/p' rp-cli.json | tail -1)
   echo "RESULT $tool $op $size $qps $cqmod $rep ${avg:-NaN}"
   echo "RETRIES $tool $op $size $qps $cqmod $rep $(($(retries) - r0))"
@@ -136,6 +137,7 @@ run_ours_lat() {
   # threads' CPU ms).
   echo "DISTURB $tool $op $size $rep $(sed -n 's/.*"disturbance":{\([^}]*\)}.*/\1/p' rl-cli.json | tail -1)"
   echo "DISTURB-SERVER $tool $op $size $rep $(grep -o 'answering thread: .*' rl-srv.json | tail -1)"
+  echo "SERVER-PROCESS $tool $op $size $rep $(grep -o 'server process while the client measured: [^"]*' rl-srv.json | tail -1)"
   [ -n "$typ" ] || tail -5 rl-cli.json rl-cli.err
   avg=$typ
 }

@@ -7,7 +7,9 @@
 # `sh -c "CMD ARGS..."` (words joined with spaces, as ssh does) as root in
 # /opt/test, where each -f file is copied (mode kept). /bin/asuser
 # UID MEMLOCK_KB CMD... runs a command unprivileged with a memlock limit.
-# GUEST_SMP sets the guest's vCPUs (default 2).
+# GUEST_SMP sets the guest's vCPUs (default 2); GUEST_PIN_VCPUS=1 pins vCPU
+# n's qemu thread to host CPU n (mod the host's CPUs), so the host's
+# scheduler cannot stack two busy vCPUs on one core (benchmarks).
 #
 # The command's stdout and stderr stream to this script's stdout; the kernel
 # console goes to a log that is shown on failure (and always with -v).
@@ -79,6 +81,25 @@ mkfifo "$tmp/in"
 # sched_clock's static key then patches kernel text, and MTTCG has oopsed
 # there (int3 in sched_clock_cpu, a panic in a cold make test's verbs stage).
 # qemu's TCG TSC is one virtual clock for every vCPU, so nothing is lost.
+# pin_vcpus TIMEOUT_PID: once qemu (timeout's child) has named its vCPU
+# threads ("CPU n/TCG"), pins each to host CPU n mod nproc.
+pin_vcpus() {
+  local q="" t n comm cpus
+  cpus=$(nproc)
+  for _ in $(seq 100); do
+    q=$(pgrep -P "$1" qemu-system || true)
+    [[ -n $q ]] && compgen -G "/proc/$q/task/*" >/dev/null && grep -qs '^CPU ' /proc/"$q"/task/*/comm && break
+    sleep 0.1
+  done
+  [[ -n $q ]] || return 0
+  sleep 0.5 # every vCPU thread started
+  for t in /proc/"$q"/task/*; do
+    comm=$(cat "$t/comm" 2>/dev/null) || continue
+    [[ $comm =~ ^CPU\ ([0-9]+)/TCG$ ]] || continue
+    n=${BASH_REMATCH[1]}
+    taskset -p -c $((n % cpus)) "${t##*/}" >/dev/null && say "vCPU $n pinned to host CPU $((n % cpus))"
+  done
+}
 boot() {
   rm -f "$tmp/ctl" "$tmp/console.log"
   local start=${EPOCHREALTIME/./}
@@ -93,8 +114,9 @@ boot() {
     -device virtserialport,bus=vs.0,chardev=out,name=rdmasuite.out \
     -chardev "file,id=ctl,path=$tmp/ctl" \
     -device virtserialport,bus=vs.0,chardev=ctl,name=rdmasuite.ctl \
-    <>"$tmp/in" &
+    ${GUEST_PIN_VCPUS:+-name rdmasuite-guest,debug-threads=on} <>"$tmp/in" &
   pid=$!
+  [[ -n ${GUEST_PIN_VCPUS:-} ]] && pin_vcpus "$pid" &
   rc=0
   wait "$pid" || rc=$?
   pid=

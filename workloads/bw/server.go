@@ -377,6 +377,7 @@ func (s *server) session(c *conn, hello message) {
 			return
 		}
 		br := openBracket(s.cfg.Counters, rail)
+		idle := startProcessUsage()
 		if err := c.send(message{Type: "ready"}); err != nil {
 			fail(err)
 			return
@@ -420,6 +421,12 @@ func (s *server) session(c *conn, hello message) {
 		if err != nil {
 			fail(fmt.Errorf("size %d: %w", m.Size, err))
 			return
+		}
+		if u, ok := idle.end(); ok {
+			// On a software device the responder's work runs on this
+			// host's CPUs: a server process busy while the client
+			// measured takes them from it.
+			s.cfg.Logf("rail %s %s %d B, server process while the client measured: %s", rail.Name(), p.Op, m.Size, u)
 		}
 		counters, countersErr := br.close()
 		renewed, err := renewForClient(res, done.QPs)
