@@ -15,6 +15,12 @@ CQMODS=${CQMODS:-"1 100"}
 OPS=${OPS-"write read"}
 SIZES=${SIZES-"65536 1048576"}
 echo "perftest: $(ib_write_bw --version 2>&1 | head -1)"
+# The clocks each tool converts cycles with: perftest takes the first "cpu
+# MHz" of /proc/cpuinfo (the boot-time estimate), the kernel refines its TSC
+# rate after boot (benchtable rescales perftest's figures to it).
+kmhz=$(dmesg | sed -n 's/.*Refined TSC clocksource calibration: \([0-9.]*\) MHz.*/\1/p' | tail -1)
+[ -n "$kmhz" ] || kmhz=$(dmesg | sed -n 's/.*tsc: Detected \([0-9.]*\) MHz.*/\1/p' | tail -1)
+echo "CLOCK cpuinfo $(sed -n 's/^cpu MHz[[:space:]]*: *//p' /proc/cpuinfo | head -1) kernel ${kmhz:-NaN}"
 # CLIENT_CPUS, SERVER_CPUS: pin every tool's client or server to these
 # guest CPUs (taskset -c), the same for perftest and ours.
 clip=${CLIENT_CPUS:+taskset -c $CLIENT_CPUS}
@@ -72,6 +78,7 @@ run_ours() {
   rusline $tool client rp-cli.rus
   echo "DISTURB $tool $op $size $rep $(sed -n 's/.*"disturbance":{\([^}]*\)}.*/\1/p' rp-cli.json | tail -1)"
   echo "SERVER-PROCESS $tool $op $size $rep $(grep -o 'server process while the client measured: [^"]*' rp-srv.json | tail -1)"
+  echo "CLOCKMHZ $tool $op $size $rep $(grep -o '"clockMHz":[0-9.]*' rp-cli.json | head -1)"
   avg=$(sed -n 's/.*"total":{[^}]*"bwAvgMBps":\([0-9.e+-]*\).*/\1/p' rp-cli.json | tail -1)
   echo "RESULT $tool $op $size $qps $cqmod $rep ${avg:-NaN}"
   echo "RETRIES $tool $op $size $qps $cqmod $rep $(($(retries) - r0))"
@@ -138,6 +145,7 @@ run_ours_lat() {
   echo "DISTURB $tool $op $size $rep $(sed -n 's/.*"disturbance":{\([^}]*\)}.*/\1/p' rl-cli.json | tail -1)"
   echo "DISTURB-SERVER $tool $op $size $rep $(grep -o 'answering thread: .*' rl-srv.json | tail -1)"
   echo "SERVER-PROCESS $tool $op $size $rep $(grep -o 'server process while the client measured: [^"]*' rl-srv.json | tail -1)"
+  echo "CLOCKMHZ $tool $op $size $rep $(grep -o '"clockMHz":[0-9.]*' rl-cli.json | head -1)"
   [ -n "$typ" ] || tail -5 rl-cli.json rl-cli.err
   avg=$typ
 }

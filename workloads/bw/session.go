@@ -65,6 +65,10 @@ type Device struct {
 	PostAPI string `json:"postAPI,omitempty"`
 	// InlineBytes is the largest payload posted inline (0: none).
 	InlineBytes int `json:"inlineBytes,omitempty"`
+	// ClockMHz is the rate of the cycle counter this run's timestamps were
+	// converted with, as measured against CLOCK_MONOTONIC (0: the run used
+	// the monotonic clock itself).
+	ClockMHz float64 `json:"clockMHz,omitempty"`
 }
 
 // Factory opens resources sized for p on one rail. It checks the port's

@@ -268,7 +268,7 @@ func open(cfg Config, p bw.Params, onMemory func(bw.Memory)) (res *resources, er
 	r.wcs = make([]verbs.Completion, 16)
 	r.dev = bw.Device{Name: r.ctx.Name, Port: cfg.Port, GIDIndex: r.gid.Index, GID: r.gid.Addr,
 		LinkLayer: r.port.LinkLayer, RateGbps: r.port.RateGbps, MTU: r.port.ActiveMTU,
-		Netdev: netdevOf(r.ctx.Name, cfg.Port, r.gid.Index), PostAPI: postAPI, InlineBytes: r.inline}
+		Netdev: netdevOf(r.ctx.Name, cfg.Port, r.gid.Index), PostAPI: postAPI, InlineBytes: r.inline, ClockMHz: counterMHz()}
 	if wr && len(r.qps) > 0 && !r.qps[0].Extended() {
 		r.dev.PostAPI = "ibv_post_send (the provider has no extended QPs for ibv_wr_*)"
 	}

@@ -74,8 +74,63 @@ static inline int rs_post(struct ibv_qp *qp, int ex, struct ibv_send_wr *wr) {
 // costs more than the post itself on a software device: the Go runtime takes
 // the P away from a thread that stays in a C call longer than 20 µs and has
 // to get it back afterwards, once per operation.
+// rs_one_at_a_time is perftest's run_iter_lat (ib_read_lat) op for op: one
+// QP, one operation outstanding, every one signaled; stamp, post, poll one
+// completion at a time until it arrives. The general loop below did more
+// per operation (a 16-entry poll, a stamp after each completion, its
+// bookkeeping for many QPs), all of it inside the round trip that READ
+// latency is. No stamp is taken after a completion: the next post's stamp
+// follows it at once and stands for op i's completion (the last op's is
+// one counter read after it).
+static int rs_one_at_a_time(struct ibv_qp *qp, uint64_t raddr, uint32_t rkey, int64_t *scnt, int64_t *ccnt,
+                   uint64_t *posted, uint64_t *completed, const struct rs_loop_params *p, struct rs_loop_out *o) {
+	struct ibv_wc wc;
+	struct ibv_sge sge = { .addr = p->laddr, .length = p->size, .lkey = p->lkey };
+	struct ibv_send_wr wr;
+	memset(&wr, 0, sizeof(wr));
+	wr.sg_list = &sge;
+	wr.num_sge = 1;
+	wr.opcode = p->opcode;
+	wr.send_flags = IBV_SEND_SIGNALED | (p->inl ? IBV_SEND_INLINE : 0);
+	wr.wr.rdma.remote_addr = raddr;
+	wr.wr.rdma.rkey = rkey;
+	memset(o, 0, sizeof(*o));
+	for (int64_t i = 0; i < p->iters; i++) {
+		wr.wr_id = (uint64_t)i;
+		uint64_t t = rs_cycles();
+		if (i == 0) o->first_post = t;
+		if (i < p->cap) posted[i] = t;
+		if (i > 0 && i - 1 < p->cap) completed[i - 1] = t;
+		int rc = rs_post(qp, p->ex, &wr);
+		if (rc) {
+			o->err_kind = 1; o->err_code = rc; o->err_seq = i; o->done = i;
+			return -1;
+		}
+		scnt[0] = i + 1;
+		int n;
+		while ((n = ibv_poll_cq(p->cq, 1, &wc)) == 0)
+			;
+		if (n < 0) {
+			o->err_kind = 2; o->err_code = n; o->done = i;
+			return -1;
+		}
+		if (wc.status != IBV_WC_SUCCESS) {
+			o->err_kind = 3; o->err_code = wc.status; o->err_seq = i; o->done = i;
+			return -1;
+		}
+		ccnt[0] = i + 1;
+	}
+	uint64_t t = rs_cycles();
+	if (p->iters > 0 && p->iters - 1 < p->cap) completed[p->iters - 1] = t;
+	o->last_done = t;
+	o->done = p->iters;
+	return 0;
+}
+
 static int rs_loop(struct ibv_qp **qps, uint64_t *raddr, uint32_t *rkey, int64_t *scnt, int64_t *ccnt,
                    uint64_t *posted, uint64_t *completed, const struct rs_loop_params *p, struct rs_loop_out *o) {
+	if (p->nqp == 1 && p->tx_depth == 1 && p->cq_mod == 1 && !p->deadline)
+		return rs_one_at_a_time(qps[0], raddr[0], rkey[0], scnt, ccnt, posted, completed, p, o);
 	struct ibv_wc wc[16];
 	struct ibv_sge sge = { .length = p->size, .lkey = p->lkey };
 	struct ibv_send_wr wr;

@@ -122,6 +122,7 @@ import (
 	"fmt"
 	"strings"
 	"syscall"
+	"time"
 	"unsafe"
 
 	"github.com/rdmasuite/rdmasuite/workloads/units"
@@ -848,6 +849,17 @@ func errInlineExternal(mr *MR) error {
 // Cycles returns the CPU cycle counter (TSC on x86-64, CNTVCT on arm64).
 // Callers calibrate it against the monotonic clock.
 func Cycles() uint64 { return uint64(C.rs_cycles()) }
+
+// ClockPair is the cycle counter and CLOCK_MONOTONIC read together: the
+// best of 16 tries, the counter at the middle of the narrowest bracket
+// around the clock read (bracket cycles wide). Two pairs far apart
+// calibrate the counter.
+func ClockPair() (cycles uint64, mono time.Duration, bracket uint64) {
+	var c, b C.uint64_t
+	var ns C.int64_t
+	C.rs_clock_pair(16, &c, &ns, &b)
+	return uint64(c), time.Duration(ns), uint64(b)
+}
 
 func cbool(b bool) C.int {
 	if b {

@@ -364,6 +364,46 @@ func render(w io.Writer, cells map[key]*cell, target float64) error {
 	return nil
 }
 
+// perftestClock is the factor that turns perftest's figures into the
+// kernel's clock, from guest-bench.sh's "CLOCK cpuinfo MHZ kernel MHZ"
+// line: perftest converts cycles with /proc/cpuinfo's "cpu MHz" (the
+// boot-time estimate) unless its own gettimeofday sample is more than 2 %
+// away from it (get_cpu_mhz in perftest's get_clock.c), where the kernel
+// uses its refined TSC rate; ours measures the counter against the kernel's
+// clock. 1 when the line is missing or perftest would use its sample.
+func perftestClock(r io.Reader) (float64, string) {
+	sc := bufio.NewScanner(r)
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) != 5 || f[0] != "CLOCK" || f[1] != "cpuinfo" || f[3] != "kernel" {
+			continue
+		}
+		proc, err1 := strconv.ParseFloat(f[2], 64)
+		kern, err2 := strconv.ParseFloat(f[4], 64)
+		if err1 != nil || err2 != nil || proc <= 0 || kern <= 0 || math.Abs(proc-kern)/proc > 0.02 {
+			return 1, ""
+		}
+		return kern / proc, fmt.Sprintf("perftest's figures rescaled from its %.3f MHz (/proc/cpuinfo) to the kernel's %.3f MHz: bandwidth × %.4f, latency × %.4f",
+			proc, kern, kern/proc, proc/kern)
+	}
+	return 1, ""
+}
+
+// rescaleRef applies perftestClock's factor to the reference's figures.
+func rescaleRef(cells map[key]*cell, lats map[latKey]*latCell, f float64) {
+	for _, c := range cells {
+		for i := range c.pairs {
+			c.pairs[i].ref.mbps *= f
+		}
+	}
+	for _, c := range lats {
+		for i := range c.pairs {
+			r := &c.pairs[i].ref
+			r.typical, r.p99, r.max = r.typical/f, r.p99/f, r.max/f
+		}
+	}
+}
+
 // renderReps prints every repetition of every cell: the reference's and
 // ours' figures, their ratio, and a mark on a pair left out of the interval
 // (a failed or retransmitting run).
@@ -412,6 +452,12 @@ func main() {
 	}
 	cells, failed := parse(bytes.NewReader(raw))
 	lats, latFailed := parseLat(bytes.NewReader(raw))
+	if refTool == "perftest" {
+		if f, note := perftestClock(bytes.NewReader(raw)); f != 1 {
+			rescaleRef(cells, lats, f)
+			fmt.Println(note)
+		}
+	}
 	failed += latFailed
 	if err := render(os.Stdout, cells, 0.99); err != nil {
 		fmt.Fprintln(os.Stderr, err)

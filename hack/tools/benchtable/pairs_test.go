@@ -233,3 +233,27 @@ LAT rdmaprobe-b read 2 1 51 61 71
 		}
 	}
 }
+
+// perftest's clock: within 2 % of the kernel's, its cpuinfo figure is what
+// it converted with, so its figures move to the kernel's clock; further
+// away it used its own sample, and nothing moves.
+func TestPerftestClock(t *testing.T) {
+	f, note := perftestClock(strings.NewReader("x\nCLOCK cpuinfo 2095.775 kernel 2100.000\n"))
+	if math.Abs(f-2100/2095.775) > 1e-9 || !strings.Contains(note, "2095.775") {
+		t.Fatalf("factor %v, note %q", f, note)
+	}
+	for _, in := range []string{"", "CLOCK cpuinfo 2000 kernel 2100\n", "CLOCK cpuinfo x kernel 2100\n"} {
+		if f, _ := perftestClock(strings.NewReader(in)); f != 1 {
+			t.Errorf("%q: factor %v, want 1", in, f)
+		}
+	}
+	cells := map[key]*cell{{"read", 1, 1, 1}: {pairs: []pair{{rep: 1, ref: run{mbps: 100, ok: true}}}}}
+	lats := map[latKey]*latCell{{"read", 2}: {pairs: []latPair{{rep: 1, ref: latRun{typical: 50, p99: 60, max: 70, ok: true}}}}}
+	rescaleRef(cells, lats, 1.25)
+	if got := cells[key{"read", 1, 1, 1}].pairs[0].ref.mbps; got != 125 {
+		t.Errorf("bandwidth %v, want 125", got)
+	}
+	if got := lats[latKey{"read", 2}].pairs[0].ref; got.typical != 40 || got.p99 != 48 || got.max != 56 {
+		t.Errorf("latency %+v, want 40/48/56", got)
+	}
+}
