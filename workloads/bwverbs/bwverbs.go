@@ -126,7 +126,10 @@ type resources struct {
 	// before they carry another size.
 	inFlight int
 	goLoop   bool
-	recvs    int // receives kept posted on each QP (send latency)
+	// generalLoop: one-at-a-time loops through the many-QP C loop
+	// (verbs.LoopSpec.General), for comparing the two loop shapes.
+	generalLoop bool
+	recvs       int // receives kept posted on each QP (send latency)
 	// last is what competed with the measuring thread during the last C
 	// loop (nil after the Go loop, or when the kernel could not tell).
 	last *bw.Disturbance
@@ -534,7 +537,7 @@ func (r *resources) Loop(p bw.Params, size int, record bool) (posted, completed 
 	// bidirectional one drains (the peer's loop still sends to our QPs).
 	spec := verbs.LoopSpec{QPs: r.qps, CQ: r.cq, MR: r.mr, Op: verbsOp(p.Op), Slot: r.slot, Size: size,
 		Inline: r.inlined(p.Op, size), Iters: p.Iters, TxDepth: p.TxDepth, CQMod: p.CQMod, Record: record,
-		NoDrain: !p.Bidirectional}
+		NoDrain: !p.Bidirectional, General: r.generalLoop}
 	for _, rem := range r.remote {
 		spec.Targets = append(spec.Targets, verbs.LoopTarget{Addr: rem.Addr, RKey: rem.RKey})
 	}

@@ -15,6 +15,8 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/montanaflynn/stats"
+
 	"github.com/rdmasuite/rdmasuite/workloads/bw"
 	"github.com/rdmasuite/rdmasuite/workloads/probeout"
 )
@@ -417,4 +419,80 @@ func latencyAcrossDevices(t *testing.T, api string, op bw.Op, inline int) {
 		t.Logf("%s %s latency %d B: typical %.1f µs, p99 %.1f µs, max %.1f µs; thread %.2f of a CPU, %d preemptions, other threads %.1f ms",
 			api, op, r.Local.Bytes, l.Typical, l.P99, l.Max, d.ThreadCPUShare, d.Preemptions, d.OtherThreadsCPUMs)
 	}
+}
+
+// connected opens p's resources on rxe1 (the client) and rxe0 (the
+// server) in this process and connects their QPs to each other.
+func connected(tb testing.TB, p bw.Params) (cli, srv *resources) {
+	tb.Helper()
+	d, err := Discover(Config{})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	open := func(dev string) *resources {
+		rs, err := d.Select(Config{Device: dev, Port: 1})
+		if err != nil {
+			tb.Fatal(err)
+		}
+		res, err := Factory(Config{Device: dev, Port: 1, GIDIndex: -1})(rs[0], p)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		tb.Cleanup(func() { _ = res.Close() })
+		return res.(*resources)
+	}
+	srv, cli = open("rxe0"), open("rxe1")
+	if err := srv.Connect(cli.Local()); err != nil {
+		tb.Fatal(err)
+	}
+	if err := cli.Connect(srv.Local()); err != nil {
+		tb.Fatal(err)
+	}
+	return cli, srv
+}
+
+// BenchmarkReadLatencyLoopShapes measures READ latency (2 B, one operation
+// at a time, rxe1 → rxe0) in blocks of 200, alternating between perftest's
+// run_iter_lat shape (what the probe runs) and the general many-QP loop on
+// the same QPs, so whatever drifts on the bed over seconds falls on both
+// shapes alike: what remains is what the loop itself does per operation.
+// -test.benchtime=Nx runs N block pairs; it reports each shape's median
+// typical latency and the median ratio general / one-at-a-time.
+func BenchmarkReadLatencyLoopShapes(b *testing.B) {
+	p := bw.Defaults()
+	p.Op, p.Latency, p.TxDepth, p.CQMod, p.Iters, p.Sizes = bw.OpRead, true, 1, 1, 200, []int{2}
+	cli, _ := connected(b, p)
+	typical := func(general bool) float64 {
+		cli.generalLoop = general
+		posted, _, n, err := cli.Loop(p, 2, true)
+		if err != nil || n != p.Iters || len(posted) != p.Iters {
+			b.Fatalf("general %v: %d of %d READs, %d stamps: %v", general, n, p.Iters, len(posted), err)
+		}
+		gaps := make([]float64, len(posted)-1)
+		for i := range gaps {
+			gaps[i] = float64(posted[i+1]-posted[i]) / 1e3
+		}
+		m, _ := stats.Median(gaps)
+		return m
+	}
+	var one, gen, ratio []float64
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		var v [2]float64 // one at a time, general
+		for _, general := range []bool{i%2 == 1, i%2 == 0} {
+			if general {
+				v[1] = typical(true)
+			} else {
+				v[0] = typical(false)
+			}
+		}
+		one, gen, ratio = append(one, v[0]), append(gen, v[1]), append(ratio, v[1]/v[0])
+		b.Logf("block pair %d: one at a time %.1f µs, general %.1f µs, ratio %.3f", i+1, v[0], v[1], v[1]/v[0])
+	}
+	mo, _ := stats.Median(one)
+	mg, _ := stats.Median(gen)
+	mr, _ := stats.Median(ratio)
+	b.ReportMetric(mo, "µs-one-at-a-time")
+	b.ReportMetric(mg, "µs-general")
+	b.ReportMetric(mr, "general/one-at-a-time")
 }

@@ -26,6 +26,7 @@ struct rs_loop_params {
 	uint64_t deadline; // cycles after the start; 0 = iteration mode
 	int nodrain;       // at the deadline return at once, work left in flight
 	int64_t cap;       // room in posted/completed (0: do not record)
+	int general;       // the general loop even for one operation at a time
 };
 
 struct rs_loop_out {
@@ -129,7 +130,7 @@ static int rs_one_at_a_time(struct ibv_qp *qp, uint64_t raddr, uint32_t rkey, in
 
 static int rs_loop(struct ibv_qp **qps, uint64_t *raddr, uint32_t *rkey, int64_t *scnt, int64_t *ccnt,
                    uint64_t *posted, uint64_t *completed, const struct rs_loop_params *p, struct rs_loop_out *o) {
-	if (p->nqp == 1 && p->tx_depth == 1 && p->cq_mod == 1 && !p->deadline)
+	if (!p->general && p->nqp == 1 && p->tx_depth == 1 && p->cq_mod == 1 && !p->deadline)
 		return rs_one_at_a_time(qps[0], raddr[0], rkey[0], scnt, ccnt, posted, completed, p, o);
 	struct ibv_wc wc[16];
 	struct ibv_sge sge = { .length = p->size, .lkey = p->lkey };
@@ -433,6 +434,10 @@ type LoopSpec struct {
 	TxDepth int
 	CQMod   int
 	Record  bool // keep every post's and completion's cycle stamp
+	// General runs the many-QP loop even for one operation at a time on
+	// one QP, which otherwise runs in perftest's run_iter_lat shape (to
+	// compare the two on the same QPs).
+	General bool
 }
 
 // LoopResult holds cycle-counter stamps (see Cycles). Posted is in post
@@ -483,7 +488,7 @@ func RunLoop(s LoopSpec) (LoopResult, error) {
 		tx_depth: C.int(s.TxDepth), cq_mod: C.int(s.CQMod), ex: cbool(allEx(s.QPs)),
 		lkey: s.MR.mr.lkey, size: C.uint32_t(s.Size),
 		laddr: C.uint64_t(s.MR.addr), slot: C.uint64_t(s.Slot),
-		iters: C.int64_t(s.Iters), deadline: C.uint64_t(s.Deadline), nodrain: cbool(s.NoDrain), cap: cp,
+		iters: C.int64_t(s.Iters), deadline: C.uint64_t(s.Deadline), nodrain: cbool(s.NoDrain), cap: cp, general: cbool(s.General),
 	}
 	var o C.struct_rs_loop_out
 	var posted, completed *C.uint64_t

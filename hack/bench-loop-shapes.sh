@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# READ latency's loop, shape against shape, on the same QPs in one process:
+# perftest's run_iter_lat shape (what rdmaprobe runs for one operation at a
+# time) against the general many-QP loop, in alternating blocks of 200 READs
+# (BenchmarkReadLatencyLoopShapes, workloads/bwverbs). Interleaving by
+# blocks of milliseconds leaves the Soft-RoCE guest's drifts, which last
+# seconds, out of the ratio that process-by-process runs cannot resolve.
+# BLOCKS (default 40) block pairs; CLIENT_CPUS pins the benchmark's process
+# inside the guest; GUEST_PIN_VCPUS=1 pins the guest's vCPUs on the host.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+out=$(mktemp -d "${TMPDIR:-/tmp}/rdmasuite-shapes.XXXXXX")
+trap 'rm -rf "$out"' EXIT
+CGO_ENABLED=1 go test -c -tags verbsbed -o "$out/bwverbs.test" ./workloads/bwverbs
+pin=${CLIENT_CPUS:+taskset -c $CLIENT_CPUS}
+hack/guest/run.sh -t 600 -f "$out/bwverbs.test" -- \
+  "$pin ./bwverbs.test -test.run '^\$' -test.bench ReadLatencyLoopShapes -test.benchtime ${BLOCKS:-40}x -test.v"
