@@ -5,13 +5,16 @@
 # (BenchmarkReadLatencyLoopShapes, workloads/bwverbs). Interleaving by
 # blocks of milliseconds leaves the Soft-RoCE guest's drifts, which last
 # seconds, out of the ratio that process-by-process runs cannot resolve.
-# BLOCKS (default 40) block pairs; CLIENT_CPUS pins the benchmark's process
-# inside the guest; GUEST_PIN_VCPUS=1 pins the guest's vCPUs on the host.
+# BLOCKS (default 400) block pairs. Pinned as make bench-verbs pins (each
+# vCPU on its own host CPU, the process on guest CPU 1); GUEST_PIN_VCPUS= and
+# CLIENT_CPUS= (empty) measure unpinned.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+export GUEST_PIN_VCPUS=${GUEST_PIN_VCPUS-1}
+CLIENT_CPUS=${CLIENT_CPUS-1}
 out=$(mktemp -d "${TMPDIR:-/tmp}/rdmasuite-shapes.XXXXXX")
 trap 'rm -rf "$out"' EXIT
 CGO_ENABLED=1 go test -c -tags verbsbed -o "$out/bwverbs.test" ./workloads/bwverbs
 pin=${CLIENT_CPUS:+taskset -c $CLIENT_CPUS}
 hack/guest/run.sh -t 600 -f "$out/bwverbs.test" -- \
-  "$pin ./bwverbs.test -test.run '^\$' -test.bench ReadLatencyLoopShapes -test.benchtime ${BLOCKS:-40}x -test.v"
+  "$pin ./bwverbs.test -test.run '^\$' -test.bench ReadLatencyLoopShapes -test.benchtime ${BLOCKS:-400}x -test.v"

@@ -21,6 +21,13 @@
 # every repetition's pair, so one run shows what that one difference does.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# Placement, the same for both tools: each vCPU on its own host CPU and every
+# client on guest CPU 1 (empty values undo either). Unpinned, a process's
+# placement decides its figure: READ latency in one process went from ≈ 105
+# to ≈ 52 µs pinned (hack/bench-loop-shapes.sh), and runs a second apart
+# differed by up to 2 ×.
+export GUEST_PIN_VCPUS=${GUEST_PIN_VCPUS-1}
+CLIENT_CPUS=${CLIENT_CPUS-1}
 out=$(mktemp -d "${TMPDIR:-/tmp}/rdmasuite-bench.XXXXXX")
 trap 'rm -rf "$out"' EXIT
 make -s rdmaprobe BIN_DIR="$out"
