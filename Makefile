@@ -25,7 +25,7 @@ PUSH_FLAGS ?=
 GO_VERSION := $(shell awk '/^go /{print $$2}' go.mod)
 
 .PHONY: all build rdmaprobe rdmasuite runner-bins images push-images images-docker images-docker-nccl \
-	lint unit test e2e demo faults bed-up bed-down bed-status deps verbs-test bench-verbs gpu-check-bundle
+	lint unit test e2e demo faults bed-up bed-down bed-status deps verbs-test bench-verbs bench-loop-shapes gpu-check-bundle
 
 all: build
 
@@ -131,6 +131,10 @@ verbs-test:
 # Our bandwidth core against perftest on the same rxe devices: ratio table.
 bench-verbs:
 	hack/bench-verbs.sh
+
+# READ latency's loop shapes compared block by block in one guest process.
+bench-loop-shapes:
+	hack/bench-loop-shapes.sh
 
 bed-up:
 	hack/bed.sh up

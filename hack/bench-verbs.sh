@@ -10,7 +10,8 @@
 # PERFTEST_FLAGS (extra perftest flags, e.g. --use_old_post_send),
 # CLIENT_CPUS / SERVER_CPUS (pin both tools' clients or servers to these
 # guest CPUs), WQ_CPUMASK (hex: where the kernel's unbound kworkers, rxe's
-# among them, may run), GUEST_SMP (the guest's vCPUs, default 2). An empty
+# among them, may run), NO_ASLR=1 (the same address layout in every run),
+# GUEST_SMP (the guest's vCPUs, default 2). An empty
 # OPS, SIZES, MR_SIZES or LAT_OPS skips that group (LAT_OPS= MR_SIZES= runs
 # bandwidth only).
 #
@@ -48,7 +49,7 @@ hack/guest/run.sh -t $((${REPS:-6} * ${AB_PATCH:+3 / 2 *} 150 + 300)) "${files[@
   "REPS=${REPS:-6} QPS_LIST='${QPS_LIST:-1}' CQMODS='${CQMODS:-1 100}' OPS='${OPS-write read}' SIZES='${SIZES-65536 1048576}' \
    MR_SIZES='${MR_SIZES-2 4096}' MR_QPS='${MR_QPS:-4}' MR_ITERS='${MR_ITERS:-5000}' LAT_OPS='${LAT_OPS-write read send}' \
    LAT_SIZES='${LAT_SIZES:-2}' LAT_ITERS='${LAT_ITERS:-1000}' ATTEMPTS='${ATTEMPTS:-3}' \
-   OURS_FLAGS='${OURS_FLAGS:-}' PERFTEST_FLAGS='${PERFTEST_FLAGS:-}' CLIENT_CPUS='${CLIENT_CPUS:-}' SERVER_CPUS='${SERVER_CPUS:-}' WQ_CPUMASK='${WQ_CPUMASK:-}' \
+   OURS_FLAGS='${OURS_FLAGS:-}' PERFTEST_FLAGS='${PERFTEST_FLAGS:-}' CLIENT_CPUS='${CLIENT_CPUS:-}' SERVER_CPUS='${SERVER_CPUS:-}' WQ_CPUMASK='${WQ_CPUMASK:-}' NO_ASLR='${NO_ASLR:-}' \
    sh guest-bench.sh" | tee "$out/raw.txt"
 if [ -z "${AB_PATCH:-}" ]; then
   hack/tool.sh benchtable -reps <"$out/raw.txt"

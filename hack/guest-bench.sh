@@ -28,6 +28,12 @@ srvp=${SERVER_CPUS:+taskset -c $SERVER_CPUS}
 # WQ_CPUMASK (hex): the CPUs every unbound workqueue's kworkers may run on,
 # Soft-RoCE's rxe_wq among them (its responder and completer), so the
 # kernel's share of each operation stays off a pinned client's CPU.
+# NO_ASLR=1: every process gets the same address layout (randomize_va_space
+# 0), so a figure that depends on where things land is the same in every run.
+if [ -n "${NO_ASLR:-}" ]; then
+  echo 0 >/proc/sys/kernel/randomize_va_space
+  echo "address space layout randomization off"
+fi
 if [ -n "${WQ_CPUMASK:-}" ]; then
   echo "$WQ_CPUMASK" >/sys/devices/virtual/workqueue/cpumask
   echo "unbound workqueues on CPU mask $(cat /sys/devices/virtual/workqueue/cpumask)"
