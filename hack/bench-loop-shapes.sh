@@ -17,4 +17,6 @@ trap 'rm -rf "$out"' EXIT
 CGO_ENABLED=1 go test -c -tags verbsbed -o "$out/bwverbs.test" ./workloads/bwverbs
 pin=${CLIENT_CPUS:+taskset -c $CLIENT_CPUS}
 hack/guest/run.sh -t 600 -f "$out/bwverbs.test" -- \
-  "$pin ./bwverbs.test -test.run '^\$' -test.bench ReadLatencyLoopShapes -test.benchtime ${BLOCKS:-400}x -test.v"
+  "$pin ./bwverbs.test -test.run '^\$' -test.bench ReadLatencyLoopShapes -test.benchtime ${BLOCKS:-400}x -test.v" | tee "$out/raw.txt"
+# The median ratio with its bootstrap interval, the warm-up pair left out.
+hack/tool.sh benchtable -blocks <"$out/raw.txt"

@@ -6,10 +6,8 @@ package bwverbs
 
 import (
 	"context"
-	"math/rand/v2"
 	"net"
 	"os"
-	"sort"
 	"strings"
 	"sync"
 	"syscall"
@@ -470,7 +468,8 @@ func connected(tb testing.TB, p bw.Params) (cli, srv *resources) {
 // the same QPs, so whatever drifts on the bed over seconds falls on both
 // shapes alike: what remains is what the loop itself does per operation.
 // -test.benchtime=Nx runs N block pairs; it reports each shape's median
-// typical latency and the median ratio general / one-at-a-time.
+// typical latency and the median ratio general / one-at-a-time, and logs
+// every pair (hack/tools/benchtable -blocks puts an interval on them).
 func BenchmarkReadLatencyLoopShapes(b *testing.B) {
 	p := bw.Defaults()
 	p.Op, p.Latency, p.TxDepth, p.CQMod, p.Iters, p.Sizes = bw.OpRead, true, 1, 1, 200, []int{2}
@@ -502,31 +501,10 @@ func BenchmarkReadLatencyLoopShapes(b *testing.B) {
 		one, gen, ratio = append(one, v[0]), append(gen, v[1]), append(ratio, v[1]/v[0])
 		b.Logf("block pair %d: one at a time %.1f µs, general %.1f µs, ratio %.3f", i+1, v[0], v[1], v[1]/v[0])
 	}
-	if len(ratio) > 1 { // the first pair warms the guest's translation caches
-		one, gen, ratio = one[1:], gen[1:], ratio[1:]
-	}
 	mo, _ := stats.Median(one)
 	mg, _ := stats.Median(gen)
 	mr, _ := stats.Median(ratio)
-	lo, hi := bootstrapMedian(ratio)
-	b.Logf("general / one at a time: median %.3f, 95 %% interval [%.3f, %.3f] over %d block pairs; typical %.1f / %.1f µs", mr, lo, hi, len(ratio), mg, mo)
 	b.ReportMetric(mo, "µs-one-at-a-time")
 	b.ReportMetric(mg, "µs-general")
 	b.ReportMetric(mr, "general/one-at-a-time")
-}
-
-// bootstrapMedian is the 95 % percentile-bootstrap interval of x's median
-// (4000 resamples, fixed seed: the same lines give the same interval).
-func bootstrapMedian(x []float64) (lo, hi float64) {
-	rng := rand.New(rand.NewPCG(17, uint64(len(x))))
-	meds := make([]float64, 4000)
-	buf := make([]float64, len(x))
-	for i := range meds {
-		for j := range buf {
-			buf[j] = x[rng.IntN(len(x))]
-		}
-		meds[i], _ = stats.Median(buf)
-	}
-	sort.Float64s(meds)
-	return meds[100], meds[3899]
 }

@@ -37,6 +37,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -437,11 +438,50 @@ func renderReps(w io.Writer, cells map[key]*cell, lats map[latKey]*latCell) {
 	}
 }
 
+// blockPair is one line of BenchmarkReadLatencyLoopShapes (workloads/bwverbs).
+var blockPair = regexp.MustCompile(`block pair (\d+): one at a time ([0-9.]+) µs, general ([0-9.]+) µs, ratio ([0-9.]+)`)
+
+// renderBlocks puts the interval on the loop-shape benchmark's block
+// pairs: the median ratio general / one at a time, the first pair left out
+// (it warms the guest's translation caches). false when there are none.
+func renderBlocks(w io.Writer, r io.Reader) bool {
+	var one, gen, ratio []float64
+	sc := bufio.NewScanner(r)
+	for sc.Scan() {
+		m := blockPair.FindStringSubmatch(sc.Text())
+		if m == nil || m[1] == "1" {
+			continue
+		}
+		o, _ := strconv.ParseFloat(m[2], 64)
+		g, _ := strconv.ParseFloat(m[3], 64)
+		q, _ := strconv.ParseFloat(m[4], 64)
+		one, gen, ratio = append(one, o), append(gen, g), append(ratio, q)
+	}
+	if len(ratio) < minPairs {
+		return false
+	}
+	mr, _ := stats.Median(ratio)
+	mo, _ := stats.Median(one)
+	mg, _ := stats.Median(gen)
+	lo, hi := bootstrapMedian(ratio, 0.95)
+	fmt.Fprintf(w, "general loop / perftest's run_iter_lat shape: median %.3f, 95 %% interval [%.3f, %.3f] over %d block pairs; typical %.1f / %.1f µs\n",
+		mr, lo, hi, len(ratio), mg, mo)
+	return true
+}
+
 func main() {
 	flag.StringVar(&refTool, "ref", refTool, "the reference tool's name in the lines")
 	flag.StringVar(&oursTool, "ours", oursTool, "the measured tool's name in the lines")
 	reps := flag.Bool("reps", false, "also print every repetition's pair")
+	blocks := flag.Bool("blocks", false, "read BenchmarkReadLatencyLoopShapes' block pairs instead")
 	flag.Parse()
+	if *blocks {
+		if !renderBlocks(os.Stdout, os.Stdin) {
+			fmt.Fprintln(os.Stderr, "benchtable: too few block pairs")
+			os.Exit(1)
+		}
+		return
+	}
 	if refTool != "perftest" || oursTool != "rdmaprobe" {
 		fmt.Printf("compared: ours = %s, reference (\"perftest\" columns) = %s\n", oursTool, refTool)
 	}

@@ -257,3 +257,20 @@ func TestPerftestClock(t *testing.T) {
 		t.Errorf("latency %+v, want 40/48/56", got)
 	}
 }
+
+// The loop-shape benchmark's lines get an interval, without the warm-up
+// pair; too few pairs is said, not reported as a figure.
+func TestBlocks(t *testing.T) {
+	var in strings.Builder
+	in.WriteString("    device_test.go:490: block pair 1: one at a time 300.0 µs, general 100.0 µs, ratio 0.333\n")
+	for i := 2; i <= 21; i++ {
+		fmt.Fprintf(&in, "    device_test.go:490: block pair %d: one at a time 50.0 µs, general 52.0 µs, ratio 1.040\n", i)
+	}
+	var b strings.Builder
+	if !renderBlocks(&b, strings.NewReader(in.String())) || !strings.Contains(b.String(), "median 1.040, 95 % interval [1.040, 1.040] over 20 block pairs; typical 52.0 / 50.0 µs") {
+		t.Fatalf("%q", b.String())
+	}
+	if renderBlocks(&b, strings.NewReader("block pair 1: one at a time 1 µs, general 1 µs, ratio 1\n")) {
+		t.Fatal("one (warm-up) pair gave a figure")
+	}
+}
