@@ -5,6 +5,8 @@
 # (BenchmarkReadLatencyLoopShapes, workloads/bwverbs). Interleaving by
 # blocks of milliseconds leaves the Soft-RoCE guest's drifts, which last
 # seconds, out of the ratio that process-by-process runs cannot resolve.
+# AB_PATCH=FILE builds the benchmark from this tree with FILE applied, so its
+# "general" side can be one part of the general loop at a time (hack/ab/one-at-a-time-*).
 # BLOCKS (default 400) block pairs. Pinned as make bench-verbs pins (each
 # vCPU on its own host CPU, the process on guest CPU 1); GUEST_PIN_VCPUS= and
 # CLIENT_CPUS= (empty) measure unpinned.
@@ -14,7 +16,16 @@ export GUEST_PIN_VCPUS=${GUEST_PIN_VCPUS-1}
 CLIENT_CPUS=${CLIENT_CPUS-1}
 out=$(mktemp -d "${TMPDIR:-/tmp}/rdmasuite-shapes.XXXXXX")
 trap 'rm -rf "$out"' EXIT
-CGO_ENABLED=1 go test -c -tags verbsbed -o "$out/bwverbs.test" ./workloads/bwverbs
+src=.
+if [ -n "${AB_PATCH:-}" ]; then
+  patch_file=$(realpath "$AB_PATCH")
+  src=$out/src
+  mkdir "$src"
+  git ls-files -co --exclude-standard -z | tar --null -T - -cf - | tar -C "$src" -xf -
+  (cd "$src" && patch -s -p1 <"$patch_file")
+  echo "the benchmark's general side: $(head -1 "$patch_file")"
+fi
+(cd "$src" && CGO_ENABLED=1 go test -c -tags verbsbed -o "$out/bwverbs.test" ./workloads/bwverbs)
 pin=${CLIENT_CPUS:+taskset -c $CLIENT_CPUS}
 hack/guest/run.sh -t 600 -f "$out/bwverbs.test" -- \
   "$pin ./bwverbs.test -test.run '^\$' -test.bench ReadLatencyLoopShapes -test.benchtime ${BLOCKS:-400}x -test.v" | tee "$out/raw.txt"
