@@ -18,12 +18,9 @@ out=$(mktemp -d "${TMPDIR:-/tmp}/rdmasuite-shapes.XXXXXX")
 trap 'rm -rf "$out"' EXIT
 src=.
 if [ -n "${AB_PATCH:-}" ]; then
-  patch_file=$(realpath "$AB_PATCH")
   src=$out/src
-  mkdir "$src"
-  git ls-files -co --exclude-standard -z | tar --null -T - -cf - | tar -C "$src" -xf -
-  (cd "$src" && patch -s -p1 <"$patch_file")
-  echo "the benchmark's general side: $(head -1 "$patch_file")"
+  hack/ab-tree.sh "$AB_PATCH" "$src"
+  echo "the benchmark's general side: $(head -1 "$AB_PATCH")"
 fi
 (cd "$src" && CGO_ENABLED=1 go test -c -tags verbsbed -o "$out/bwverbs.test" ./workloads/bwverbs)
 pin=${CLIENT_CPUS:+taskset -c $CLIENT_CPUS}

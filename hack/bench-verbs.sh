@@ -34,11 +34,9 @@ trap 'rm -rf "$out"' EXIT
 make -s rdmaprobe BIN_DIR="$out"
 files=(-f "$out/rdmaprobe")
 if [ -n "${AB_PATCH:-}" ]; then
-  patch_file=$(realpath "$AB_PATCH")
-  mkdir "$out/b-src" "$out/b"
-  # The tree as it is (tracked and new files), not the last commit.
-  git ls-files -co --exclude-standard -z | tar --null -T - -cf - | tar -C "$out/b-src" -xf -
-  (cd "$out/b-src" && patch -s -p1 <"$patch_file" && make -s rdmaprobe BIN_DIR="$out/b")
+  mkdir "$out/b"
+  hack/ab-tree.sh "$AB_PATCH" "$out/b-src"
+  make -s -C "$out/b-src" rdmaprobe BIN_DIR="$out/b"
   cp "$out/b/rdmaprobe" "$out/rdmaprobe-b"
   files+=(-f "$out/rdmaprobe-b")
   echo "A/B: B is this tree with $AB_PATCH applied"
