@@ -20,27 +20,27 @@ func startProcessUsage() processUsage {
 	return u
 }
 
-// ProcessUsage is what a process did over a window.
-type ProcessUsage struct {
+// processWindow is what this process did over a window.
+type processWindow struct {
 	Wall                   time.Duration
 	CPU                    time.Duration // user + system
 	Voluntary, Involuntary int64         // context switches
 }
 
-func (u ProcessUsage) String() string {
+func (u processWindow) String() string {
 	return fmt.Sprintf("%.1f ms of CPU over %.0f ms, %d voluntary and %d involuntary context switches",
 		float64(u.CPU.Microseconds())/1000, float64(u.Wall.Microseconds())/1000, u.Voluntary, u.Involuntary)
 }
 
 // end is the usage since start; false when getrusage failed.
-func (u processUsage) end() (ProcessUsage, bool) {
+func (u processUsage) end() (processWindow, bool) {
 	var now syscall.Rusage
 	if !u.ok || syscall.Getrusage(syscall.RUSAGE_SELF, &now) != nil {
-		return ProcessUsage{}, false
+		return processWindow{}, false
 	}
 	cpu := func(r *syscall.Rusage) time.Duration {
 		return time.Duration(r.Utime.Nano() + r.Stime.Nano())
 	}
-	return ProcessUsage{Wall: time.Since(u.start), CPU: cpu(&now) - cpu(&u.ru),
+	return processWindow{Wall: time.Since(u.start), CPU: cpu(&now) - cpu(&u.ru),
 		Voluntary: now.Nvcsw - u.ru.Nvcsw, Involuntary: now.Nivcsw - u.ru.Nivcsw}, true
 }
